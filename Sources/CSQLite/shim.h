@@ -1,0 +1,9 @@
+#ifndef SHAREDSTORE_CSQLITE_SHIM_H
+#define SHAREDSTORE_CSQLITE_SHIM_H
+#include <sqlite3.h>
+
+/// SQLITE_TRANSIENT is a cast macro Swift cannot import.
+static inline sqlite3_destructor_type sharedstore_sqlite_transient(void) {
+    return SQLITE_TRANSIENT;
+}
+#endif

@@ -1,0 +1,52 @@
+import Foundation
+import SharedStore
+
+/// The shared read-later model of the targets (shared/docs/CLI.md): articles in categories.
+public enum ReadLater {
+    /// `Article` (title, url, createdAt, isRead, category) and `Category` (unique name).
+    public static let model: Model = {
+        do {
+            return try Model([
+                Entity("Article", attributes: [
+                    Attribute("title", .string, minLength: 1, maxLength: 500, preservedInHistory: true),
+                    Attribute("url", .string, pattern: #"https?://[^\s/?#]+[^\s]*"#, preservedInHistory: true),
+                    Attribute("createdAt", .date),
+                    Attribute("isRead", .bool, default: false),
+                ], relationships: [.toOne("category", "Category", inverse: "articles", deleteRule: .nullify)]),
+                Entity("Category", attributes: [
+                    Attribute("name", .string, minLength: 1, maxLength: 200, preservedInHistory: true),
+                ], relationships: [.toMany("articles", "Article", inverse: "category", deleteRule: .nullify)],
+                   uniquenessConstraints: [["name"]]),
+            ])
+        } catch {
+            // The declaration above is a constant; a test opens it on every run.
+            preconditionFailure("the read-later model is inconsistent: \(error)")
+        }
+    }()
+
+    public struct Article: Record, Hashable {
+        public static let entityName = "Article"
+        public var id: ObjectID?
+        public var title: String
+        public var url: String
+        public var createdAt: Date
+        public var isRead: Bool
+        public var category: ObjectID?
+
+        public init(title: String, url: String, createdAt: Date = Date(), isRead: Bool = false, category: ObjectID? = nil) {
+            self.title = title
+            self.url = url
+            self.createdAt = createdAt
+            self.isRead = isRead
+            self.category = category
+        }
+    }
+
+    public struct Category: Record, Hashable {
+        public static let entityName = "Category"
+        public var id: ObjectID?
+        public var name: String
+
+        public init(name: String) { self.name = name }
+    }
+}

@@ -1,0 +1,196 @@
+import Foundation
+
+/// Writes changes inside one write transaction and records them for history.
+///
+/// Shared by ``ObjectContext/save()`` and the batch operations so that both validate, apply delete
+/// rules and record history the same way.
+struct ChangeWriter {
+    let container: Container
+    let c: SQLiteConnection
+    var changes: [RecordedChange] = []
+    /// Objects deleted in this transaction (entity index, primary key).
+    var deleted: Set<ObjectKey> = []
+
+    struct ObjectKey: Hashable { let entity: Int; let pk: Int64 }
+
+    init(container: Container, connection: SQLiteConnection) {
+        self.container = container
+        self.c = connection
+    }
+
+    var model: Model { container.model }
+
+    func entityIndex(_ e: Entity) -> Int { model.entityIndex[e.name] ?? 0 }
+
+    // MARK: - Validation
+
+    /// Checks a value against its attribute's rules.
+    ///
+    /// - Throws: `.validation` naming the object, the attribute and the rule.
+    func validate(_ value: Value, _ a: Attribute, object: String) throws -> SQLValue {
+        let name = "\(object).\(a.name)"
+        if value.isNull {
+            guard a.isOptional else { throw StoreError(.validation, "\(name) is required") }
+            return .null
+        }
+        let sql = try SQLMapping.sqlValue(value, a.type, name: name)
+        switch value {
+        case .string(let s):
+            let n = s.count
+            if let min = a.minLength, n < min { throw StoreError(.validation, "\(name) is \(n) characters long, at least \(min) required") }
+            if let max = a.maxLength, n > max { throw StoreError(.validation, "\(name) is \(n) characters long, at most \(max) allowed") }
+            if let p = a.pattern {
+                let range = NSRange(s.startIndex..., in: s)
+                guard let re = container.regex(p), re.firstMatch(in: s, range: range) != nil else {
+                    throw StoreError(.validation, "\(name) '\(s)' does not match the pattern \(p)")
+                }
+            }
+        case .integer, .double:
+            let d = value.doubleValue ?? 0
+            if let min = a.minValue, d < min { throw StoreError(.validation, "\(name) is \(value), at least \(min) required") }
+            if let max = a.maxValue, d > max { throw StoreError(.validation, "\(name) is \(value), at most \(max) allowed") }
+        case .double(let d) where !d.isFinite:
+            throw StoreError(.validation, "\(name) is not a finite number")
+        default: break
+        }
+        return sql
+    }
+
+    func exists(_ e: Entity, _ pk: Int64) throws -> Bool {
+        try c.cached("SELECT 1 FROM \(SQLMapping.quote(e.name)) WHERE Z_PK = ?").firstRow([.integer(pk)]) { _ in true } ?? false
+    }
+
+    /// Runs a write, turning a broken uniqueness constraint into an error that names the object.
+    func unique<T>(_ object: String, _ body: () throws -> T) throws -> T {
+        do { return try body() }
+        catch let e as SQLiteError where e.isUniqueViolation {
+            let columns = e.message.components(separatedBy: "failed: ").last ?? e.message
+            throw StoreError(.uniqueness, "\(object) breaks a uniqueness constraint: another object already has the same \(columns)")
+        }
+    }
+
+    // MARK: - Rows
+
+    /// Inserts a validated row and records the insert; returns the new primary key.
+    mutating func insert(_ e: Entity, values: [String: Value], relationships: [String: Int64?], object: String) throws -> Int64 {
+        var bindings: [SQLValue] = []
+        bindings.reserveCapacity(e.attributes.count + e.toOneRelationships.count)
+        for a in e.attributes {
+            let v = values[a.name] ?? a.defaultValue
+            bindings.append(try validate(v, a, object: object))
+        }
+        for r in e.toOneRelationships {
+            bindings.append(relationships[r.name].flatMap { $0 }.map(SQLValue.integer) ?? .null)
+        }
+        let names = e.storedPropertyNames.map(SQLMapping.quote).joined(separator: ", ")
+        let marks = Array(repeating: "?", count: bindings.count).joined(separator: ", ")
+        let stmt = try c.cached("INSERT INTO \(SQLMapping.quote(e.name))(\(names)) VALUES (\(marks))")
+        try unique(object) { try stmt.execute(bindings) }
+        let pk = c.lastInsertRowID
+        changes.append(RecordedChange(kind: 0, entity: entityIndex(e), primaryKey: pk))
+        return pk
+    }
+
+    /// Writes the properties that differ from the stored row and records them; a no-op when none do.
+    mutating func update(_ e: Entity, pk: Int64, values: [String: Value], relationships: [String: Int64?], object: String) throws {
+        guard let current = try container.snapshot(e, primaryKey: pk, c) else {
+            throw StoreError(.objectNotFound, "\(object) was deleted from the store")
+        }
+        var columns: [String] = [], bindings: [SQLValue] = [], indexes: [Int] = []
+        for (i, a) in e.attributes.enumerated() {
+            guard let v = values[a.name], v != current[a.name] else { continue }
+            bindings.append(try validate(v, a, object: object))
+            columns.append(a.name)
+            indexes.append(i)
+        }
+        for (i, r) in e.toOneRelationships.enumerated() {
+            guard let target = relationships[r.name], target != current.relationships[r.name]?.primaryKey else { continue }
+            bindings.append(target.map(SQLValue.integer) ?? .null)
+            columns.append(r.name)
+            indexes.append(e.attributes.count + i)
+        }
+        guard !columns.isEmpty else { return }
+        let set = columns.map { "\(SQLMapping.quote($0)) = ?" }.joined(separator: ", ")
+        let stmt = try c.cached("UPDATE \(SQLMapping.quote(e.name)) SET \(set), Z_OPT = Z_OPT + 1 WHERE Z_PK = ?")
+        try unique(object) { try stmt.execute(bindings + [.integer(pk)]) }
+        changes.append(RecordedChange(kind: 1, entity: entityIndex(e), primaryKey: pk, updated: indexes))
+    }
+
+    /// Deletes objects and applies their relationships' delete rules: nullify (recorded as an
+    /// update of the related object), cascade (recorded as its delete) and deny.
+    mutating func delete(_ e: Entity, pks: [Int64]) throws {
+        let requested = Set(pks.map { ObjectKey(entity: entityIndex(e), pk: $0) })
+        var work = pks.map { (e, $0) }
+        var i = 0
+        while i < work.count {
+            let (entity, pk) = work[i]
+            i += 1
+            let key = ObjectKey(entity: entityIndex(entity), pk: pk)
+            guard deleted.insert(key).inserted else { continue }
+            let object = "\(entity.name)/\(pk)"
+            guard let row = try container.snapshot(entity, primaryKey: pk, c) else {
+                throw StoreError(.objectNotFound, "\(object) was deleted from the store")
+            }
+            for r in entity.relationships {
+                let dest = try model.entity(r.destination)
+                if r.isToMany {
+                    let related = try c.cached("SELECT Z_PK FROM \(SQLMapping.quote(dest.name)) WHERE \(SQLMapping.quote(r.inverse)) = ?")
+                        .rows([.integer(pk)]) { $0.int64(0) }
+                        .filter { !deleted.contains(ObjectKey(entity: entityIndex(dest), pk: $0)) }
+                    guard !related.isEmpty else { continue }
+                    switch r.deleteRule {
+                    case .deny:
+                        if related.contains(where: { !requested.contains(ObjectKey(entity: entityIndex(dest), pk: $0)) }) {
+                            throw StoreError(.deleteDenied, "cannot delete \(object): \(entity.name).\(r.name) still has \(related.count) \(dest.name) object(s) (delete rule deny)")
+                        }
+                    case .cascade:
+                        work += related.map { (dest, $0) }
+                    case .nullify:
+                        let inverseIndex = dest.attributes.count + (dest.toOneRelationships.firstIndex { $0.name == r.inverse } ?? 0)
+                        try c.cached("UPDATE \(SQLMapping.quote(dest.name)) SET \(SQLMapping.quote(r.inverse)) = NULL, Z_OPT = Z_OPT + 1 WHERE \(SQLMapping.quote(r.inverse)) = ?")
+                            .execute([.integer(pk)])
+                        for other in related {
+                            changes.append(RecordedChange(kind: 1, entity: entityIndex(dest), primaryKey: other, updated: [inverseIndex]))
+                        }
+                    }
+                } else if let target = row.relationships[r.name] {
+                    switch r.deleteRule {
+                    case .deny:
+                        throw StoreError(.deleteDenied, "cannot delete \(object): \(entity.name).\(r.name) is set to \(target) (delete rule deny)")
+                    case .cascade:
+                        work.append((dest, target.primaryKey))
+                    case .nullify:
+                        break  // the to-many side stores nothing
+                    }
+                }
+            }
+            var tombstone: [(Int, Value)] = []
+            for (ai, a) in entity.attributes.enumerated() where a.preservesValueInHistoryOnDeletion {
+                tombstone.append((ai, row[a.name]))
+            }
+            try c.cached("DELETE FROM \(SQLMapping.quote(entity.name)) WHERE Z_PK = ?").execute([.integer(pk)])
+            changes.append(RecordedChange(kind: 2, entity: entityIndex(entity), primaryKey: pk, tombstone: tombstone))
+        }
+    }
+
+    // MARK: - History
+
+    /// Writes the history transaction of everything recorded, in the same SQLite transaction as
+    /// the data (invariant 1). Returns its token, or nil when nothing changed or history is off.
+    func writeHistory(author: String?, contextName: String?) throws -> HistoryToken? {
+        guard container.options.historyTracking, !changes.isEmpty else { return nil }
+        try c.cached("""
+            INSERT INTO ss_history(timestamp, author, context, process, executable, entities, changes)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """).execute([
+                .double(Date().timeIntervalSince1970),
+                author.map(SQLValue.text) ?? .null,
+                contextName.map(SQLValue.text) ?? .null,
+                .integer(container.process.pid),
+                .text(container.process.executable),
+                .integer(HistoryCodec.entityMask(changes)),
+                .blob(HistoryCodec.encode(changes)),
+            ])
+        return HistoryToken(storeID: container.storeID, value: c.lastInsertRowID)
+    }
+}

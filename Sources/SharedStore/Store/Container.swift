@@ -1,0 +1,155 @@
+import CSQLite
+import Foundation
+
+/// A store opened on an app-group directory: Core Data's `NSPersistentContainer`.
+///
+/// The directory holds `Store.sqlite` (with its `-wal` and `-shm`), created private (0700 for the
+/// directory, 0600 for the files). Many processes may open the same directory at once; SQLite's
+/// write lock serializes their saves.
+///
+/// For example:
+/// ```swift
+/// let container = try Container(group: "/tmp/group", model: model)
+/// let context = container.newContext(name: "share", author: "ShareExtension")
+/// ```
+public final class Container: Sendable {
+    public struct Options: Sendable, Hashable {
+        public enum Synchronous: String, Sendable, Hashable { case normal = "NORMAL", full = "FULL" }
+        /// Record every save as a history transaction (Core Data's NSPersistentHistoryTrackingKey).
+        public var historyTracking = true
+        /// Keep the store in memory (tests): nothing is written to the group directory.
+        public var inMemory = false
+        /// SQLite's `synchronous` level: NORMAL survives a process crash, FULL a power loss too.
+        public var synchronous = Synchronous.normal
+        /// How long a writer waits for the write lock before failing with `.busy`.
+        public var busyTimeout: TimeInterval = 5
+        public init() {}
+    }
+
+    public static let storeFileName = "Store.sqlite"
+
+    public let directory: String
+    public let model: Model
+    public let options: Options
+    /// The store's identity, made once when the store is created; tokens and ids carry it.
+    public let storeID: UUID
+    let storePath: String
+    let writer: Locked<SQLiteConnection>
+    let reader: Locked<SQLiteConnection>
+    let process: (pid: Int64, executable: String)
+    let patterns = Locked<[String: NSRegularExpression]>([:])
+
+    /// Opens the store in `group`, creating the directory and the store on first use.
+    ///
+    /// - Throws: ``StoreError``: `.fileAccess` when the directory or file cannot be made or opened,
+    ///   `.notAStore` for a file that is not a SharedStore store, `.modelMismatch` when the store
+    ///   was made with another model. The files are left as they were.
+    public init(group: String, model: Model, options: Options = Options()) throws {
+        self.directory = group
+        self.model = model
+        self.options = options
+        self.process = (Int64(getpid()), ProcessInfo.processInfo.processName)
+        let timeout = Int32(max(0, min(options.busyTimeout, 3600)) * 1000)
+        if options.inMemory {
+            let memoryPath = "file:sharedstore-\(UUID().uuidString)?mode=memory"
+            storePath = memoryPath
+            let connection = try StoreError.wrap(path: "memory") {
+                try SQLiteConnection(path: memoryPath, busyTimeoutMilliseconds: timeout)
+            }
+            storeID = try Schema.prepare(connection, model: model, path: "memory")
+            writer = Locked(connection)
+            reader = writer
+            return
+        }
+        try Self.makePrivateDirectory(group)
+        let path = (group as NSString).appendingPathComponent(Self.storeFileName)
+        storePath = path
+        try Self.makePrivateFile(path)
+        let w = try StoreError.wrap(path: path) { try SQLiteConnection(path: path, busyTimeoutMilliseconds: timeout) }
+        try StoreError.wrap(path: path) {
+            try Schema.configure(w, synchronous: options.synchronous.rawValue)
+        }
+        storeID = try Schema.prepare(w, model: model, path: path)
+        let r = try StoreError.wrap(path: path) { () throws -> SQLiteConnection in
+            let r = try SQLiteConnection(path: path, busyTimeoutMilliseconds: timeout)
+            try r.execute("PRAGMA query_only = 1")
+            return r
+        }
+        writer = Locked(w)
+        reader = Locked(r)
+    }
+
+    /// A new context that records its saves under `author` (Core Data's transactionAuthor).
+    public func newContext(name: String? = nil, author: String? = nil) -> ObjectContext {
+        ObjectContext(container: self, name: name, author: author)
+    }
+
+    /// Parses `Entity/N` as an id of this store, checking that the entity exists.
+    public func objectID(parsing text: String) throws -> ObjectID {
+        let id = try ObjectID(parsing: text, storeID: storeID)
+        guard model.entity(named: id.entity) != nil else {
+            throw StoreError(.malformedID, "object id '\(text)' names unknown entity '\(id.entity)'")
+        }
+        return id
+    }
+
+    /// Parses a printed token and checks that it belongs to this store.
+    public func token(parsing text: String) throws -> HistoryToken {
+        let token = try HistoryToken(parsing: text)
+        try check(token)
+        return token
+    }
+
+    func check(_ token: HistoryToken) throws {
+        guard token.storeID == storeID else {
+            throw StoreError(.foreignToken, "token \(token) belongs to another store (this store is \(storeID.uuidString.lowercased()))")
+        }
+    }
+
+    // MARK: - Connections
+
+    func write<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        let path = storePath
+        return try writer.withLock { c in try StoreError.wrap(path: path) { try c.writeTransaction { try body(c) } } }
+    }
+
+    func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        let path = storePath
+        return try reader.withLock { c in try StoreError.wrap(path: path) { try c.readTransaction { try body(c) } } }
+    }
+
+    // MARK: - Files
+
+    static func makePrivateDirectory(_ path: String) throws {
+        var isDir: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDir) {
+            guard isDir.boolValue else { throw StoreError(.fileAccess, "group directory \(path) is not a directory") }
+            return
+        }
+        let parent = (path as NSString).deletingLastPathComponent
+        if !parent.isEmpty, parent != path { try makePrivateDirectory(parent) }
+        if mkdir(path, 0o700) != 0, errno != EEXIST {
+            throw StoreError(.fileAccess, "cannot create group directory \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Creates `path` with mode 0600 if it does not exist; SQLite gives `-wal` and `-shm` the
+    /// same mode as the database file.
+    static func makePrivateFile(_ path: String) throws {
+        let fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+        if fd >= 0 { close(fd); return }
+        if errno == EEXIST { return }
+        throw StoreError(.fileAccess, "cannot create \(path): \(String(cString: strerror(errno)))")
+    }
+
+    // MARK: - Validation
+
+    func regex(_ pattern: String) -> NSRegularExpression? {
+        patterns.withLock { cache in
+            if let r = cache[pattern] { return r }
+            let r = try? NSRegularExpression(pattern: "^(?:\(pattern))$")
+            cache[pattern] = r
+            return r
+        }
+    }
+}

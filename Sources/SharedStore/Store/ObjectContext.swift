@@ -1,0 +1,181 @@
+import Foundation
+
+/// A unit of work on the store: Core Data's `NSManagedObjectContext`.
+///
+/// A context collects inserts, updates and deletes and writes them in one SQLite transaction on
+/// ``save()``, together with one history transaction that carries its ``name`` and
+/// ``transactionAuthor``. It is confined to the task that uses it (not Sendable); what crosses
+/// tasks are ``Snapshot`` values and ``ObjectID``s. Fetches read the store as last saved; pending
+/// changes show in ``hasChanges``, not in fetch results.
+///
+/// For example:
+/// ```swift
+/// let context = container.newContext(name: "share", author: "ShareExtension")
+/// let id = try context.insert("Article", ["title": "Hello", "url": "https://swift.org"])
+/// let result = try context.save()   // result.token, result.permanentID(for: id)
+/// ```
+public final class ObjectContext {
+    public let container: Container
+    public var name: String?
+    public var transactionAuthor: String?
+
+    struct PendingInsert {
+        var id: ObjectID
+        var values: [String: Value]
+        var relationships: [String: ObjectID?]
+    }
+
+    struct PendingUpdate {
+        var values: [String: Value] = [:]
+        var relationships: [String: ObjectID?] = [:]
+    }
+
+    private var nextTemporaryKey: Int64 = 1
+    var inserts: [PendingInsert] = []
+    var insertIndex: [ObjectID: Int] = [:]
+    var updates: [ObjectID: PendingUpdate] = [:]
+    var updateOrder: [ObjectID] = []
+    var deletes: [ObjectID] = []
+    var deleteSet: Set<ObjectID> = []
+
+    init(container: Container, name: String?, author: String?) {
+        self.container = container
+        self.name = name
+        self.transactionAuthor = author
+    }
+
+    var model: Model { container.model }
+
+    public var hasChanges: Bool { !inserts.isEmpty || !updates.isEmpty || !deletes.isEmpty }
+
+    /// Drops every pending change.
+    public func rollback() {
+        inserts.removeAll()
+        insertIndex.removeAll()
+        updates.removeAll()
+        updateOrder.removeAll()
+        deletes.removeAll()
+        deleteSet.removeAll()
+    }
+
+    // MARK: - Changes
+
+    /// Inserts a new object; returns its temporary id (``SaveResult`` maps it to the permanent one).
+    ///
+    /// - Throws: `.unknownEntity` or `.unknownProperty` at once; value rules are checked on save.
+    @discardableResult
+    public func insert(_ entityName: String, _ values: [String: Value], relationships: [String: ObjectID?] = [:]) throws -> ObjectID {
+        let entity = try model.entity(entityName)
+        try checkNames(entity, values: values, relationships: relationships)
+        let id = ObjectID(storeID: container.storeID, entity: entityName, primaryKey: -nextTemporaryKey)
+        nextTemporaryKey += 1
+        insertIndex[id] = inserts.count
+        inserts.append(PendingInsert(id: id, values: values, relationships: relationships))
+        return id
+    }
+
+    /// Sets attributes of an object (stored or inserted in this context).
+    public func update(_ id: ObjectID, _ values: [String: Value], relationships: [String: ObjectID?] = [:]) throws {
+        let entity = try checkID(id)
+        try checkNames(entity, values: values, relationships: relationships)
+        guard !deleteSet.contains(id) else { throw StoreError(.objectNotFound, "\(id) is deleted in this context") }
+        if let i = insertIndex[id] {
+            inserts[i].values.merge(values) { $1 }
+            inserts[i].relationships.merge(relationships) { $1 }
+            return
+        }
+        if updates[id] == nil { updateOrder.append(id) }
+        updates[id, default: PendingUpdate()].values.merge(values) { $1 }
+        updates[id, default: PendingUpdate()].relationships.merge(relationships) { $1 }
+    }
+
+    /// Sets a to-one relationship (nil clears it).
+    public func set(_ relationship: String, of id: ObjectID, to target: ObjectID?) throws {
+        try update(id, [:], relationships: [relationship: target])
+    }
+
+    /// Deletes an object on save, applying the delete rules of its relationships.
+    public func delete(_ id: ObjectID) throws {
+        _ = try checkID(id)
+        if let i = insertIndex[id] {
+            inserts.remove(at: i)
+            insertIndex = Dictionary(uniqueKeysWithValues: inserts.enumerated().map { ($1.id, $0) })
+            return
+        }
+        if updates.removeValue(forKey: id) != nil { updateOrder.removeAll { $0 == id } }
+        if deleteSet.insert(id).inserted { deletes.append(id) }
+    }
+
+    private func checkID(_ id: ObjectID) throws -> Entity {
+        guard id.storeID == container.storeID else { throw StoreError(.objectNotFound, "\(id) belongs to another store") }
+        let entity = try model.entity(id.entity)
+        if id.isTemporary, insertIndex[id] == nil {
+            throw StoreError(.objectNotFound, "\(id) is a temporary id this context did not insert (or already saved)")
+        }
+        return entity
+    }
+
+    private func checkNames(_ entity: Entity, values: [String: Value], relationships: [String: ObjectID?]) throws {
+        for key in values.keys where entity.attribute(named: key) == nil {
+            throw StoreError(.unknownProperty, "\(entity.name) has no attribute '\(key)'")
+        }
+        for (key, target) in relationships {
+            guard let r = entity.relationship(named: key), !r.isToMany else {
+                throw StoreError(.unknownProperty, "\(entity.name) has no to-one relationship '\(key)'")
+            }
+            if let target, target.entity != r.destination {
+                throw StoreError(.validation, "\(entity.name).\(key) takes a \(r.destination), not \(target)")
+            }
+        }
+    }
+
+    // MARK: - Reading
+
+    /// The objects matching `request`, as stored.
+    public func fetch(_ request: FetchRequest) throws -> [Snapshot] {
+        try container.read { c in try container.fetch(request, c) }
+    }
+
+    /// How many objects match `request`.
+    public func count(_ request: FetchRequest) throws -> Int {
+        try container.read { c in try container.count(request, c) }
+    }
+
+    /// The stored object with `id`.
+    ///
+    /// - Throws: `.objectNotFound` when there is none.
+    public func object(with id: ObjectID) throws -> Snapshot {
+        guard id.storeID == container.storeID, !id.isTemporary else { throw StoreError(.objectNotFound, "\(id) is not a stored object of this store") }
+        let entity = try model.entity(id.entity)
+        guard let s = try container.read({ c in try container.snapshot(entity, primaryKey: id.primaryKey, c) }) else {
+            throw StoreError(.objectNotFound, "no object \(id) in the store")
+        }
+        return s
+    }
+
+    /// The ids of the objects on the to-many side of `relationship` of `id`.
+    public func related(_ relationship: String, of id: ObjectID) throws -> [ObjectID] {
+        let entity = try model.entity(id.entity)
+        guard let r = entity.relationship(named: relationship), r.isToMany else {
+            throw StoreError(.unknownProperty, "\(entity.name) has no to-many relationship '\(relationship)'")
+        }
+        let dest = try model.entity(r.destination)
+        return try container.read { c in
+            try c.cached("SELECT Z_PK FROM \(SQLMapping.quote(dest.name)) WHERE \(SQLMapping.quote(r.inverse)) = ? ORDER BY Z_PK")
+                .rows([.integer(id.primaryKey)]) { ObjectID(storeID: container.storeID, entity: dest.name, primaryKey: $0.int64(0)) }
+        }
+    }
+}
+
+/// What a save did: its history token (nil when nothing changed or history is off) and the
+/// permanent ids of the inserted objects.
+public struct SaveResult: Sendable, Hashable {
+    public let token: HistoryToken?
+    public let permanentIDs: [ObjectID: ObjectID]
+    public let insertedCount: Int
+    public let updatedCount: Int
+    public let deletedCount: Int
+
+    /// The permanent id of an object inserted with temporary id `id` (or `id` itself).
+    public func permanentID(for id: ObjectID) -> ObjectID { permanentIDs[id] ?? id }
+}

@@ -1,0 +1,81 @@
+/// Every error SharedStore throws: a code to match on, a message that names the problem, and
+/// the context it happened in (a path, an object id, a token, SQL).
+///
+/// For example:
+/// ```swift
+/// do { try context.save() }
+/// catch let error as StoreError where error.code == .validation { print(error.message) }
+/// ```
+public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable {
+        /// The model is inconsistent (unknown destination, bad name, …).
+        case invalidModel
+        /// The store was made with a different model; it was left untouched.
+        case modelMismatch
+        /// The file is not a SharedStore store (not a database, or a database of something else).
+        case notAStore
+        /// The group directory or a file in it cannot be created, opened or written.
+        case fileAccess
+        /// The disk is full; the save was rolled back.
+        case diskFull
+        /// The store stayed locked past the busy deadline.
+        case busy
+        /// A value breaks its attribute's rules (type, required, length, pattern, range).
+        case validation
+        /// A uniqueness constraint would be broken.
+        case uniqueness
+        /// A delete is denied by a `deny` delete rule.
+        case deleteDenied
+        /// The object does not exist (never did, or was deleted).
+        case objectNotFound
+        /// An unknown entity or property name.
+        case unknownEntity, unknownProperty
+        /// A malformed object id or token string.
+        case malformedID, malformedToken
+        /// The token is older than the retained history: reload in full.
+        case historyExpired
+        /// The token belongs to another store.
+        case foreignToken
+        /// A request or argument out of range.
+        case invalidArgument
+        /// Anything else SQLite or the system reported.
+        case storage
+    }
+
+    public let code: Code
+    public let message: String
+    /// Extra context: the SQL, path or token involved.
+    public let context: String?
+
+    public init(_ code: Code, _ message: String, context: String? = nil) {
+        self.code = code
+        self.message = message
+        self.context = context
+    }
+
+    public var description: String {
+        context.map { "\(message) [\($0)]" } ?? message
+    }
+
+    /// Maps an SQLite failure to a store error, keeping SQLite's words.
+    init(_ error: SQLiteError, path: String) {
+        if error.isBusy {
+            self.init(.busy, "store busy: \(path) stayed locked past the busy timeout", context: error.description)
+        } else if error.isDiskFull {
+            self.init(.diskFull, "disk full while writing \(path); nothing was saved", context: error.description)
+        } else if error.isNotADatabase {
+            self.init(.notAStore, "\(path) is not a SharedStore store (\(error.message))", context: error.sql)
+        } else if error.isReadOnly {
+            self.init(.fileAccess, "cannot write \(path): \(error.message)", context: error.sql)
+        } else {
+            self.init(.storage, "storage error in \(path): \(error.message)", context: error.sql)
+        }
+    }
+}
+
+extension StoreError {
+    static func wrap<T>(path: String, _ body: () throws -> T) throws -> T {
+        do { return try body() }
+        catch let e as SQLiteError { throw StoreError(e, path: path) }
+    }
+}
