@@ -39,7 +39,7 @@ final class SQLiteStatement {
         case .null: rc = sqlite3_bind_null(handle, index)
         case .integer(let v): rc = sqlite3_bind_int64(handle, index, v)
         case .double(let v): rc = sqlite3_bind_double(handle, index, v)
-        case .text(let v): rc = sqlite3_bind_text(handle, index, v, -1, sharedstore_sqlite_transient())
+        case .text(let v): rc = sqlite3_bind_text(handle, index, v, Int32(v.utf8.count), sharedstore_sqlite_transient())
         case .blob(let v):
             rc = v.withUnsafeBytes { raw in
                 sqlite3_bind_blob(handle, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(raw.count), sharedstore_sqlite_transient())

@@ -45,12 +45,12 @@ struct ChangeWriter {
                     throw StoreError(.validation, "\(name) '\(s)' does not match the pattern \(p)")
                 }
             }
+        case .double(let d) where !d.isFinite:
+            throw StoreError(.validation, "\(name) is not a finite number")
         case .integer, .double:
             let d = value.doubleValue ?? 0
             if let min = a.minValue, d < min { throw StoreError(.validation, "\(name) is \(value), at least \(min) required") }
             if let max = a.maxValue, d > max { throw StoreError(.validation, "\(name) is \(value), at most \(max) allowed") }
-        case .double(let d) where !d.isFinite:
-            throw StoreError(.validation, "\(name) is not a finite number")
         default: break
         }
         return sql

@@ -50,7 +50,7 @@ public struct Key: Sendable, Hashable {
     public static func <= (k: Key, v: Value) -> Condition { .compare(k.path, .lessOrEqual, v) }
     public static func > (k: Key, v: Value) -> Condition { .compare(k.path, .greater, v) }
     public static func >= (k: Key, v: Value) -> Condition { .compare(k.path, .greaterOrEqual, v) }
-    public static func == (k: Key, id: ObjectID?) -> Condition { .related(k.path, id) }
+    public static func == (k: Key, id: ObjectID) -> Condition { .related(k.path, id) }
 
     public func among(_ values: [Value]) -> Condition { .among(path, values) }
     public func between(_ low: Value, _ high: Value) -> Condition { .between(path, low, high) }

@@ -66,6 +66,8 @@ public final class Container: Sendable {
         storePath = path
         try Self.makePrivateFile(path)
         let w = try StoreError.wrap(path: path) { try SQLiteConnection(path: path, busyTimeoutMilliseconds: timeout) }
+        // Check before configuring: WAL mode would rewrite the header of a foreign database.
+        try Schema.checkExisting(w, model: model, path: path)
         try StoreError.wrap(path: path) {
             try Schema.configure(w, synchronous: options.synchronous.rawValue)
         }

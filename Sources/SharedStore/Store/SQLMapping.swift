@@ -1,6 +1,10 @@
 import Foundation
 
 /// How values of each attribute type are stored in SQLite, and how conditions become SQL.
+extension AttributeType {
+    var article: String { self == .integer ? "an" : "a" }
+}
+
 enum SQLMapping {
     static func quote(_ identifier: String) -> String { "\"\(identifier)\"" }
 
@@ -28,7 +32,7 @@ enum SQLMapping {
         case (.data(let d), .data): return .blob([UInt8](d))
         case (.uuid(let u), .uuid): return .text(u.uuidString.lowercased())
         default:
-            throw StoreError(.validation, "\(name) takes a \(type.rawValue), not \(value)")
+            throw StoreError(.validation, "\(name) takes \(type.article) \(type.rawValue), not \(value)")
         }
     }
 
@@ -102,7 +106,6 @@ struct QueryBuilder {
             return "1"
         case .compare(let path, let op, let v):
             let (col, attr) = try column(path)
-            guard let attr else { throw StoreError(.invalidArgument, "compare '\(path)' to an object id, not a value") }
             if v.isNull {
                 switch op {
                 case .equal: return "(\(col) IS NULL)"
@@ -110,6 +113,7 @@ struct QueryBuilder {
                 default: throw StoreError(.invalidArgument, "'\(path) \(op.rawValue) nil' has no meaning")
                 }
             }
+            guard let attr else { throw StoreError(.invalidArgument, "compare '\(path)' to an object id or nil, not a value") }
             let p = try bind(v, attr, path)
             switch op {
             case .equal: return "(\(col) IS \(p))"

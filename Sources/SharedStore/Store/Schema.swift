@@ -10,6 +10,13 @@ enum Schema {
         try c.execute("PRAGMA synchronous = \(synchronous)")
     }
 
+    /// Throws when the file is not a store, another application's database or a store of
+    /// another model; an empty database passes.
+    static func checkExisting(_ c: SQLiteConnection, model: Model, path: String) throws {
+        let expected = model.schemaDescription
+        _ = try StoreError.wrap(path: path) { try c.readTransaction { try check(c, expected: expected, path: path) } }
+    }
+
     /// Creates or checks the schema; returns the store's UUID.
     static func prepare(_ c: SQLiteConnection, model: Model, path: String) throws -> UUID {
         let expected = model.schemaDescription

@@ -1,0 +1,34 @@
+import Foundation
+import ReadLater
+@testable import SharedStore
+import Testing
+
+/// Real processes writing one store at once.
+@Suite struct MultiProcessTests {
+    @Test func twoProcessesWritingAtOnceLeaveEverySaveOnceInCommitOrder() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()  // create the store first so both writers find it
+        let start = try container.currentToken()
+        let count = 150
+        let writers = try ["Left", "Right"].map { author in
+            try Executable.start("sharedstore-helper", ["write", "--group", group.path, "--author", author, "--count", "\(count)"])
+        }
+        for (process, _) in writers {
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+        }
+        let history = try container.fetchHistory(HistoryRequest(after: start))
+        #expect(history.count == 2 * count)
+        #expect(history.map(\.token.value) == Array((start.value + 1)...(start.value + Int64(2 * count))))
+        for author in ["Left", "Right"] {
+            let mine = history.filter { $0.author == author }
+            #expect(mine.count == count)
+            #expect(Set(mine.map(\.processID)).count == 1)
+            #expect(mine.allSatisfy { $0.executable == "sharedstore-helper" })
+            // Each writer's saves appear in the order it made them.
+            let titles = try mine.map { t in try container.newContext().object(with: t.changes[0].objectID)["title"].stringValue ?? "" }
+            #expect(titles == (0..<count).map { "\(author)-\($0)" })
+        }
+        #expect(try container.newContext().count(FetchRequest("Article")) == 2 * count)
+    }
+}

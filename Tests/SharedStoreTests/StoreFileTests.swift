@@ -1,0 +1,100 @@
+import Foundation
+import ReadLater
+@testable import SharedStore
+import Testing
+
+/// Opening group directories: permissions, schema checks, foreign and corrupt files (invariant 8).
+@Suite struct StoreFileTests {
+    func mode(_ path: String) throws -> Int {
+        (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue ?? -1
+    }
+
+    func digest(_ path: String) throws -> Data { try Data(contentsOf: URL(fileURLWithPath: path)) }
+
+    @Test func groupDirectoryAndFilesArePrivate() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let context = container.newContext(author: "A")
+        try context.insert(Fixtures.article("x"))
+        try context.save()
+        #expect(try mode(group.path) == 0o700)
+        for file in try FileManager.default.contentsOfDirectory(atPath: group.path) {
+            #expect(try mode((group.path as NSString).appendingPathComponent(file)) == 0o600, "\(file)")
+        }
+    }
+
+    @Test func aStoreMadeWithAnotherModelIsRejectedAndLeftUntouched() throws {
+        let group = TemporaryGroup()
+        do {
+            let container = try group.open()
+            let context = container.newContext(author: "A")
+            try context.insert(Fixtures.article("keep me"))
+            try context.save()
+        }
+        let before = try digest(group.storePath)
+        do {
+            _ = try group.open(Fixtures.allTypes)
+            Issue.record("opened a store made with another model")
+        } catch let error as StoreError {
+            #expect(error.code == .modelMismatch)
+            #expect(error.message.contains("different model"))
+        }
+        var changed = ReadLater.model.entities
+        changed[0].attributes[3] = Attribute("isRead", .integer)
+        do {
+            _ = try group.open(try Model(changed))
+            Issue.record("opened a store made with another model")
+        } catch let error as StoreError {
+            #expect(error.code == .modelMismatch)
+            #expect(error.message.contains("attribute Article.isRead"))
+        }
+        #expect(try digest(group.storePath) == before)
+        let again = try group.open()
+        #expect(try again.newContext().fetch(ReadLater.Article.self).map(\.title) == ["keep me"])
+    }
+
+    @Test func aFileThatIsNotADatabaseIsRejectedAndLeftUntouched() throws {
+        let group = TemporaryGroup()
+        try FileManager.default.createDirectory(atPath: group.path, withIntermediateDirectories: true)
+        let junk = Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
+        try junk.write(to: URL(fileURLWithPath: group.storePath))
+        expectStoreError(.notAStore) { _ = try group.open() }
+        #expect(try digest(group.storePath) == junk)
+    }
+
+    @Test func anotherApplicationsDatabaseIsRejectedAndLeftUntouched() throws {
+        let group = TemporaryGroup()
+        try FileManager.default.createDirectory(atPath: group.path, withIntermediateDirectories: true)
+        do {
+            let c = try SQLiteConnection(path: group.storePath, busyTimeoutMilliseconds: 100)
+            try c.execute("CREATE TABLE notes(x TEXT); INSERT INTO notes VALUES ('mine');")
+        }
+        let before = try digest(group.storePath)
+        do {
+            _ = try group.open()
+            Issue.record("opened a foreign database")
+        } catch let error as StoreError {
+            #expect(error.code == .notAStore)
+            #expect(error.message.contains("another application"))
+        }
+        #expect(try digest(group.storePath) == before)
+    }
+
+    @Test func aGroupPathThatIsAFileGivesAClearError() throws {
+        let group = TemporaryGroup()
+        try FileManager.default.createDirectory(atPath: group.root, withIntermediateDirectories: true)
+        try Data("x".utf8).write(to: URL(fileURLWithPath: group.path))
+        expectStoreError(.fileAccess) { _ = try group.open() }
+    }
+
+    @Test func aTruncatedHistoryRecordIsReportedNotTrapped() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let context = container.newContext(author: "A")
+        try context.insert(Fixtures.article("x"))
+        try context.save()
+        try container.writer.withLock { c in try c.execute("UPDATE ss_history SET changes = x'0105'") }
+        expectStoreError(.notAStore) { _ = try container.fetchHistory(HistoryRequest()) }
+        #expect(try context.count(FetchRequest("Article")) == 1)
+    }
+}
