@@ -10,12 +10,12 @@ let package = Package(
         // C libraries from Debian's packages: a module map and a shim header each, nothing else.
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CLMDB", providers: [.apt(["liblmdb-dev"])]),
-        .target(name: "SharedStore", dependencies: ["CSQLite"]),
+        .target(name: "SharedStore", dependencies: ["CSQLite", "CLMDB"]),
         // The read-later model the targets, the demo and the scenarios share.
         .target(name: "ReadLater", dependencies: ["SharedStore"]),
         // A small executable the tests and the demo drive as a real second process.
         .executableTarget(name: "sharedstore-helper", dependencies: ["SharedStore", "ReadLater"]),
-        .testTarget(name: "SharedStoreTests", dependencies: ["SharedStore", "ReadLater"]),
+        .testTarget(name: "SharedStoreTests", dependencies: ["SharedStore", "ReadLater", "CLMDB"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -2,26 +2,50 @@ import Foundation
 import ReadLater
 import SharedStore
 
-// A second process for the tests and the demo: writes articles under an author, or prints the
-// history after a token. Usage:
-//   sharedstore-helper write --group DIR --author A --count N
-//   sharedstore-helper history --group DIR [--after TOKEN] [--exclude-author A]
+// A second process for the tests and the demo. Commands:
+//   write    --group DIR --author A --count N [--times]      one save per article
+//   history  --group DIR [--after TOKEN] [--exclude-author A]
+//   watch    --group DIR --consumer C [--count N] [--seconds S] [--times] [--poll S]
+//   sync     --group DIR --consumer C
+//   advance  --group DIR --consumer C --tokens 3,1,2         advance one consumer, in that order
+//   register --group DIR --consumer C
+//   hold-read --group DIR                                     open a registry read, print, wait to be killed
+//   clean    --group DIR [--evict-after S] [--dry-run]
+//   tokens   --group DIR
 
 func fail(_ message: String, code: Int32) -> Never {
     FileHandle.standardError.write(Data("error: \(message)\n".utf8))
     exit(code)
 }
 
+/// One line on stdout, written at once (not buffered: tests read it while the process runs).
+func line(_ value: JSONValue) {
+    FileHandle.standardOutput.write(Data((value.serialized + "\n").utf8))
+}
+
+func emit(_ pairs: [(String, JSONValue)]) { line(.object(pairs)) }
+
+func monotonicNanoseconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) * 1e9 + Double(ts.tv_nsec)
+}
+
 var arguments = Array(CommandLine.arguments.dropFirst())
-guard let command = arguments.first else { fail("usage: sharedstore-helper write|history --group DIR …", code: 2) }
+guard let command = arguments.first else { fail("usage: sharedstore-helper COMMAND --group DIR …", code: 2) }
 arguments.removeFirst()
 var options: [String: String] = [:]
+let switches: Set<String> = ["times", "dry-run"]
 while !arguments.isEmpty {
     let flag = arguments.removeFirst()
-    guard flag.hasPrefix("--"), !arguments.isEmpty else { fail("bad argument '\(flag)'", code: 2) }
-    options[String(flag.dropFirst(2))] = arguments.removeFirst()
+    guard flag.hasPrefix("--") else { fail("bad argument '\(flag)'", code: 2) }
+    let name = String(flag.dropFirst(2))
+    if switches.contains(name) { options[name] = "1"; continue }
+    guard !arguments.isEmpty else { fail("missing value for \(flag)", code: 2) }
+    options[name] = arguments.removeFirst()
 }
 guard let group = options["group"] else { fail("missing --group", code: 2) }
+let times = options["times"] != nil
 
 do {
     let container = try Container(group: group, model: ReadLater.model)
@@ -33,14 +57,69 @@ do {
         for i in 0..<count {
             try context.insert(ReadLater.Article(title: "\(author)-\(i)", url: "https://example.com/\(author)/\(i)"))
             last = try context.save().token
+            if times, let last { emit([("token", .string(last.description)), ("t", .number(monotonicNanoseconds()))]) }
         }
-        print(JSONValue.object([("written", .number(Double(count))), ("token", last.map { .string($0.description) } ?? .null)]).serialized)
+        emit([("written", .number(Double(count))), ("token", last.map { .string($0.description) } ?? .null)])
     case "history":
         var request = HistoryRequest()
         if let after = options["after"] { request.start = .after(try container.token(parsing: after)) }
         if let excluded = options["exclude-author"] { request.excludedAuthors = [excluded] }
         try container.history(request) { batch in
-            for t in batch { print(t.json.serialized) }
+            for t in batch { line(t.json) }
+        }
+    case "watch", "sync":
+        guard let consumer = options["consumer"] else { fail("\(command) needs --consumer", code: 2) }
+        let registry = try TokenRegistry(group: group)
+        let view = try ViewContext(container: container, registry: registry, consumer: consumer)
+        if command == "sync" {
+            let result = try view.sync { line($0.json) }
+            emit([("synced", .number(Double(result.transactions))), ("token", .string(result.token.description)),
+                  ("expired", .bool(result.expired)), ("view", .number(Double(view.objects.count)))])
+            break
+        }
+        let observer = try ChangeObserver(container: container, pollInterval: Double(options["poll"] ?? "1") ?? 1)
+        emit([("ready", .bool(true)), ("inotify", .bool(observer.usesInotify))])
+        try view.watch(observer: observer, duration: options["seconds"].flatMap(Double.init), count: options["count"].flatMap(Int.init)) { t in
+            var line: [(String, JSONValue)] = [("token", .string(t.token.description)), ("author", t.author.map(JSONValue.string) ?? .null)]
+            if times { line.append(("t", .number(monotonicNanoseconds()))) }
+            emit(line)
+        }
+        // The view, to compare with a fresh fetch.
+        let view_ = view.objects.values.sorted { $0.id < $1.id }.map { JSONValue.string("\($0.id)@\($0.version)") }
+        emit([("view", .array(view_)), ("token", view.token.map { .string($0.description) } ?? .null)])
+    case "advance":
+        guard let consumer = options["consumer"], let list = options["tokens"] else { fail("advance needs --consumer and --tokens", code: 2) }
+        let registry = try TokenRegistry(group: group)
+        for v in list.split(separator: ",") {
+            guard let value = Int64(v) else { fail("bad token value '\(v)'", code: 2) }
+            try registry.advance(consumer, to: HistoryToken(storeID: container.storeID, value: value))
+        }
+        emit([("done", .bool(true))])
+    case "register":
+        guard let consumer = options["consumer"] else { fail("register needs --consumer", code: 2) }
+        try TokenRegistry(group: group).register(consumer)
+        emit([("registered", .string(consumer))])
+    case "hold-read":
+        let registry = try TokenRegistry(group: group)
+        try registry.holdReadTransactionForTesting {
+            emit([("holding", .bool(true))])
+            while true { pause() }
+        }
+    case "clean":
+        let registry = try TokenRegistry(group: group)
+        let report = try HistoryCleaner.clean(container: container, registry: registry, dryRun: options["dry-run"] != nil,
+                                              evictAfter: options["evict-after"].flatMap(Double.init))
+        emit([("deleted", .number(Double(report.deleted))), ("through", report.through.map { .string($0.description) } ?? .null),
+              ("oldest_consumer", report.oldestConsumer.map(JSONValue.string) ?? .null), ("remaining", .number(Double(report.remaining))),
+              ("evicted", .array(report.evicted.map(JSONValue.string)))])
+    case "readers":
+        let registry = try TokenRegistry(group: group)
+        emit([("cleared", .number(Double(registry.clearedStaleReaders))), ("in_use", .number(Double(registry.readerSlotsInUse)))])
+    case "tokens":
+        let registry = try TokenRegistry(group: group)
+        for c in try registry.consumers() {
+            emit([("consumer", .string(c.name)), ("token", c.token.map { .string($0.description) } ?? .null),
+                  ("value", .number(Double(c.token?.value ?? 0))), ("evicted", .bool(c.isEvicted))])
         }
     default:
         fail("unknown command '\(command)'", code: 2)

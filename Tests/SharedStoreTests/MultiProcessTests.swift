@@ -11,12 +11,9 @@ import Testing
         let start = try container.currentToken()
         let count = 150
         let writers = try ["Left", "Right"].map { author in
-            try Executable.start("sharedstore-helper", ["write", "--group", group.path, "--author", author, "--count", "\(count)"])
+            try Child("sharedstore-helper", ["write", "--group", group.path, "--author", author, "--count", "\(count)"])
         }
-        for (process, _) in writers {
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0)
-        }
+        for writer in writers { #expect(try writer.waitForExit() == 0) }
         let history = try container.fetchHistory(HistoryRequest(after: start))
         #expect(history.count == 2 * count)
         #expect(history.map(\.token.value) == Array((start.value + 1)...(start.value + Int64(2 * count))))

@@ -60,8 +60,9 @@ enum Fixtures {
     }
 }
 
-/// Runs a built executable of this package and waits for it to exit.
-enum Executable {
+/// A real child process running one of this package's executables, with its stdout read line by
+/// line as it arrives, so that a test can wait for an event with a deadline.
+final class Child: @unchecked Sendable {
     static var directory: URL {
         // Tests run from .build/<config>/; the executables sit beside the test bundle.
         var url = Bundle.main.bundleURL
@@ -69,15 +70,121 @@ enum Executable {
         return url
     }
 
-    static func start(_ name: String, _ arguments: [String]) throws -> (Process, Pipe) {
-        let process = Process()
-        process.executableURL = directory.appendingPathComponent(name)
+    let process = Process()
+    private let condition = NSCondition()
+    private var buffer = Data()
+    private var received: [String] = []
+    private var ended = false
+
+    init(_ name: String, _ arguments: [String]) throws {
+        process.executableURL = Self.directory.appendingPathComponent(name)
         process.arguments = arguments
         let out = Pipe()
         process.standardOutput = out
+        process.standardError = FileHandle.standardError
+        out.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            self?.append(data)
+        }
+        process.terminationHandler = { [weak self] _ in
+            guard let self else { return }
+            // Collect what is left in the pipe before announcing the end.
+            let rest = out.fileHandleForReading.readDataToEndOfFile()
+            out.fileHandleForReading.readabilityHandler = nil
+            self.append(rest)
+            self.condition.lock()
+            self.ended = true
+            self.condition.broadcast()
+            self.condition.unlock()
+        }
         try process.run()
-        return (process, out)
     }
+
+    private func append(_ data: Data) {
+        guard !data.isEmpty else { return }
+        condition.lock()
+        buffer.append(data)
+        while let nl = buffer.firstIndex(of: 10) {
+            received.append(String(decoding: buffer[buffer.startIndex..<nl], as: UTF8.self))
+            buffer.removeSubrange(buffer.startIndex...nl)
+        }
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    var lines: [String] {
+        condition.lock()
+        defer { condition.unlock() }
+        return received
+    }
+
+    struct Timeout: Error, CustomStringConvertible {
+        let what: String
+        var description: String { "timed out waiting for \(what)" }
+    }
+
+    /// Waits until a line satisfies `predicate`; returns it.
+    @discardableResult
+    func waitForLine(timeout: TimeInterval = 30, _ what: String = "a line", where predicate: (String) -> Bool) throws -> String {
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if let line = received.first(where: predicate) { return line }
+            if ended || !condition.wait(until: deadline) {
+                if let line = received.first(where: predicate) { return line }
+                throw Timeout(what: what)
+            }
+        }
+    }
+
+    /// Waits until `count` lines have arrived.
+    func waitForLines(_ count: Int, timeout: TimeInterval = 30) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while received.count < count {
+            if ended || !condition.wait(until: deadline) {
+                if received.count >= count { return }
+                throw Timeout(what: "\(count) lines (got \(received.count))")
+            }
+        }
+    }
+
+    /// Waits for the process to end; returns its exit status.
+    @discardableResult
+    func waitForExit(timeout: TimeInterval = 60) throws -> Int32 {
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        while !ended {
+            if !condition.wait(until: deadline) {
+                condition.unlock()
+                process.terminate()
+                throw Timeout(what: "exit of \(process.executableURL?.lastPathComponent ?? "?")")
+            }
+        }
+        condition.unlock()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    func kill9() {
+        kill(process.processIdentifier, SIGKILL)
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+}
+
+/// Parses a JSON line of a child.
+func json(_ line: String) -> [String: Any] {
+    (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] ?? [:]
+}
+
+/// The integer part of a printed token.
+func tokenValue(_ text: String?) -> Int64 {
+    Int64(text?.split(separator: ".").first ?? "") ?? -1
 }
 
 func expectStoreError(_ code: StoreError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void) {

@@ -69,6 +69,8 @@ extension Value: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Expres
 public enum ISO8601 {
     public static func string(_ date: Date) -> String {
         let ms = (date.timeIntervalSince1970 * 1000).rounded(.down)
+        // Beyond year ±200000 (or not finite) there is no calendar form worth printing.
+        guard ms.isFinite, abs(ms) < 6e18 / 1000 else { return String(date.timeIntervalSince1970) }
         let seconds = Int64((ms / 1000).rounded(.down))
         let millis = Int64(ms) - seconds * 1000
         var t = time_t(seconds)

@@ -23,6 +23,9 @@ public final class Container: Sendable {
         public var synchronous = Synchronous.normal
         /// How long a writer waits for the write lock before failing with `.busy`.
         public var busyTimeout: TimeInterval = 5
+        /// Touch the change-signal file after each commit so that observers wake at once. Off,
+        /// observers still notice through their poll (tests use this to drop signals).
+        public var signalChanges = true
         public init() {}
     }
 
@@ -38,6 +41,8 @@ public final class Container: Sendable {
     let reader: Locked<SQLiteConnection>
     let process: (pid: Int64, executable: String)
     let patterns = Locked<[String: NSRegularExpression]>([:])
+    /// The change signal of the group directory (nil for an in-memory store).
+    let signal: ChangeSignal?
 
     /// Opens the store in `group`, creating the directory and the store on first use.
     ///
@@ -49,7 +54,10 @@ public final class Container: Sendable {
         self.model = model
         self.options = options
         self.process = (Int64(getpid()), ProcessInfo.processInfo.processName)
-        let timeout = Int32(max(0, min(options.busyTimeout, 3600)) * 1000)
+        guard options.busyTimeout.isFinite, options.busyTimeout >= 0 else {
+            throw StoreError(.invalidArgument, "busy timeout must be a finite number of seconds, not \(options.busyTimeout)")
+        }
+        let timeout = Int32(min(options.busyTimeout, 3600) * 1000)
         if options.inMemory {
             let memoryPath = "file:sharedstore-\(UUID().uuidString)?mode=memory"
             storePath = memoryPath
@@ -59,6 +67,7 @@ public final class Container: Sendable {
             storeID = try Schema.prepare(connection, model: model, path: "memory")
             writer = Locked(connection)
             reader = writer
+            signal = nil
             return
         }
         try Self.makePrivateDirectory(group)
@@ -79,6 +88,13 @@ public final class Container: Sendable {
         }
         writer = Locked(w)
         reader = Locked(r)
+        signal = try ChangeSignal(group: group)
+    }
+
+    /// Tells observers in every process that a commit happened.
+    func didCommit(_ token: HistoryToken?) {
+        guard options.signalChanges else { return }
+        signal?.post(token?.value ?? 0)
     }
 
     /// A new context that records its saves under `author` (Core Data's transactionAuthor).

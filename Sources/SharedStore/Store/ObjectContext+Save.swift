@@ -79,6 +79,7 @@ extension ObjectContext {
             return (token, permanent, counts)
         }
         rollback()
+        container.didCommit(token)
         return SaveResult(token: token, permanentIDs: permanent, insertedCount: counts.0, updatedCount: counts.1, deletedCount: counts.2)
     }
 
@@ -100,6 +101,12 @@ public struct BatchResult: Sendable, Hashable {
 }
 
 extension ObjectContext {
+    private func commitBatch(_ body: (SQLiteConnection) throws -> BatchResult) throws -> BatchResult {
+        let result = try container.write(body)
+        container.didCommit(result.token)
+        return result
+    }
+
     /// Inserts many objects in one transaction, recorded in history object by object. Needs no
     /// pending changes in the context; does not touch them.
     ///
@@ -113,7 +120,7 @@ extension ObjectContext {
             }
         }
         let author = transactionAuthor, contextName = name
-        return try container.write { c in
+        return try commitBatch { c in
             var w = ChangeWriter(container: container, connection: c)
             var ids: [ObjectID] = []
             ids.reserveCapacity(rows.count)
@@ -135,7 +142,7 @@ extension ObjectContext {
             throw StoreError(.unknownProperty, "\(e.name) has no attribute '\(key)'")
         }
         let author = transactionAuthor, contextName = name
-        return try container.write { c in
+        return try commitBatch { c in
             var w = ChangeWriter(container: container, connection: c)
             let pks = try container.primaryKeys(e, condition, c)
             var ids: [ObjectID] = []
@@ -155,7 +162,7 @@ extension ObjectContext {
     public func batchDelete(_ entityName: String, where condition: Condition) throws -> BatchResult {
         let e = try model.entity(entityName)
         let author = transactionAuthor, contextName = name
-        return try container.write { c in
+        return try commitBatch { c in
             var w = ChangeWriter(container: container, connection: c)
             let pks = try container.primaryKeys(e, condition, c)
             try w.delete(e, pks: pks)

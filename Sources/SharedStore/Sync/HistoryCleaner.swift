@@ -1,0 +1,70 @@
+import Foundation
+
+/// What a clean did (or, in a dry run, would do).
+public struct CleanReport: Sendable, Hashable {
+    public let deleted: Int
+    /// History is deleted through this token (nil when nothing could be).
+    public let through: HistoryToken?
+    /// The live consumer that holds history back the most.
+    public let oldestConsumer: String?
+    /// Transactions left.
+    public let remaining: Int
+    /// Consumers evicted by this clean.
+    public let evicted: [String]
+    public let dryRun: Bool
+}
+
+/// Deletes the history every live consumer has merged: Core Data's `deleteHistory(before:)`
+/// run with the safe policy of invariant 4.
+public enum HistoryCleaner {
+    /// Cleans the history of `container`.
+    ///
+    /// Order of operations: (1) evict consumers not seen for `evictAfter` seconds, recorded in the
+    /// registry so that their next sync reports expired; (2) take the minimum token over live
+    /// consumers — one that never synced counts as needing everything; (3) delete through it in
+    /// chunks of `chunkSize`, each its own short write transaction. Tokens only grow, so a
+    /// minimum read in (2) stays safe while consumers advance during (3); a consumer that
+    /// registers meanwhile loads in full on its first sync and needs no history. A crash in (3)
+    /// leaves some chunks deleted and nothing any consumer needs.
+    public static func clean(container: Container, registry: TokenRegistry, dryRun: Bool = false,
+                             evictAfter: TimeInterval? = nil, chunkSize: Int = 1000) throws -> CleanReport {
+        if let evictAfter {
+            guard evictAfter.isFinite, evictAfter >= 0 else {
+                throw StoreError(.invalidArgument, "evict-after must be a number of seconds ≥ 0")
+            }
+        }
+        let evicted = try evictAfter.map { try registry.evict(notSeenFor: $0, dryRun: dryRun) } ?? []
+        let current = try container.currentToken()
+        var minimum = try registry.minimum(storeID: container.storeID)
+        if dryRun, let m = minimum, evicted.contains(m.consumer) {
+            // Evictions are not written in a dry run: compute what the minimum would be.
+            minimum = try registry.consumers()
+                .filter { !$0.isEvicted && !evicted.contains($0.name) }
+                .map { (value: $0.token.flatMap { t in t.storeID == container.storeID ? t.value : nil } ?? 0, consumer: $0.name) }
+                .min { $0.value < $1.value }
+        }
+        let through: HistoryToken? = minimum.flatMap { m in
+            m.value > 0 ? HistoryToken(storeID: container.storeID, value: min(m.value, current.value)) : nil
+        }
+        var deleted = 0
+        if let through {
+            if dryRun {
+                deleted = try container.historyCount(through: through.value)
+            } else {
+                deleted = try container.deleteHistory(through: through, chunkSize: chunkSize)
+            }
+        }
+        let total = try container.historyCount(through: nil)
+        return CleanReport(deleted: deleted, through: through, oldestConsumer: minimum?.consumer,
+                           remaining: dryRun ? total - deleted : total, evicted: evicted, dryRun: dryRun)
+    }
+}
+
+extension Container {
+    /// How many transactions are retained (through `token`, or all).
+    public func historyCount(through token: Int64? = nil) throws -> Int {
+        try read { c in
+            try c.cached("SELECT count(*) FROM ss_history WHERE token <= ?").firstRow([.integer(token ?? Int64.max)]) { Int($0.int64(0)) } ?? 0
+        }
+    }
+}
