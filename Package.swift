@@ -13,6 +13,14 @@ let package = Package(
         .target(name: "SharedStore", dependencies: ["CSQLite", "CLMDB"]),
         // The read-later model the targets, the demo and the scenarios share.
         .target(name: "ReadLater", dependencies: ["SharedStore"]),
+        // Argument parsing, output and the commands of the targets, written once.
+        .target(name: "StoreCLI", dependencies: ["SharedStore", "ReadLater"]),
+        // The targets of shared/docs/CLI.md: thin executables over StoreCLI.
+        .executableTarget(name: "main-app", dependencies: ["StoreCLI"]),
+        .executableTarget(name: "share-extension", dependencies: ["StoreCLI"]),
+        .executableTarget(name: "widget", dependencies: ["StoreCLI"]),
+        .executableTarget(name: "history-cleaner", dependencies: ["StoreCLI"]),
+        .executableTarget(name: "storectl", dependencies: ["StoreCLI"]),
         // A small executable the tests and the demo drive as a real second process.
         .executableTarget(name: "sharedstore-helper", dependencies: ["SharedStore", "ReadLater"]),
         .testTarget(name: "SharedStoreTests", dependencies: ["SharedStore", "ReadLater", "CLMDB"]),

@@ -24,36 +24,8 @@ struct ChangeWriter {
 
     // MARK: - Validation
 
-    /// Checks a value against its attribute's rules.
-    ///
-    /// - Throws: `.validation` naming the object, the attribute and the rule.
     func validate(_ value: Value, _ a: Attribute, object: String) throws -> SQLValue {
-        let name = "\(object).\(a.name)"
-        if value.isNull {
-            guard a.isOptional else { throw StoreError(.validation, "\(name) is required") }
-            return .null
-        }
-        let sql = try SQLMapping.sqlValue(value, a.type, name: name)
-        switch value {
-        case .string(let s):
-            let n = s.count
-            if let min = a.minLength, n < min { throw StoreError(.validation, "\(name) is \(n) characters long, at least \(min) required") }
-            if let max = a.maxLength, n > max { throw StoreError(.validation, "\(name) is \(n) characters long, at most \(max) allowed") }
-            if let p = a.pattern {
-                let range = NSRange(s.startIndex..., in: s)
-                guard let re = container.regex(p), re.firstMatch(in: s, range: range) != nil else {
-                    throw StoreError(.validation, "\(name) '\(s)' does not match the pattern \(p)")
-                }
-            }
-        case .double(let d) where !d.isFinite:
-            throw StoreError(.validation, "\(name) is not a finite number")
-        case .integer, .double:
-            let d = value.doubleValue ?? 0
-            if let min = a.minValue, d < min { throw StoreError(.validation, "\(name) is \(value), at least \(min) required") }
-            if let max = a.maxValue, d > max { throw StoreError(.validation, "\(name) is \(value), at most \(max) allowed") }
-        default: break
-        }
-        return sql
+        try container.validate(value, a, object: object)
     }
 
     func exists(_ e: Entity, _ pk: Int64) throws -> Bool {
@@ -67,6 +39,29 @@ struct ChangeWriter {
             let columns = e.message.components(separatedBy: "failed: ").last ?? e.message
             throw StoreError(.uniqueness, "\(object) breaks a uniqueness constraint: another object already has the same \(columns)")
         }
+    }
+
+    // MARK: - Uniqueness
+
+    /// The stored object that has the same value as `values` for one of the entity's uniqueness
+    /// constraints (a nil part never conflicts, as in SQLite's unique indexes).
+    func existingUnique(_ e: Entity, values: [String: Value], relationships: [String: Int64?], object: String) throws -> Int64? {
+        for constraint in e.uniquenessConstraints {
+            var bindings: [SQLValue] = []
+            for name in constraint {
+                if let a = e.attribute(named: name) {
+                    bindings.append(try SQLMapping.sqlValue(values[name] ?? a.defaultValue, a.type, name: "\(object).\(name)"))
+                } else {
+                    bindings.append(relationships[name].flatMap { $0 }.map(SQLValue.integer) ?? .null)
+                }
+            }
+            if bindings.contains(.null) { continue }
+            let whereSQL = constraint.map { "\(SQLMapping.quote($0)) = ?" }.joined(separator: " AND ")
+            if let pk = try c.cached("SELECT Z_PK FROM \(SQLMapping.quote(e.name)) WHERE \(whereSQL) LIMIT 1").firstRow(bindings, { $0.int64(0) }) {
+                return pk
+            }
+        }
+        return nil
     }
 
     // MARK: - Rows
@@ -94,7 +89,7 @@ struct ChangeWriter {
     /// Writes the properties that differ from the stored row and records them; a no-op when none do.
     mutating func update(_ e: Entity, pk: Int64, values: [String: Value], relationships: [String: Int64?], object: String) throws {
         guard let current = try container.snapshot(e, primaryKey: pk, c) else {
-            throw StoreError(.objectNotFound, "\(object) was deleted from the store")
+            throw StoreError(.objectNotFound, "no object \(object) in the store (never saved, or deleted)")
         }
         var columns: [String] = [], bindings: [SQLValue] = [], indexes: [Int] = []
         for (i, a) in e.attributes.enumerated() {
@@ -129,7 +124,7 @@ struct ChangeWriter {
             guard deleted.insert(key).inserted else { continue }
             let object = "\(entity.name)/\(pk)"
             guard let row = try container.snapshot(entity, primaryKey: pk, c) else {
-                throw StoreError(.objectNotFound, "\(object) was deleted from the store")
+                throw StoreError(.objectNotFound, "no object \(object) in the store (never saved, or deleted)")
             }
             for r in entity.relationships {
                 let dest = try model.entity(r.destination)

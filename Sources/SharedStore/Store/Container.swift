@@ -170,4 +170,49 @@ public final class Container: Sendable {
             return r
         }
     }
+
+    /// Checks `values` for a new object of `entity` against the model's rules (required,
+    /// type, length, pattern, range), as a save would, without saving anything.
+    ///
+    /// - Throws: `.validation` naming `object`, the attribute and the rule; `.unknownProperty`.
+    public func validate(_ entity: String, _ values: [String: Value], object: String) throws {
+        let e = try model.entity(entity)
+        for key in values.keys where e.attribute(named: key) == nil {
+            throw StoreError(.unknownProperty, "\(object): \(e.name) has no attribute '\(key)'")
+        }
+        for a in e.attributes { _ = try validate(values[a.name] ?? a.defaultValue, a, object: object) }
+    }
+
+    /// Checks a value against its attribute's rules.
+    ///
+    /// - Throws: `.validation` naming the object, the attribute and the rule.
+    func validate(_ value: Value, _ a: Attribute, object: String) throws -> SQLValue {
+        let name = "\(object).\(a.name)"
+        if value.isNull {
+            guard a.isOptional else { throw StoreError(.validation, "\(name) is required") }
+            return .null
+        }
+        let sql = try SQLMapping.sqlValue(value, a.type, name: name)
+        switch value {
+        case .string(let s):
+            let n = s.count
+            if let min = a.minLength, n < min { throw StoreError(.validation, "\(name) is \(n) characters long, at least \(min) required") }
+            if let max = a.maxLength, n > max { throw StoreError(.validation, "\(name) is \(n) characters long, at most \(max) allowed") }
+            if let p = a.pattern {
+                let range = NSRange(s.startIndex..., in: s)
+                guard let re = regex(p), re.firstMatch(in: s, range: range) != nil else {
+                    throw StoreError(.validation, "\(name) '\(s)' does not match the pattern \(p)")
+                }
+            }
+        case .double(let d) where !d.isFinite:
+            throw StoreError(.validation, "\(name) is not a finite number")
+        case .integer, .double:
+            let d = value.doubleValue ?? 0
+            if let min = a.minValue, d < min { throw StoreError(.validation, "\(name) is \(value), at least \(min) required") }
+            if let max = a.maxValue, d > max { throw StoreError(.validation, "\(name) is \(value), at most \(max) allowed") }
+        default: break
+        }
+        return sql
+    }
+
 }

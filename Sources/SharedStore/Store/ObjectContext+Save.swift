@@ -14,7 +14,7 @@ extension ObjectContext {
         guard hasChanges else {
             return SaveResult(token: nil, permanentIDs: [:], insertedCount: 0, updatedCount: 0, deletedCount: 0)
         }
-        let author = transactionAuthor, contextName = name
+        let author = transactionAuthor, contextName = name, policy = mergePolicy
         let (token, permanent, counts) = try container.write { c -> (HistoryToken?, [ObjectID: ObjectID], (Int, Int, Int)) in
             var w = ChangeWriter(container: container, connection: c)
             var permanent: [ObjectID: ObjectID] = [:]
@@ -33,10 +33,25 @@ extension ObjectContext {
                         rels[name] = try resolve(target, w, referencedBy: "\(pending.id).\(name)")
                     }
                 }
-                let pk = try w.insert(e, values: pending.values, relationships: rels, object: pending.id.description)
+                let pk: Int64
+                var resolved = false
+                if policy != .error, let existing = try w.existingUnique(e, values: pending.values, relationships: rels, object: pending.id.description) {
+                    // A duplicate of a stored object: the two become one, resolved by the policy.
+                    pk = existing
+                    resolved = true
+                    if policy == .objectTrump || policy == .overwrite {
+                        var values = pending.values
+                        if policy == .overwrite {
+                            for a in e.attributes where values[a.name] == nil { values[a.name] = a.defaultValue }
+                        }
+                        try w.update(e, pk: existing, values: values, relationships: rels.filter { $0.value != nil }, object: "\(e.name)/\(existing)")
+                    }
+                } else {
+                    pk = try w.insert(e, values: pending.values, relationships: rels, object: pending.id.description)
+                }
                 let id = ObjectID(storeID: container.storeID, entity: e.name, primaryKey: pk)
                 permanent[pending.id] = id
-                for (name, target) in pending.relationships {
+                for (name, target) in pending.relationships where !resolved || policy == .objectTrump || policy == .overwrite {
                     if let target, target.isTemporary, rels[name] == .some(nil) { deferred.append((e, pk, name, target)) }
                 }
             }

@@ -18,6 +18,8 @@ public final class ObjectContext {
     public let container: Container
     public var name: String?
     public var transactionAuthor: String?
+    /// How a save resolves conflicts with the store (default `.error`).
+    public var mergePolicy: MergePolicy = .error
 
     struct PendingInsert {
         var id: ObjectID

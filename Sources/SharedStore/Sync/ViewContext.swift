@@ -173,7 +173,8 @@ extension ViewContext {
     /// - Returns: how many transactions of other authors were merged.
     @discardableResult
     public func watch(observer: ChangeObserver, duration: TimeInterval? = nil, count: Int? = nil,
-                      shouldStop: () -> Bool = { false }, _ each: (HistoryTransaction) throws -> Void) throws -> Int {
+                      shouldStop: () -> Bool = { false }, afterSync: (SyncResult) throws -> Void = { _ in },
+                      _ each: (HistoryTransaction) throws -> Void) throws -> Int {
         let deadline = duration.map { Date().addingTimeInterval($0) }
         var merged = 0
         func done() -> Bool {
@@ -182,11 +183,12 @@ extension ViewContext {
             return shouldStop()
         }
         func syncOnce() throws {
-            try sync { t in
+            let result = try sync { t in
                 if let count, merged >= count { return }
                 merged += 1
                 try each(t)
             }
+            try afterSync(result)
         }
         try syncOnce()
         while !done() {

@@ -1,0 +1,95 @@
+import Foundation
+import SharedStore
+
+extension ReadLater {
+    /// One link to share: a line of a share-batch file.
+    public struct Link: Sendable, Hashable {
+        public var url: String
+        public var title: String
+        public var category: String?
+
+        public init(url: String, title: String, category: String? = nil) {
+            self.url = url
+            self.title = title
+            self.category = category
+        }
+    }
+
+    /// Inserts articles (with their categories, found or created) in `context`; not saved.
+    /// Categories are unique by name: with a trump merge policy an existing one is reused, also
+    /// when another process creates it concurrently. Returns the articles' temporary ids.
+    public static func insert(_ links: [Link], in context: ObjectContext, now: Date = Date()) throws -> [ObjectID] {
+        var categories: [String: ObjectID] = [:]
+        return try links.map { link in
+            var category: ObjectID?
+            if let name = link.category {
+                if let known = categories[name] { category = known } else {
+                    category = try context.insert(Category(name: name))
+                    categories[name] = category
+                }
+            }
+            return try context.insert(Article(title: link.title, url: link.url, createdAt: now, category: category))
+        }
+    }
+
+    /// Checks a link against the model's rules before anything is saved.
+    ///
+    /// - Throws: ``StoreError`` `.validation` naming `place` and the broken rule.
+    public static func validate(_ link: Link, in container: Container, place: String) throws {
+        try container.validate("Article", ["title": .string(link.title), "url": .string(link.url), "createdAt": .date(Date())], object: place)
+        if let c = link.category { try container.validate("Category", ["name": .string(c)], object: place) }
+    }
+
+    /// Parses a share-batch file: `url<TAB>title[<TAB>category]` per line; blank lines are skipped.
+    ///
+    /// - Throws: `.validation` naming the first bad line's number.
+    public static func parseBatch(_ text: String, container: Container) throws -> [Link] {
+        var links: [Link] = []
+        for (i, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.hasSuffix("\r") ? raw.dropLast() : raw
+            if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            guard fields.count == 2 || fields.count == 3 else {
+                throw StoreError(.validation, "line \(i + 1): expected url<TAB>title[<TAB>category], found \(fields.count) field(s)")
+            }
+            let link = Link(url: fields[0], title: fields[1], category: fields.count == 3 && !fields[2].isEmpty ? fields[2] : nil)
+            try validate(link, in: container, place: "line \(i + 1)")
+            links.append(link)
+        }
+        return links
+    }
+
+    /// Articles of a view, oldest first, as the `main-app list` lines of CLI.md.
+    public static func articleLines(_ view: ViewContext, unreadOnly: Bool = false) -> [JSONValue] {
+        let names = Dictionary(uniqueKeysWithValues: view.objects(of: "Category").map { ($0.id, $0["name"].stringValue ?? "") })
+        return sortedArticles(view)
+            .filter { !unreadOnly || $0["isRead"] != .bool(true) }
+            .map { a in
+                .object([
+                    ("id", .string(a.id.description)),
+                    ("title", a["title"].jsonValue),
+                    ("url", a["url"].jsonValue),
+                    ("isRead", a["isRead"].jsonValue),
+                    ("category", a.relationships["category"].flatMap { names[$0] }.map(JSONValue.string) ?? .null),
+                    ("createdAt", a["createdAt"].jsonValue),
+                ])
+            }
+    }
+
+    /// The widget's summary: unread and total counts, the three newest articles.
+    public static func widgetLine(_ view: ViewContext) -> JSONValue {
+        let articles = sortedArticles(view)
+        let unread = articles.filter { $0["isRead"] != .bool(true) }.count
+        let latest = articles.suffix(3).reversed().map { a in
+            JSONValue.object([("id", .string(a.id.description)), ("title", a["title"].jsonValue)])
+        }
+        return .object([("unread", .number(Double(unread))), ("total", .number(Double(articles.count))), ("latest", .array(latest))])
+    }
+
+    private static func sortedArticles(_ view: ViewContext) -> [Snapshot] {
+        view.objects(of: "Article").sorted {
+            let a = $0["createdAt"].dateValue ?? .distantPast, b = $1["createdAt"].dateValue ?? .distantPast
+            return a != b ? a < b : $0.id < $1.id
+        }
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+
+/// A usage error: exit status 2, one line naming the offending argument.
+public struct UsageError: Error, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// One flag a command accepts.
+public struct Option: Sendable {
+    public let name: String
+    public let valueName: String?
+    public let help: String
+
+    /// A flag with a value: `--name VALUE` or `--name=VALUE`.
+    public static func value(_ name: String, _ valueName: String, _ help: String) -> Option {
+        Option(name: name, valueName: valueName, help: help)
+    }
+
+    /// A flag without a value.
+    public static func flag(_ name: String, _ help: String) -> Option {
+        Option(name: name, valueName: nil, help: help)
+    }
+}
+
+/// A command of a tool: its flags and positional arguments, and its help text.
+public struct Command: Sendable {
+    public let name: String
+    public let summary: String
+    public let positionals: [String]
+    public let options: [Option]
+
+    public init(_ name: String, _ summary: String, positionals: [String] = [], options: [Option] = []) {
+        self.name = name
+        self.summary = summary
+        self.positionals = positionals
+        self.options = options
+    }
+
+    var usageLine: String {
+        var parts = [name]
+        parts += positionals
+        parts += options.map { o in "[--\(o.name)\(o.valueName.map { " \($0)" } ?? "")]" }
+        return parts.filter { !$0.isEmpty }.joined(separator: " ")
+    }
+}
+
+/// Flags every executable accepts.
+let commonOptions: [Option] = [
+    .value("group", "DIR", "the app-group directory (default: $SHAREDSTORE_GROUP, else $XDG_DATA_HOME/sharedstore/default)"),
+    .flag("json", "one JSON object per line on stdout"),
+    .flag("help", "show this help"),
+]
+
+/// The parsed arguments of one command.
+public struct Arguments {
+    public let command: Command
+    private(set) var values: [String: String] = [:]
+    private(set) var flags: Set<String> = []
+    public private(set) var positionals: [String] = []
+
+    /// Parses `arguments` (after the command name) against `command`.
+    ///
+    /// - Throws: ``UsageError`` for an unknown flag, a missing value or a wrong number of
+    ///   positional arguments.
+    public init(_ arguments: [String], command: Command, tool: String) throws {
+        self.command = command
+        let known = Dictionary((command.options + commonOptions).map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        let label = command.name.isEmpty ? tool : "\(tool) \(command.name)"
+        var i = 0
+        var onlyPositionals = false
+        while i < arguments.count {
+            let arg = arguments[i]
+            i += 1
+            if onlyPositionals || !arg.hasPrefix("--") || arg == "-" {
+                if arg.hasPrefix("-"), arg.count > 1, !onlyPositionals {
+                    throw UsageError("unknown flag '\(arg)' for '\(label)' (flags start with --)")
+                }
+                positionals.append(arg)
+                continue
+            }
+            if arg == "--" { onlyPositionals = true; continue }
+            var name = String(arg.dropFirst(2))
+            var inline: String?
+            if let eq = name.firstIndex(of: "=") {
+                inline = String(name[name.index(after: eq)...])
+                name = String(name[..<eq])
+            }
+            guard let option = known[name] else {
+                throw UsageError("unknown flag '--\(name)' for '\(label)'; see '\(label) --help'")
+            }
+            if option.valueName == nil {
+                guard inline == nil else { throw UsageError("flag '--\(name)' takes no value") }
+                flags.insert(name)
+            } else if let inline {
+                values[name] = inline
+            } else {
+                guard i < arguments.count else { throw UsageError("flag '--\(name)' needs a value (\(option.valueName ?? "VALUE"))") }
+                values[name] = arguments[i]
+                i += 1
+            }
+        }
+        if flags.contains("help") { return }
+        if positionals.count != command.positionals.count {
+            if positionals.count < command.positionals.count {
+                throw UsageError("'\(label)' needs \(command.positionals[positionals.count])")
+            }
+            throw UsageError("unexpected argument '\(positionals[command.positionals.count])' for '\(label)'")
+        }
+    }
+
+    public func has(_ flag: String) -> Bool { flags.contains(flag) }
+
+    public func value(_ name: String) -> String? { values[name] }
+
+    public func required(_ name: String) throws -> String {
+        guard let v = values[name] else { throw UsageError("'\(command.name)' needs --\(name)") }
+        return v
+    }
+
+    /// An integer flag within `range`.
+    public func integer(_ name: String, in range: ClosedRange<Int>) throws -> Int? {
+        guard let text = values[name] else { return nil }
+        guard let v = Int(text), range.contains(v) else {
+            throw UsageError("--\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+        }
+        return v
+    }
+
+    /// A number of seconds within `range`.
+    public func seconds(_ name: String, in range: ClosedRange<Double>) throws -> Double? {
+        guard let text = values[name] else { return nil }
+        guard let v = Double(text), v.isFinite, range.contains(v) else {
+            throw UsageError("--\(name) must be a number of seconds from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+        }
+        return v
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import ReadLater
+import SharedStore
+
+extension Targets {
+    /// `storectl`: inspect and operate a group directory. Not a consumer: it never syncs.
+    public static let storectl = Tool(name: "storectl", summary: "inspect and operate a SharedStore group directory", commands: [
+        Command("history", "the retained history, oldest first", options: [
+            .value("after", "TOKEN", "only transactions after this token"),
+            .value("author", "A", "only this author's transactions"),
+            .value("exclude-author", "A", "skip this author's transactions"),
+            .value("entity", "E", "only changes of this entity"),
+            .value("limit", "N", "at most N transactions"),
+        ]),
+        Command("tokens", "every consumer's token, when it last synced and how far behind it is"),
+        Command("stats", "objects, transactions, changes and file sizes"),
+        Command("verify", "check the invariants that can be checked at rest; exit 0 only when all hold"),
+        Command("reset-consumer", "remove a consumer from the registry (it reloads in full next time)", positionals: ["NAME"]),
+    ]) { inv in
+        switch inv.command {
+        case "history": try history(inv)
+        case "tokens": try tokens(inv)
+        case "stats": try stats(inv)
+        case "verify": try verify(inv)
+        case "reset-consumer":
+            let name = inv.arguments.positionals[0]
+            let removed = try inv.registry().remove(name)
+            guard removed else { throw StoreError(.invalidArgument, "no consumer named '\(name)' in the registry") }
+            inv.output.record(.object([("consumer", .string(name)), ("removed", .bool(true))]))
+        default:
+            throw UsageError("unknown command '\(inv.command)'")
+        }
+    }
+
+    static func history(_ inv: Invocation) throws {
+        let container = try inv.container()
+        var request = HistoryRequest()
+        if let after = inv.arguments.value("after") { request.start = .after(try inv.token(after)) }
+        if let author = inv.arguments.value("author") { request.authors = [author] }
+        if let excluded = inv.arguments.value("exclude-author") { request.excludedAuthors = [excluded] }
+        if let entity = inv.arguments.value("entity") {
+            guard container.model.entity(named: entity) != nil else {
+                throw UsageError("--entity: unknown entity '\(entity)' (entities: \(container.model.entities.map(\.name).joined(separator: ", ")))")
+            }
+            request.entities = [entity]
+        }
+        request.limit = try inv.arguments.integer("limit", in: 0...Int.max)
+        let progress = Progress("reading history")
+        var n = 0
+        if inv.output.json {
+            try container.history(request) { batch in
+                for t in batch { inv.output.record(t.json) }
+                n += batch.count
+                progress.update(n)
+            }
+        } else {
+            var rows: [JSONValue] = []
+            try container.history(request) { batch in
+                for t in batch {
+                    let summary = t.changes.map { "\($0.kind.rawValue) \($0.objectID)" + ($0.updatedProperties.isEmpty ? "" : " {\($0.updatedProperties.joined(separator: ","))}") }
+                    rows.append(.object([("token", .string(t.token.description)), ("author", t.author.map(JSONValue.string) ?? .null),
+                                         ("context", t.contextName.map(JSONValue.string) ?? .null), ("timestamp", .string(ISO8601.string(t.timestamp))),
+                                         ("changes", .string(summary.joined(separator: "; ")))]))
+                }
+                n += batch.count
+                progress.update(n)
+            }
+            inv.output.table(rows, columns: [("token", "TOKEN"), ("author", "AUTHOR"), ("context", "CONTEXT"), ("timestamp", "TIME"), ("changes", "CHANGES")])
+        }
+        progress.finish()
+    }
+
+    static func tokens(_ inv: Invocation) throws {
+        let container = try inv.container()
+        let rows = try inv.registry().consumers().map { c -> JSONValue in
+            let after = c.token.flatMap { $0.storeID == container.storeID ? $0.value : nil } ?? 0
+            let lag = try container.historyCount() - container.historyCount(through: after)
+            var fields: [(String, JSONValue)] = [
+                ("consumer", .string(c.name)),
+                ("token", c.token.map { .string($0.description) } ?? .null),
+                ("updated_at", .string(ISO8601.string(c.updatedAt))),
+                ("lag", .number(Double(lag))),
+            ]
+            if c.isEvicted { fields.append(("evicted", .bool(true))) }
+            return .object(fields)
+        }
+        inv.output.table(rows, columns: [("consumer", "CONSUMER"), ("token", "TOKEN"), ("updated_at", "UPDATED"), ("lag", "LAG"), ("evicted", "EVICTED")])
+    }
+
+    static func stats(_ inv: Invocation) throws {
+        let container = try inv.container()
+        let context = container.newContext()
+        let objects = try container.model.entities.map { e in (e.name, JSONValue.number(Double(try context.count(FetchRequest(e.name))))) }
+        let history = try container.historyStatistics()
+        let sizes = container.fileSizes()
+        let record = JSONValue.object([
+            ("objects", .object(objects)),
+            ("transactions", .number(Double(history.transactions))),
+            ("changes", .number(Double(history.changes))),
+            ("bytes", .object([("store", .number(Double(sizes.store))), ("wal", .number(Double(sizes.wal))), ("tokens", .number(Double(sizes.tokens)))])),
+        ])
+        if inv.output.json { inv.output.record(record) } else {
+            inv.output.record(.object(objects.map { ("objects.\($0.0)", $0.1) } + [
+                ("transactions", .number(Double(history.transactions))), ("changes", .number(Double(history.changes))),
+                ("bytes.store", .number(Double(sizes.store))), ("bytes.wal", .number(Double(sizes.wal))), ("bytes.tokens", .number(Double(sizes.tokens))),
+            ]))
+        }
+    }
+
+    static func verify(_ inv: Invocation) throws {
+        let checks = StoreVerifier.verify(container: try inv.container(), registry: try inv.registry())
+        inv.output.table(checks.map { .object([("check", .string($0.name)), ("ok", .bool($0.ok)), ("detail", .string($0.detail))]) },
+                         columns: [("check", "CHECK"), ("ok", "OK"), ("detail", "DETAIL")])
+        let failed = checks.filter { !$0.ok }.map(\.name)
+        if !failed.isEmpty { throw StoreError(.storage, "verify failed: \(failed.joined(separator: ", "))") }
+    }
+}

@@ -1,0 +1,45 @@
+import Dispatch
+import Foundation
+import SharedStore
+
+extension Invocation {
+    /// Runs a target's `watch`: syncs on every change until `--for` seconds, `--count`
+    /// transactions, or SIGINT/SIGTERM — whichever comes first — then exits 0 with the token
+    /// saved (the view advances it after every merge).
+    func watch(consumer: String, each: @escaping (HistoryTransaction) throws -> Void,
+               afterSync: @escaping (SyncResult, ViewContext) throws -> Void = { _, _ in }) throws {
+        let seconds = try arguments.seconds("for", in: 0...31_536_000)
+        let count = try arguments.integer("count", in: 1...Int.max)
+        let view = try ViewContext(container: container(), registry: registry(), consumer: consumer)
+        let observer = try ChangeObserver(container: container())
+        let stop = StopFlag()
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        let sources = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler {
+                stop.set()
+                observer.stop()
+            }
+            source.resume()
+            return source
+        }
+        defer { sources.forEach { $0.cancel() } }
+        try view.watch(observer: observer, duration: seconds, count: count, shouldStop: { stop.isSet },
+                       afterSync: { try afterSync($0, view) }, each)
+    }
+}
+
+/// The watch flags of main-app and widget.
+let watchOptions: [Option] = [
+    .value("for", "SECONDS", "stop after this many seconds"),
+    .value("count", "N", "stop after N merged transactions"),
+]
+
+/// Set once by a signal handler, read by the watch loop.
+final class StopFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
+}

@@ -1,0 +1,4 @@
+import Foundation
+import StoreCLI
+
+exit(Targets.historyCleaner.run(CommandLine.arguments))
