@@ -1,37 +1,80 @@
 #!/usr/bin/env bash
-# The tour: two processes with different transaction authors write one store in a private group
-# directory, and a reader prints the history after its token.
+# The tour: a share extension, a main app and a widget share one store through a private group
+# directory; the widget follows live, a cleaner deletes only what all of them have merged.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . Scripts/lib/setup.sh
 sharedstore_ensure_packages
 
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+bold() { if [ -t 1 ]; then printf '\033[1m%s\033[0m\n' "$*"; else printf '%s\n' "$*"; fi; }
+step() { echo; bold "== $*"; }
+run() { printf '$ %s\n' "$*"; "$@"; }
 
-say "building in release"
-swift build -c release --product sharedstore-helper 2>&1 | tail -n 1
+step "Building the targets in release (first time: a few minutes)"
+swift build -c release 2>&1 | tail -n 1
 bin="$(swift build -c release --show-bin-path)"
+export PATH="$bin:$PATH"
 
-group="$(mktemp -d)/group"
-trap 'rm -rf "$(dirname "$group")"' EXIT
-say "group directory: $group"
+work="$(mktemp -d)"
+export SHAREDSTORE_GROUP="$work/group"
+widget_log="$work/widget.log"
+cleanup() {
+    [ -n "${watcher:-}" ] && kill "$watcher" 2>/dev/null || true
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
 
-say "the reader notes where history stands now (its token)"
-"$bin/sharedstore-helper" write --group "$group" --author Setup --count 1
-token=$("$bin/sharedstore-helper" history --group "$group" | tail -n 1 | sed 's/.*"token":"\([^"]*\)".*/\1/')
-echo "token: $token"
+# Waits (up to 10 s) until the widget watcher has printed more than N lines, then shows the new ones.
+follow() {
+    local before="$1" deadline=$((SECONDS + 10))
+    while [ "$(wc -l <"$widget_log")" -le "$before" ] && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.05; done
+    tail -n +"$((before + 1))" "$widget_log" | sed 's/^/    [widget, live] /'
+}
 
-say "ShareExtension and MainApp write at the same time, from two processes"
-"$bin/sharedstore-helper" write --group "$group" --author ShareExtension --count 3 &
-"$bin/sharedstore-helper" write --group "$group" --author MainApp --count 3 &
-wait
+step "A private group directory, like an app-group container: $SHAREDSTORE_GROUP"
+run main-app sync --json
 
-say "the reader fetches the history after its token, skipping MainApp's own saves"
-"$bin/sharedstore-helper" history --group "$group" --after "$token" --exclude-author MainApp
+step "The widget starts watching in the background (it prints a fresh summary after each merge)"
+widget watch --json >"$widget_log" &
+watcher=$!
+follow 0
 
-say "files of the group directory (private: 0700 / 0600)"
-ls -la "$group"
-if command -v sqlite3 >/dev/null 2>&1; then
-    say "the same history, straight from SQLite"
-    sqlite3 "$group/Store.sqlite" "SELECT token, author, context, executable FROM ss_history ORDER BY token"
-fi
+step "The share extension shares three links, in three processes, as author ShareExtension"
+n=$(wc -l <"$widget_log")
+run share-extension share --url https://www.swift.org/blog/ --title "Swift blog" --category Swift --json
+run share-extension share --url https://sqlite.org/wal.html --title "Write-Ahead Logging" --category Databases --json
+run share-extension share --url https://www.symas.com/lmdb --title "LMDB" --category Databases --json
+follow "$n"
+
+step "The main app syncs: it merges the share extension's history after its token"
+run main-app sync --json
+
+step "It marks one article read and deletes another, as author MainApp"
+n=$(wc -l <"$widget_log")
+run main-app mark-read Article/1 --json
+run main-app delete Article/3 --json
+follow "$n"
+
+step "What the main app lists now"
+run main-app list
+
+step "Where each consumer stands in the token registry (tokens.lmdb)"
+run storectl tokens
+
+step "The cleaner deletes only the history that every consumer has merged"
+run history-cleaner --json
+
+step "A last share; the widget follows, and the history after every token is still there"
+n=$(wc -l <"$widget_log")
+run share-extension share --url https://www.kernel.org/doc/html/latest/filesystems/inotify.html --title "inotify" --json
+follow "$n"
+run storectl history
+
+step "Stopping the widget (SIGTERM: it saves its token and exits 0)"
+kill -TERM "$watcher"; wait "$watcher" && echo "widget exited 0"; watcher=""
+
+step "The store, the registry and their invariants"
+run storectl stats
+run storectl verify
+ls -la "$SHAREDSTORE_GROUP"

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Every error SharedStore throws: a code to match on, a message that names the problem, and
 /// the context it happened in (a path, an object id, a token, SQL).
 ///
@@ -66,7 +68,12 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         } else if error.isNotADatabase {
             self.init(.notAStore, "\(path) is not a SharedStore store (\(error.message))", context: error.sql)
         } else if error.isReadOnly {
-            self.init(.fileAccess, "cannot write \(path): \(error.message)", context: error.sql)
+            let directory = (path as NSString).deletingLastPathComponent
+            if !directory.isEmpty, access(directory, W_OK) != 0 {
+                self.init(.fileAccess, "group directory \(directory) is read-only: \(error.message)", context: error.sql)
+            } else {
+                self.init(.fileAccess, "cannot write \(path): \(error.message)", context: error.sql)
+            }
         } else {
             self.init(.storage, "storage error in \(path): \(error.message)", context: error.sql)
         }

@@ -42,7 +42,9 @@ final class SQLiteConnection {
         let message = String(cString: sqlite3_errmsg(handle))
         // The handle's last error is the one that matters when it is a refinement of `rc`.
         let code = (extended & 0xff) == (rc & 0xff) ? extended : rc
-        return SQLiteError(code: code, message: message, sql: sql)
+        var error = SQLiteError(code: code, message: message, sql: sql)
+        error.systemErrno = sqlite3_system_errno(handle)
+        return error
     }
 
     // MARK: - Statements

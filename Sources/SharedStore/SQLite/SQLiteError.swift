@@ -1,4 +1,5 @@
 import CSQLite
+import Foundation
 
 /// An error reported by SQLite: the result code, SQLite's message and the SQL that failed.
 ///
@@ -8,6 +9,8 @@ struct SQLiteError: Error, CustomStringConvertible {
     let extendedCode: Int32
     let message: String
     let sql: String?
+    /// The operating system's errno behind an I/O error (ENOSPC for a full disk), or 0.
+    var systemErrno: Int32 = 0
 
     /// The primary result code (the low byte of the extended code).
     var code: Int32 { extendedCode & 0xff }
@@ -15,7 +18,7 @@ struct SQLiteError: Error, CustomStringConvertible {
     var isBusy: Bool { code == SQLITE_BUSY || code == SQLITE_LOCKED }
     // Extended codes are C expressions Swift does not import: SQLITE_CONSTRAINT | (n << 8).
     var isUniqueViolation: Bool { extendedCode == SQLITE_CONSTRAINT | (8 << 8) || extendedCode == SQLITE_CONSTRAINT | (6 << 8) }
-    var isDiskFull: Bool { code == SQLITE_FULL }
+    var isDiskFull: Bool { code == SQLITE_FULL || (code == SQLITE_IOERR && systemErrno == ENOSPC) }
     var isReadOnly: Bool { code == SQLITE_READONLY || code == SQLITE_CANTOPEN || code == SQLITE_PERM }
     var isNotADatabase: Bool { code == SQLITE_NOTADB || code == SQLITE_CORRUPT }
 
