@@ -21,6 +21,8 @@ let package = Package(
         .executableTarget(name: "widget", dependencies: ["StoreCLI"]),
         .executableTarget(name: "history-cleaner", dependencies: ["StoreCLI"]),
         .executableTarget(name: "storectl", dependencies: ["StoreCLI"]),
+        // The benchmark: SharedStore against raw SQLite in the same run.
+        .executableTarget(name: "storebench", dependencies: ["SharedStore", "CSQLite"]),
         // A small executable the tests and the demo drive as a real second process.
         .executableTarget(name: "sharedstore-helper", dependencies: ["SharedStore", "ReadLater"]),
         .testTarget(name: "SharedStoreTests", dependencies: ["SharedStore", "ReadLater", "CLMDB"]),

@@ -2,12 +2,12 @@
 . "$(dirname "$0")/lib.sh"
 setup
 
-main-app sync --json >/dev/null   # create the store and register MainApp
+main-app add --url https://first.example --title first --json >/dev/null   # the widget will toggle it
 background "$work/watch.out" main-app watch --count 20 --for 120 --json
 watcher=$last_pid
 n=10
 ( for i in $(seq 1 $n); do share-extension share --url "https://a.example/$i" --title "share $i" --json >/dev/null; done ) &
-( for i in $(seq 1 $n); do widget toggle-read Article/1 --json >/dev/null 2>&1 || true; done ) &
+( for i in $(seq 1 $n); do widget toggle-read Article/1 --json >/dev/null; done ) &
 ( for i in $(seq 1 5); do main-app add --url "https://own.example/$i" --title "own $i" --json >/dev/null; done ) &
 wait %2 %3 %4 2>/dev/null || true
 wait_exit "$watcher" 60 || true

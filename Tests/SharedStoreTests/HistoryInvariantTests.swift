@@ -85,7 +85,10 @@ import Testing
         let last = try container.currentToken()
         #expect(try container.deleteHistory(through: last, chunkSize: 2) == 5)
         #expect(try container.fetchHistory(HistoryRequest()).isEmpty)
+        #expect(try container.historyCount() == 0)
+        #expect(try container.historyStatistics().transactions == 0)
         #expect(try container.currentToken() == last)
+        #expect(try container.deleteHistory(through: last) == 0, "deleting again deletes nothing")
         #expect(try container.fetchHistory(HistoryRequest(after: last)).isEmpty)
 
         // Reopen: the store still remembers.
@@ -95,6 +98,11 @@ import Testing
         let token = try #require(try next.save().token)
         #expect(token.value == last.value + 1)
         #expect(try reopened.fetchHistory(HistoryRequest(after: last)).map(\.token) == [token])
+        #expect(try reopened.historyCount() == 1)
+        let failed = StoreVerifier.verify(container: reopened, registry: try TokenRegistry(group: group.path)).filter { !$0.ok }
+        #expect(failed.isEmpty, "\(failed)")
+        #expect(try reopened.deleteHistory(through: token) == 1)
+        #expect(try reopened.historyCount() == 0)
     }
 
     @Test func expiredForeignAndMalformedTokensEachHaveTheirOwnError() throws {

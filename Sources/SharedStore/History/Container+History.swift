@@ -8,7 +8,10 @@ extension Container {
     }
 
     func currentTokenValue(_ c: SQLiteConnection) throws -> Int64 {
-        try c.cached("SELECT seq FROM sqlite_sequence WHERE name = 'ss_history'").firstRow { $0.int64(0) } ?? 0
+        try c.statement(Slot.currentToken, """
+            SELECT max(coalesce((SELECT max(token) FROM ss_history), 0),
+                       (SELECT CAST(value AS INTEGER) FROM ss_meta WHERE key = 'history_deleted_through'))
+            """).firstRow { $0.int64(0) } ?? 0
     }
 
     /// Through which token history has been deleted, and the newest timestamp deleted.
@@ -132,7 +135,12 @@ extension Container {
     /// Deletes history through `token` in chunks of `chunkSize` transactions, each its own short
     /// write transaction so that concurrent writers are held up by one chunk at most. Records
     /// through which token history is gone, so that older tokens get `.historyExpired`.
-    /// Token numbers are never reused (the history table is AUTOINCREMENT).
+    ///
+    /// Tokens are never reused (invariant 2): a token is the row id of the history table, which
+    /// SQLite gives as one more than the largest, so the newest row is never removed here. When
+    /// it falls within the range it stays as a marker, deleted in all but storage: every read
+    /// skips rows at or below the recorded floor. (A plain row id instead of AUTOINCREMENT
+    /// spares every save an update of `sqlite_sequence`: about 6% of a save, measured.)
     ///
     /// - Returns: how many transactions were deleted.
     @discardableResult
@@ -141,27 +149,51 @@ extension Container {
         guard chunkSize > 0 else { throw StoreError(.invalidArgument, "chunk size must be positive") }
         var total = 0
         while true {
-            let deleted = try write { c -> Int in
+            let (scanned, deleted) = try write { c -> (Int, Int) in
                 let newest = try currentTokenValue(c)
                 guard token.value <= newest else {
                     throw StoreError(.foreignToken, "token \(token) is ahead of this store's newest transaction \(newest)")
                 }
-                let chunk = try c.cached("SELECT max(token), max(timestamp), count(*) FROM (SELECT token, timestamp FROM ss_history WHERE token <= ? ORDER BY token LIMIT ?)")
-                    .firstRow([.integer(token.value), .integer(Int64(chunkSize))]) { ($0.int64(0), $0.double(1), Int($0.int64(2))) }
-                let (maxToken, maxTime, count) = chunk ?? (0, 0, 0)
                 let (floor, floorTime) = try deletedThrough(c)
+                let chunk = try c.cached("""
+                    SELECT max(token), max(timestamp), count(*), coalesce(sum(token > ?), 0) FROM (
+                      SELECT token, timestamp FROM ss_history
+                      WHERE token <= ? AND token < (SELECT max(token) FROM ss_history) ORDER BY token LIMIT ?)
+                    """).firstRow([.integer(floor), .integer(token.value), .integer(Int64(chunkSize))]) {
+                        ($0.int64(0), $0.double(1), Int($0.int64(2)), Int($0.int64(3)))
+                    }
+                let (maxToken, maxTime, count, live) = chunk ?? (0, 0, 0, 0)
+                var marker = 0
                 if count > 0 {
-                    try c.cached("DELETE FROM ss_history WHERE token <= ?").execute([.integer(maxToken)])
+                    try c.cached("DELETE FROM ss_history WHERE token <= ? AND token < (SELECT max(token) FROM ss_history)").execute([.integer(maxToken)])
                 }
-                // The last chunk records the whole range as gone, even tokens with no row left.
-                let through = count < chunkSize ? max(floor, token.value) : max(floor, maxToken)
+                var through = max(floor, maxToken), time = max(floorTime, maxTime)
+                if count < chunkSize {
+                    // The last chunk: the whole range is gone, the newest row included when it is in it.
+                    if let newestRow = try c.cached("SELECT token, timestamp FROM ss_history WHERE token <= ? AND token > ? ORDER BY token DESC LIMIT 1")
+                        .firstRow([.integer(token.value), .integer(max(floor, maxToken))], { ($0.int64(0), $0.double(1)) }) {
+                        marker = 1
+                        time = max(time, newestRow.1)
+                    }
+                    through = max(floor, token.value)
+                }
                 let update = try c.cached("UPDATE ss_meta SET value = ? WHERE key = ?")
                 try update.execute([.text(String(through)), .text("history_deleted_through")])
-                try update.execute([.text(String(max(floorTime, maxTime))), .text("history_deleted_time")])
-                return count
+                try update.execute([.text(String(time)), .text("history_deleted_time")])
+                return (count, live + marker)
             }
             total += deleted
-            if deleted < chunkSize { return total }
+            if scanned < chunkSize { return total }
+        }
+    }
+
+    /// How many transactions are retained (through `token`, or all), the floor excluded.
+    public func historyCount(through token: Int64? = nil) throws -> Int {
+        try read { c in
+            try c.cached("""
+                SELECT count(*) FROM ss_history WHERE token <= ?
+                AND token > (SELECT CAST(value AS INTEGER) FROM ss_meta WHERE key = 'history_deleted_through')
+                """).firstRow([.integer(token ?? Int64.max)]) { Int($0.int64(0)) } ?? 0
         }
     }
 }

@@ -34,6 +34,7 @@ final class SQLiteConnection {
 
     deinit {
         cache.removeAll()
+        slots.removeAll()
         sqlite3_close_v2(handle)
     }
 
@@ -54,6 +55,18 @@ final class SQLiteConnection {
         if let stmt = cache[sql] { return stmt }
         let stmt = try SQLiteStatement(connection: self, sql: sql)
         cache[sql] = stmt
+        return stmt
+    }
+
+    private var slots: [SQLiteStatement?] = []
+
+    /// A prepared statement kept in a numbered slot: the hot paths (a save, a history fetch)
+    /// reach their statements without hashing SQL text. `sql` must be the same for a slot.
+    func statement(_ slot: Int, _ sql: @autoclosure () -> String) throws -> SQLiteStatement {
+        if slot < slots.count, let stmt = slots[slot] { return stmt }
+        let stmt = try SQLiteStatement(connection: self, sql: sql())
+        if slot >= slots.count { slots += Array(repeating: nil, count: slot - slots.count + 1) }
+        slots[slot] = stmt
         return stmt
     }
 
@@ -83,10 +96,10 @@ final class SQLiteConnection {
     /// for the write lock (up to the busy timeout) instead of failing later with SQLITE_BUSY.
     /// Commits when `body` returns, rolls back when it throws and rethrows the first error.
     func writeTransaction<T>(_ body: () throws -> T) throws -> T {
-        try cached("BEGIN IMMEDIATE").execute()
+        try statement(Slot.beginImmediate, "BEGIN IMMEDIATE").execute()
         do {
             let result = try body()
-            try cached("COMMIT").execute()
+            try statement(Slot.commit, "COMMIT").execute()
             return result
         } catch {
             if isInTransaction { try? cached("ROLLBACK").execute() }
@@ -96,10 +109,10 @@ final class SQLiteConnection {
 
     /// Runs `body` in a read transaction: one consistent snapshot of the store.
     func readTransaction<T>(_ body: () throws -> T) throws -> T {
-        try cached("BEGIN DEFERRED").execute()
-        defer { if isInTransaction { try? cached("COMMIT").execute() } }
+        try statement(Slot.beginDeferred, "BEGIN DEFERRED").execute()
+        defer { if isInTransaction { try? statement(Slot.commit, "COMMIT").execute() } }
         // A deferred transaction takes its snapshot at the first read: take it now.
-        _ = try cached("SELECT 1 FROM sqlite_schema LIMIT 1").firstRow { $0.int64(0) }
+        _ = try statement(Slot.snapshot, "SELECT 1 FROM sqlite_schema LIMIT 1").firstRow { $0.int64(0) }
         return try body()
     }
 
@@ -124,4 +137,12 @@ final class SQLiteConnection {
             }, nil, nil, nil)
         guard rc == SQLITE_OK else { throw error(rc) }
     }
+}
+
+/// Statement slots of ``SQLiteConnection/statement(_:_:)``: fixed ones first, then
+/// `perEntity` slots for each entity (``EntitySQL``).
+enum Slot {
+    static let beginImmediate = 0, beginDeferred = 1, commit = 2, snapshot = 3, historyInsert = 4, currentToken = 5
+    static let firstEntity = 8, perEntity = 4
+    static func entity(_ index: Int, _ kind: Int) -> Int { firstEntity + index * perEntity + kind }
 }

@@ -48,6 +48,18 @@ final class SQLiteStatement {
         guard rc == SQLITE_OK else { throw connection.error(rc, sql: sql) }
     }
 
+    /// Resets the statement and clears its bindings, before binding values one by one.
+    func reset() throws {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+    }
+
+    /// Runs a statement whose values are bound, ignoring rows, and resets it.
+    func run() throws {
+        defer { sqlite3_reset(handle) }
+        while try step() {}
+    }
+
     // MARK: - Stepping
 
     /// Runs the statement to completion, ignoring rows.

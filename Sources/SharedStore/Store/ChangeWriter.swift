@@ -24,20 +24,20 @@ struct ChangeWriter {
 
     // MARK: - Validation
 
-    func validate(_ value: Value, _ a: Attribute, object: String) throws -> SQLValue {
-        try container.validate(value, a, object: object)
+    func validate(_ value: Value, _ a: Attribute, object: @autoclosure () -> String) throws -> SQLValue {
+        try container.validate(value, a, object: object())
     }
 
     func exists(_ e: Entity, _ pk: Int64) throws -> Bool {
-        try c.cached("SELECT 1 FROM \(SQLMapping.quote(e.name)) WHERE Z_PK = ?").firstRow([.integer(pk)]) { _ in true } ?? false
+        try container.entitySQL[entityIndex(e)].statement(EntitySQL.existsKind, c).firstRow([.integer(pk)]) { _ in true } ?? false
     }
 
     /// Runs a write, turning a broken uniqueness constraint into an error that names the object.
-    func unique<T>(_ object: String, _ body: () throws -> T) throws -> T {
+    func unique<T>(_ object: @autoclosure () -> String, _ body: () throws -> T) throws -> T {
         do { return try body() }
         catch let e as SQLiteError where e.isUniqueViolation {
             let columns = e.message.components(separatedBy: "failed: ").last ?? e.message
-            throw StoreError(.uniqueness, "\(object) breaks a uniqueness constraint: another object already has the same \(columns)")
+            throw StoreError(.uniqueness, "\(object()) breaks a uniqueness constraint: another object already has the same \(columns)")
         }
     }
 
@@ -45,12 +45,12 @@ struct ChangeWriter {
 
     /// The stored object that has the same value as `values` for one of the entity's uniqueness
     /// constraints (a nil part never conflicts, as in SQLite's unique indexes).
-    func existingUnique(_ e: Entity, values: [String: Value], relationships: [String: Int64?], object: String) throws -> Int64? {
+    func existingUnique(_ e: Entity, values: [String: Value], relationships: [String: Int64?], object: @autoclosure () -> String) throws -> Int64? {
         for constraint in e.uniquenessConstraints {
             var bindings: [SQLValue] = []
             for name in constraint {
                 if let a = e.attribute(named: name) {
-                    bindings.append(try SQLMapping.sqlValue(values[name] ?? a.defaultValue, a.type, name: "\(object).\(name)"))
+                    bindings.append(try SQLMapping.sqlValue(values[name] ?? a.defaultValue, a.type, name: "\(object()).\(name)"))
                 } else {
                     bindings.append(relationships[name].flatMap { $0 }.map(SQLValue.integer) ?? .null)
                 }
@@ -67,34 +67,34 @@ struct ChangeWriter {
     // MARK: - Rows
 
     /// Inserts a validated row and records the insert; returns the new primary key.
-    mutating func insert(_ e: Entity, values: [String: Value], relationships: [String: Int64?], object: String) throws -> Int64 {
-        var bindings: [SQLValue] = []
-        bindings.reserveCapacity(e.attributes.count + e.toOneRelationships.count)
+    mutating func insert(_ e: Entity, values: [String: Value], relationships: [String: Int64?], object: @autoclosure () -> String) throws -> Int64 {
+        let index = entityIndex(e)
+        let stmt = try container.entitySQL[index].statement(EntitySQL.insertKind, c)
+        try stmt.reset()
+        var column: Int32 = 1
         for a in e.attributes {
-            let v = values[a.name] ?? a.defaultValue
-            bindings.append(try validate(v, a, object: object))
+            try stmt.bind(try validate(values[a.name] ?? a.defaultValue, a, object: object()), at: column)
+            column += 1
         }
         for r in e.toOneRelationships {
-            bindings.append(relationships[r.name].flatMap { $0 }.map(SQLValue.integer) ?? .null)
+            try stmt.bind(relationships[r.name].flatMap { $0 }.map(SQLValue.integer) ?? .null, at: column)
+            column += 1
         }
-        let names = e.storedPropertyNames.map(SQLMapping.quote).joined(separator: ", ")
-        let marks = Array(repeating: "?", count: bindings.count).joined(separator: ", ")
-        let stmt = try c.cached("INSERT INTO \(SQLMapping.quote(e.name))(\(names)) VALUES (\(marks))")
-        try unique(object) { try stmt.execute(bindings) }
+        try unique(object()) { try stmt.run() }
         let pk = c.lastInsertRowID
-        changes.append(RecordedChange(kind: 0, entity: entityIndex(e), primaryKey: pk))
+        changes.append(RecordedChange(kind: 0, entity: index, primaryKey: pk))
         return pk
     }
 
     /// Writes the properties that differ from the stored row and records them; a no-op when none do.
-    mutating func update(_ e: Entity, pk: Int64, values: [String: Value], relationships: [String: Int64?], object: String) throws {
+    mutating func update(_ e: Entity, pk: Int64, values: [String: Value], relationships: [String: Int64?], object: @autoclosure () -> String) throws {
         guard let current = try container.snapshot(e, primaryKey: pk, c) else {
-            throw StoreError(.objectNotFound, "no object \(object) in the store (never saved, or deleted)")
+            throw StoreError(.objectNotFound, "no object \(object()) in the store (never saved, or deleted)")
         }
         var columns: [String] = [], bindings: [SQLValue] = [], indexes: [Int] = []
         for (i, a) in e.attributes.enumerated() {
             guard let v = values[a.name], v != current[a.name] else { continue }
-            bindings.append(try validate(v, a, object: object))
+            bindings.append(try validate(v, a, object: object()))
             columns.append(a.name)
             indexes.append(i)
         }
@@ -107,7 +107,7 @@ struct ChangeWriter {
         guard !columns.isEmpty else { return }
         let set = columns.map { "\(SQLMapping.quote($0)) = ?" }.joined(separator: ", ")
         let stmt = try c.cached("UPDATE \(SQLMapping.quote(e.name)) SET \(set), Z_OPT = Z_OPT + 1 WHERE Z_PK = ?")
-        try unique(object) { try stmt.execute(bindings + [.integer(pk)]) }
+        try unique(object()) { try stmt.execute(bindings + [.integer(pk)]) }
         changes.append(RecordedChange(kind: 1, entity: entityIndex(e), primaryKey: pk, updated: indexes))
     }
 
@@ -163,7 +163,7 @@ struct ChangeWriter {
             for (ai, a) in entity.attributes.enumerated() where a.preservesValueInHistoryOnDeletion {
                 tombstone.append((ai, row[a.name]))
             }
-            try c.cached("DELETE FROM \(SQLMapping.quote(entity.name)) WHERE Z_PK = ?").execute([.integer(pk)])
+            try container.entitySQL[entityIndex(entity)].statement(EntitySQL.deleteKind, c).execute([.integer(pk)])
             changes.append(RecordedChange(kind: 2, entity: entityIndex(entity), primaryKey: pk, tombstone: tombstone))
         }
     }
@@ -174,7 +174,7 @@ struct ChangeWriter {
     /// the data (invariant 1). Returns its token, or nil when nothing changed or history is off.
     func writeHistory(author: String?, contextName: String?) throws -> HistoryToken? {
         guard container.options.historyTracking, !changes.isEmpty else { return nil }
-        try c.cached("""
+        try c.statement(Slot.historyInsert, """
             INSERT INTO ss_history(timestamp, author, context, process, executable, entities, changes)
             VALUES (?, ?, ?, ?, ?, ?, ?)
             """).execute([

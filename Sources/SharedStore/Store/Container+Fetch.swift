@@ -27,8 +27,8 @@ extension Container {
     }
 
     func snapshot(_ e: Entity, primaryKey: Int64, _ c: SQLiteConnection) throws -> Snapshot? {
-        try c.cached("SELECT \(selectColumns(e)) FROM \(SQLMapping.quote(e.name)) AS t0 WHERE t0.Z_PK = ?")
-            .firstRow([.integer(primaryKey)]) { snapshot($0, e) }
+        guard let i = model.entityIndex[e.name] else { return nil }
+        return try entitySQL[i].statement(EntitySQL.selectKind, c).firstRow([.integer(primaryKey)]) { snapshot($0, e) }
     }
 
     func fetch(_ request: FetchRequest, _ c: SQLiteConnection) throws -> [Snapshot] {

@@ -41,6 +41,8 @@ public final class Container: Sendable {
     let reader: Locked<SQLiteConnection>
     let process: (pid: Int64, executable: String)
     let patterns = Locked<[String: NSRegularExpression]>([:])
+    /// Each entity's hot SQL, by entity index.
+    let entitySQL: [EntitySQL]
     /// The change signal of the group directory (nil for an in-memory store).
     let signal: ChangeSignal?
 
@@ -54,6 +56,7 @@ public final class Container: Sendable {
         self.model = model
         self.options = options
         self.process = (Int64(getpid()), ProcessInfo.processInfo.processName)
+        self.entitySQL = model.entities.enumerated().map { EntitySQL($1, index: $0) }
         guard options.busyTimeout.isFinite, options.busyTimeout >= 0 else {
             throw StoreError(.invalidArgument, "busy timeout must be a finite number of seconds, not \(options.busyTimeout)")
         }
@@ -186,8 +189,9 @@ public final class Container: Sendable {
     /// Checks a value against its attribute's rules.
     ///
     /// - Throws: `.validation` naming the object, the attribute and the rule.
-    func validate(_ value: Value, _ a: Attribute, object: String) throws -> SQLValue {
-        let name = "\(object).\(a.name)"
+    func validate(_ value: Value, _ a: Attribute, object: @autoclosure () -> String) throws -> SQLValue {
+        // Names are built only when a rule fails: this runs for every attribute of every save.
+        var name: String { "\(object()).\(a.name)" }
         if value.isNull {
             guard a.isOptional else { throw StoreError(.validation, "\(name) is required") }
             return .null

@@ -20,7 +20,7 @@ enum SQLMapping {
     /// The stored form of `value` for an attribute of type `type`.
     ///
     /// - Throws: `.validation` when the value is of another type.
-    static func sqlValue(_ value: Value, _ type: AttributeType, name: String) throws -> SQLValue {
+    static func sqlValue(_ value: Value, _ type: AttributeType, name: @autoclosure () -> String) throws -> SQLValue {
         switch (value, type) {
         case (.null, _): return .null
         case (.string(let s), .string): return .text(s)
@@ -32,7 +32,7 @@ enum SQLMapping {
         case (.data(let d), .data): return .blob([UInt8](d))
         case (.uuid(let u), .uuid): return .text(u.uuidString.lowercased())
         default:
-            throw StoreError(.validation, "\(name) takes \(type.article) \(type.rawValue), not \(value)")
+            throw StoreError(.validation, "\(name()) takes \(type.article) \(type.rawValue), not \(value)")
         }
     }
 

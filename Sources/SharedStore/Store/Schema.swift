@@ -2,7 +2,7 @@ import Foundation
 
 /// Creates the schema of a model on first open and checks it on every later open.
 enum Schema {
-    static let formatVersion = "1"
+    static let formatVersion = "2"
 
     static func configure(_ c: SQLiteConnection, synchronous: String) throws {
         // journal_mode answers with a row; it fails here first when the file is not a database.
@@ -65,7 +65,7 @@ enum Schema {
         var sql = """
             CREATE TABLE ss_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
             CREATE TABLE ss_history(
-                token INTEGER PRIMARY KEY AUTOINCREMENT,
+                token INTEGER PRIMARY KEY,
                 timestamp REAL NOT NULL,
                 author TEXT,
                 context TEXT,

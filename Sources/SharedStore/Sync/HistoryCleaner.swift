@@ -59,12 +59,3 @@ public enum HistoryCleaner {
                            remaining: dryRun ? total - deleted : total, evicted: evicted, dryRun: dryRun)
     }
 }
-
-extension Container {
-    /// How many transactions are retained (through `token`, or all).
-    public func historyCount(through token: Int64? = nil) throws -> Int {
-        try read { c in
-            try c.cached("SELECT count(*) FROM ss_history WHERE token <= ?").firstRow([.integer(token ?? Int64.max)]) { Int($0.int64(0)) } ?? 0
-        }
-    }
-}

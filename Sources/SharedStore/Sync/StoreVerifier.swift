@@ -29,10 +29,11 @@ public enum StoreVerifier {
             try container.read { c in
                 let (floor, _) = try container.deletedThrough(c)
                 let newest = try container.currentTokenValue(c)
-                let (lo, hi, n) = try c.cached("SELECT coalesce(min(token), 0), coalesce(max(token), 0), count(*) FROM ss_history")
-                    .firstRow { ($0.int64(0), $0.int64(1), $0.int64(2)) } ?? (0, 0, 0)
-                let ok = n == 0 || (lo > floor && hi <= newest)
-                return (ok, "\(n) transactions, tokens \(lo)…\(hi), deleted through \(floor), newest ever \(newest)")
+                let (lo, hi, n, old) = try c.cached("SELECT coalesce(min(token), 0), coalesce(max(token), 0), count(*), coalesce(sum(token <= ?), 0) FROM ss_history")
+                    .firstRow([.integer(floor)]) { ($0.int64(0), $0.int64(1), $0.int64(2), $0.int64(3)) } ?? (0, 0, 0, 0)
+                // At most one row at or below the floor: the newest-row marker that keeps tokens from being reused.
+                let ok = old <= 1 && hi <= newest && (n == 0 || hi >= floor)
+                return (ok, "\(n - old) transactions, tokens \(n - old == 0 ? "-" : "\(max(lo, floor + 1))…\(hi)"), deleted through \(floor), newest ever \(newest)")
             }
         }
         run("history-records") {
@@ -131,7 +132,8 @@ extension Container {
         try read { c in
             var transactions = 0, changes = 0
             // The change count is the varint right after the format byte: read only that prefix.
-            try c.cached("SELECT substr(changes, 1, 10) FROM ss_history").forEachRow { row in
+            let (floor, _) = try deletedThrough(c)
+            try c.cached("SELECT substr(changes, 1, 10) FROM ss_history WHERE token > ?").forEachRow([.integer(floor)]) { row in
                 transactions += 1
                 var r = HistoryCodec.Reader(bytes: row.blob(0))
                 if (try? r.byte()) == HistoryCodec.version, let n = try? r.count() { changes += n }

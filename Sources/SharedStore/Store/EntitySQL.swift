@@ -1,0 +1,31 @@
+/// The SQL of one entity's hot statements, built once per container instead of on every save.
+struct EntitySQL: Sendable {
+    static let insertKind = 0, selectKind = 1, deleteKind = 2, existsKind = 3
+
+    let index: Int
+    let insert: String
+    let select: String
+    let delete: String
+    let exists: String
+
+    init(_ e: Entity, index: Int) {
+        self.index = index
+        let table = SQLMapping.quote(e.name)
+        let names = e.storedPropertyNames
+        insert = "INSERT INTO \(table)(\(names.map(SQLMapping.quote).joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ", ")))"
+        select = "SELECT " + (["t0.Z_PK", "t0.Z_OPT"] + names.map { "t0.\(SQLMapping.quote($0))" }).joined(separator: ", ") + " FROM \(table) AS t0 WHERE t0.Z_PK = ?"
+        delete = "DELETE FROM \(table) WHERE Z_PK = ?"
+        exists = "SELECT 1 FROM \(table) WHERE Z_PK = ?"
+    }
+
+    func statement(_ kind: Int, _ c: SQLiteConnection) throws -> SQLiteStatement {
+        let sql: String
+        switch kind {
+        case Self.insertKind: sql = insert
+        case Self.selectKind: sql = select
+        case Self.deleteKind: sql = delete
+        default: sql = exists
+        }
+        return try c.statement(Slot.entity(index, kind), sql)
+    }
+}

@@ -1,0 +1,109 @@
+import CSQLite
+import Foundation
+
+/// The baseline: the same rows written straight through SQLite's C API, with the same pragmas
+/// (WAL, synchronous NORMAL), prepared statements and `BEGIN IMMEDIATE`, and no history.
+final class Baseline {
+    let db: OpaquePointer
+    private var insert: OpaquePointer?
+    private var update: OpaquePointer?
+    private var begin: OpaquePointer?
+    private var commit: OpaquePointer?
+
+    init(path: String) throws {
+        var handle: OpaquePointer?
+        guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK, let handle else {
+            sqlite3_close_v2(handle)
+            throw BenchError("cannot open baseline database \(path)")
+        }
+        db = handle
+        try exec("""
+            PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
+            CREATE TABLE IF NOT EXISTS "Item"(Z_PK INTEGER PRIMARY KEY AUTOINCREMENT, Z_OPT INTEGER NOT NULL DEFAULT 1,
+              "title" TEXT, "value" INTEGER, "createdAt" REAL, "isRead" INTEGER);
+            """)
+        insert = try prepare(#"INSERT INTO "Item"("title", "value", "createdAt", "isRead") VALUES (?, ?, ?, ?)"#)
+        update = try prepare(#"UPDATE "Item" SET "isRead" = ?, Z_OPT = Z_OPT + 1 WHERE Z_PK = ?"#)
+        begin = try prepare("BEGIN IMMEDIATE")
+        commit = try prepare("COMMIT")
+    }
+
+    deinit {
+        [insert, update, begin, commit].forEach { sqlite3_finalize($0) }
+        sqlite3_close_v2(db)
+    }
+
+    func exec(_ sql: String) throws {
+        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw BenchError(String(cString: sqlite3_errmsg(db))) }
+    }
+
+    func prepare(_ sql: String) throws -> OpaquePointer? {
+        var stmt: OpaquePointer?
+        guard sqlite3_prepare_v2(db, sql, -1, &stmt, nil) == SQLITE_OK else { throw BenchError(String(cString: sqlite3_errmsg(db))) }
+        return stmt
+    }
+
+    private func run(_ stmt: OpaquePointer?) throws {
+        guard sqlite3_step(stmt) == SQLITE_DONE else {
+            sqlite3_reset(stmt)
+            throw BenchError(String(cString: sqlite3_errmsg(db)))
+        }
+        sqlite3_reset(stmt)
+    }
+
+    private func insertRow(_ i: Int) throws {
+        let title = "item \(i)"
+        sqlite3_bind_text(insert, 1, title, -1, sharedstore_sqlite_transient())
+        sqlite3_bind_int64(insert, 2, Int64(i))
+        sqlite3_bind_double(insert, 3, Date().timeIntervalSince1970)
+        sqlite3_bind_int64(insert, 4, 0)
+        try run(insert)
+    }
+
+    /// One row per transaction.
+    func saveOne(_ i: Int) throws {
+        try run(begin)
+        try insertRow(i)
+        try run(commit)
+    }
+
+    /// `count` rows in one transaction.
+    func saveBatch(_ count: Int, from start: Int) throws {
+        try run(begin)
+        for i in start..<(start + count) { try insertRow(i) }
+        try run(commit)
+    }
+
+    func updateOne(pk: Int64, isRead: Bool) throws {
+        try run(begin)
+        sqlite3_bind_int64(update, 1, isRead ? 1 : 0)
+        sqlite3_bind_int64(update, 2, pk)
+        try run(update)
+        try run(commit)
+    }
+
+    /// Reads `count` history rows after `token` of a SharedStore store, without decoding them:
+    /// what a raw client would do to fetch the same transactions.
+    static func readHistory(path: String, after token: Int64, count: Int) throws -> Int {
+        var db: OpaquePointer?
+        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK, let db else { throw BenchError("cannot open \(path)") }
+        defer { sqlite3_close_v2(db) }
+        var stmt: OpaquePointer?
+        sqlite3_prepare_v2(db, "SELECT token, timestamp, author, context, process, executable, changes FROM ss_history WHERE token > ? ORDER BY token LIMIT ?", -1, &stmt, nil)
+        defer { sqlite3_finalize(stmt) }
+        sqlite3_bind_int64(stmt, 1, token)
+        sqlite3_bind_int64(stmt, 2, Int64(count))
+        var n = 0, bytes = 0
+        while sqlite3_step(stmt) == SQLITE_ROW {
+            n += 1
+            bytes += Int(sqlite3_column_bytes(stmt, 6))
+            _ = sqlite3_column_text(stmt, 2)
+        }
+        return n + (bytes < 0 ? 1 : 0)
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ d: String) { description = d }
+}

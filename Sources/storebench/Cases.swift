@@ -1,0 +1,219 @@
+import CSQLite
+import Foundation
+import SharedStore
+
+/// The entity every case writes: the baseline's table has the same columns.
+let benchModel: Model = {
+    do {
+        return try Model([Entity("Item", attributes: [
+            Attribute("title", .string), Attribute("value", .integer), Attribute("createdAt", .date), Attribute("isRead", .bool, default: false),
+        ])])
+    } catch {
+        preconditionFailure("bench model: \(error)")
+    }
+}()
+
+func item(_ i: Int) -> [String: Value] {
+    ["title": .string("item \(i)"), "value": .integer(Int64(i)), "createdAt": .date(Date()), "isRead": false]
+}
+
+struct Settings {
+    var quick = false
+    var rounds = 7
+    var saves: Int { quick ? 300 : 2000 }
+    var batch: Int { quick ? 2000 : 10_000 }
+    var fetch: Int { quick ? 2000 : 10_000 }
+    var bigHistory: Int { quick ? 100_000 : 1_000_000 }
+    var latencyCommits: Int { quick ? 200 : 1000 }
+    var writerSeconds: Double { quick ? 1 : 3 }
+}
+
+/// Result of one case: one JSON line.
+typealias Report = JSONValue
+
+/// Runs `ours` and `baseline` interleaved for `rounds` rounds; reports the median ratio.
+func compare(_ name: String, unit: String, rounds: Int, ours: () throws -> Double, baseline: () throws -> Double) rethrows -> Report {
+    var o: [Double] = [], b: [Double] = [], ratios: [Double] = []
+    for _ in 0..<rounds {
+        let x = try ours(), y = try baseline()
+        o.append(x); b.append(y); ratios.append(x / y)
+    }
+    return .object([
+        ("case", .string(name)), ("ratio", .number(round3(median(ratios)))),
+        ("ours", .number(median(o).rounded())), ("baseline", .number(median(b).rounded())), ("unit", .string(unit)),
+        ("rounds", .number(Double(rounds))), ("spread", .array([.number(round3(ratios.min() ?? 0)), .number(round3(ratios.max() ?? 0))])),
+    ])
+}
+
+func round3(_ x: Double) -> Double { (x * 1000).rounded() / 1000 }
+
+// MARK: - Saves
+
+func saveCase(_ s: Settings, history: Bool) throws -> Report {
+    let dir = scratch()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    var options = Container.Options()
+    options.historyTracking = history
+    let container = try Container(group: dir + "/group", model: benchModel, options: options)
+    let context = container.newContext(name: "bench", author: "Bench")
+    let baseline = try Baseline(path: dir + "/baseline.sqlite")
+    var i = 0
+    return try compare(history ? "save-history" : "save-no-history", unit: "saves/s", rounds: s.rounds, ours: {
+        try throughput(s.saves) {
+            for _ in 0..<s.saves {
+                i += 1
+                try context.insert("Item", item(i))
+                try context.save()
+            }
+        }
+    }, baseline: {
+        try throughput(s.saves) {
+            for _ in 0..<s.saves { i += 1; try baseline.saveOne(i) }
+        }
+    })
+}
+
+func batchCase(_ s: Settings) throws -> Report {
+    let dir = scratch()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let container = try Container(group: dir + "/group", model: benchModel)
+    let context = container.newContext(name: "bench", author: "Bench")
+    let baseline = try Baseline(path: dir + "/baseline.sqlite")
+    var i = 0
+    return try compare("batch-insert", unit: "rows/s", rounds: s.rounds, ours: {
+        let rows = (0..<s.batch).map { item(i + $0) }
+        i += s.batch
+        return try throughput(s.batch) { try context.batchInsert("Item", rows) }
+    }, baseline: {
+        defer { i += s.batch }
+        return try throughput(s.batch) { try baseline.saveBatch(s.batch, from: i) }
+    })
+}
+
+func updateCase(_ s: Settings) throws -> Report {
+    let dir = scratch()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let container = try Container(group: dir + "/group", model: benchModel)
+    let context = container.newContext(name: "bench", author: "Bench")
+    let temp = try context.insert("Item", item(0))
+    let id = try context.save().permanentID(for: temp)
+    let baseline = try Baseline(path: dir + "/baseline.sqlite")
+    try baseline.saveOne(0)
+    var flag = false
+    return try compare("update-property", unit: "saves/s", rounds: s.rounds, ours: {
+        try throughput(s.saves) {
+            for _ in 0..<s.saves {
+                flag.toggle()
+                try context.update(id, ["isRead": .bool(flag)])
+                try context.save()
+            }
+        }
+    }, baseline: {
+        try throughput(s.saves) {
+            for _ in 0..<s.saves { flag.toggle(); try baseline.updateOne(pk: 1, isRead: flag) }
+        }
+    })
+}
+
+// MARK: - History
+
+/// Makes `count` history transactions quickly: one real save, then copies of its row in SQL
+/// (the setup is not measured; each copy is a valid transaction with its own token).
+func fillHistory(_ container: Container, path: String, count: Int) throws {
+    let context = container.newContext(name: "fill", author: "Filler")
+    try context.insert("Item", item(0))
+    try context.save()
+    var db: OpaquePointer?
+    guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK, let db else { throw BenchError("cannot open \(path)") }
+    defer { sqlite3_close_v2(db) }
+    sqlite3_busy_timeout(db, 10_000)
+    let sql = """
+        WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < \(count - 1))
+        INSERT INTO ss_history(timestamp, author, context, process, executable, entities, changes)
+        SELECT h.timestamp, h.author, h.context, h.process, h.executable, h.entities, h.changes
+        FROM c, (SELECT * FROM ss_history ORDER BY token DESC LIMIT 1) AS h
+        """
+    guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw BenchError(String(cString: sqlite3_errmsg(db))) }
+}
+
+func historyFetchCase(_ s: Settings, retained: Int, name: String) throws -> Report {
+    let dir = scratch()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let container = try Container(group: dir + "/group", model: benchModel)
+    let path = dir + "/group/" + Container.storeFileName
+    try fillHistory(container, path: path, count: retained)
+    let after = try container.currentToken()
+    try fillHistory(container, path: path, count: s.fetch)
+    let request = HistoryRequest(after: after)
+    var report = try compare(name, unit: "transactions/s", rounds: s.rounds, ours: {
+        var n = 0
+        let rate = try throughput(s.fetch) { try container.history(request) { n += $0.count } }
+        guard n == s.fetch else { throw BenchError("fetched \(n) of \(s.fetch)") }
+        return rate
+    }, baseline: {
+        try throughput(s.fetch) { _ = try Baseline.readHistory(path: path, after: after.value, count: s.fetch) }
+    })
+    if case .object(var pairs) = report {
+        pairs.append(("retained_before", .number(Double(retained))))
+        report = .object(pairs)
+    }
+    return report
+}
+
+// MARK: - Cleaner
+
+func cleanerCase(_ s: Settings) throws -> Report {
+    let dir = scratch()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let group = dir + "/group"
+    let container = try Container(group: group, model: benchModel)
+    try fillHistory(container, path: group + "/" + Container.storeFileName, count: s.bigHistory)
+    let through = try container.currentToken()
+    // A writer in another thread, with its own connections, saving as fast as it can.
+    let writer = try Container(group: group, model: benchModel)
+    let stop = StopBox()
+    let stalls = StallBox()
+    let thread = Thread {
+        let context = writer.newContext(name: "writer", author: "Writer")
+        var i = 0
+        while !stop.stopped {
+            i += 1
+            let t0 = now()
+            do {
+                try context.insert("Item", item(i))
+                try context.save()
+            } catch { stalls.failed += 1 }
+            stalls.record(now() - t0)
+        }
+        stop.done()
+    }
+    thread.start()
+    let t0 = now()
+    let deleted = try container.deleteHistory(through: through, chunkSize: 1000)
+    let elapsed = now() - t0
+    stop.stop()
+    stop.waitDone()
+    return .object([
+        ("case", .string("cleaner")), ("deleted", .number(Double(deleted))), ("deleted_per_s", .number((Double(deleted) / elapsed).rounded())),
+        ("max_writer_stall_ms", .number(round3(stalls.max * 1000))), ("writer_saves", .number(Double(stalls.count))),
+        ("writer_failed", .number(Double(stalls.failed))), ("chunk", .number(1000)),
+    ])
+}
+
+final class StopBox: @unchecked Sendable {
+    private let lock = NSCondition()
+    private var flag = false, finished = false
+    var stopped: Bool { lock.withLock { flag } }
+    func stop() { lock.withLock { flag = true } }
+    func done() { lock.withLock { finished = true; lock.broadcast() } }
+    func waitDone() { lock.withLock { while !finished { lock.wait() } } }
+}
+
+final class StallBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _max = 0.0, _count = 0
+    var failed = 0
+    func record(_ d: Double) { lock.withLock { _max = Swift.max(_max, d); _count += 1 } }
+    var max: Double { lock.withLock { _max } }
+    var count: Int { lock.withLock { _count } }
+}
