@@ -13,6 +13,20 @@ swift build --build-tests >/dev/null
 echo "== swift tests"
 swift test --skip-build
 
+echo "== storebench smoke run (a few hundred operations; no timing is asserted)"
+bin="$(swift build --show-bin-path)"
+"$bin/storebench" --smoke --json >"${TMPDIR:-/tmp}/storebench-smoke.jsonl"
+python3 - "${TMPDIR:-/tmp}/storebench-smoke.jsonl" <<'PY'
+import json, sys
+cases = [json.loads(l)["case"] for l in open(sys.argv[1]) if l.strip()]
+want = ["save-history", "save-no-history", "batch-insert", "update-property", "history-fetch-1k", "history-fetch-1m",
+        "latency", "cleaner", "catch-up-memory", "writers-1", "writers-2", "writers-4", "writers-8"]
+missing = [c for c in want if c not in cases]
+if missing:
+    sys.exit("storebench smoke run lacks cases: %s" % missing)
+print("storebench: every case ran")
+PY
+
 if [ -x Scripts/scenarios/run.sh ]; then
     echo "== scenarios"
     Scripts/scenarios/run.sh

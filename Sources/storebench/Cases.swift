@@ -18,14 +18,16 @@ func item(_ i: Int) -> [String: Value] {
 }
 
 struct Settings {
-    var quick = false
+    enum Size { case full, quick, smoke }
+    var size = Size.full
     var rounds = 7
-    var saves: Int { quick ? 300 : 2000 }
-    var batch: Int { quick ? 2000 : 10_000 }
-    var fetch: Int { quick ? 2000 : 10_000 }
-    var bigHistory: Int { quick ? 100_000 : 1_000_000 }
-    var latencyCommits: Int { quick ? 200 : 1000 }
-    var writerSeconds: Double { quick ? 1 : 3 }
+    func pick<T>(_ full: T, _ quick: T, _ smoke: T) -> T { size == .full ? full : size == .quick ? quick : smoke }
+    var saves: Int { pick(2000, 300, 50) }
+    var batch: Int { pick(10_000, 2000, 200) }
+    var fetch: Int { pick(10_000, 2000, 200) }
+    var bigHistory: Int { pick(1_000_000, 100_000, 2000) }
+    var latencyCommits: Int { pick(1000, 200, 20) }
+    var writerSeconds: Double { pick(3, 1, 0.2) }
 }
 
 /// Result of one case: one JSON line.

@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import SharedStore
 
@@ -10,7 +11,7 @@ var only: Set<String>?
 var args = Array(CommandLine.arguments.dropFirst())
 
 func usage(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("error: \(message)\nusage: storebench [--quick] [--json] [--rounds N] [--cases a,b]\n".utf8))
+    FileHandle.standardError.write(Data("error: \(message)\nusage: storebench [--quick|--smoke] [--json] [--rounds N] [--cases a,b]\n".utf8))
     exit(2)
 }
 
@@ -32,7 +33,8 @@ if args.first == "--child" {
 while let a = args.first {
     args.removeFirst()
     switch a {
-    case "--quick": settings.quick = true; settings.rounds = 3
+    case "--quick": settings.size = .quick; settings.rounds = 3
+    case "--smoke": settings.size = .smoke; settings.rounds = 1
     case "--json": json = true
     case "--rounds":
         guard let v = args.first.flatMap(Int.init), (1...100).contains(v) else { usage("--rounds takes 1 to 100") }
@@ -42,7 +44,7 @@ while let a = args.first {
         guard let v = args.first else { usage("--cases needs a list") }
         only = Set(v.split(separator: ",").map(String.init))
         args.removeFirst()
-    case "--help": print("usage: storebench [--quick] [--json] [--rounds N] [--cases a,b]"); exit(0)
+    case "--help": print("usage: storebench [--quick|--smoke] [--json] [--rounds N] [--cases a,b]"); exit(0)
     default: usage("unknown argument '\(a)'")
     }
 }
@@ -58,6 +60,9 @@ while let a = args.first {
 }
 
 do {
+    show(.object([("case", .string("meta")), ("sqlite", .string(String(cString: sqlite3_libversion()))),
+                  ("pragmas", .string("journal_mode=WAL synchronous=NORMAL")), ("size", .string("\(settings.size)")),
+                  ("rounds", .number(Double(settings.rounds))), ("cores", .number(Double(ProcessInfo.processInfo.activeProcessorCount)))]))
     if want("save-history") { show(try saveCase(settings, history: true)) }
     if want("save-no-history") { show(try saveCase(settings, history: false)) }
     if want("batch-insert") { show(try batchCase(settings)) }

@@ -183,6 +183,9 @@ extension Container {
                 return (count, live + marker)
             }
             total += deleted
+            // Checkpoint the chunk's pages now, without blocking anyone, so that a writer's
+            // commit does not have to (SQLite checkpoints on the commit that crosses 1000 pages).
+            try checkpoint()
             if scanned < chunkSize { return total }
         }
     }
@@ -195,5 +198,11 @@ extension Container {
                 AND token > (SELECT CAST(value AS INTEGER) FROM ss_meta WHERE key = 'history_deleted_through')
                 """).firstRow([.integer(token ?? Int64.max)]) { Int($0.int64(0)) } ?? 0
         }
+    }
+
+    /// A passive WAL checkpoint: copies what it can back into the database, never waiting.
+    func checkpoint() throws {
+        let path = storePath
+        try writer.withLock { c in try StoreError.wrap(path: path) { _ = try c.cached("PRAGMA wal_checkpoint(PASSIVE)").firstRow { $0.int64(0) } } }
     }
 }

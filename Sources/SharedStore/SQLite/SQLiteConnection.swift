@@ -9,6 +9,7 @@ final class SQLiteConnection {
     let handle: OpaquePointer
     let path: String
     private var cache: [String: SQLiteStatement] = [:]
+    private var busy: BusyWait
 
     /// Opens (or creates) the database at `path`.
     ///
@@ -28,11 +29,24 @@ final class SQLiteConnection {
         self.handle = db
         self.path = path
         sqlite3_extended_result_codes(db, 1)
-        sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
+        busy = BusyWait(timeout: Double(busyTimeoutMilliseconds) / 1000)
+        installBusyHandler()
         try registerFunctions()
     }
 
+    /// Waits for a lock held by another connection in short, growing steps (100 µs doubling to
+    /// 2 ms) up to the busy timeout. SQLite's own handler sleeps 1, 2, 5, 10… ms, so a writer
+    /// that arrives just after another took the lock could wait far longer than the lock is held.
+    private func installBusyHandler() {
+        sqlite3_busy_handler(handle, { context, count in
+            guard let context else { return 0 }
+            let wait = Unmanaged<BusyWait>.fromOpaque(context).takeUnretainedValue()
+            return wait.shouldRetry(attempt: Int(count)) ? 1 : 0
+        }, Unmanaged.passUnretained(busy).toOpaque())
+    }
+
     deinit {
+        sqlite3_busy_handler(handle, nil, nil)
         cache.removeAll()
         slots.removeAll()
         sqlite3_close_v2(handle)
@@ -145,4 +159,27 @@ enum Slot {
     static let beginImmediate = 0, beginDeferred = 1, commit = 2, snapshot = 3, historyInsert = 4, currentToken = 5
     static let firstEntity = 8, perEntity = 4
     static func entity(_ index: Int, _ kind: Int) -> Int { firstEntity + index * perEntity + kind }
+}
+
+/// The state of one connection's busy handler (see `installBusyHandler`).
+final class BusyWait {
+    let timeout: Double
+    private var start = 0.0
+
+    init(timeout: Double) { self.timeout = timeout }
+    /// First and longest sleep, in µs. Measured with storebench on 2 cores: shorter steps cost
+    /// aggregate throughput of many writers (more lock hand-offs), longer ones let a writer stall
+    /// behind the cleaner; 100 µs doubling to 2 ms kept 8 writers at 0.78 of one writer and the
+    /// longest stall behind a 1M-transaction clean under 10 ms.
+    static let first = 100, most = 2000
+
+    func shouldRetry(attempt: Int) -> Bool {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        let now = Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+        if attempt == 0 { start = now }
+        guard now - start < timeout else { return false }
+        usleep(UInt32(min(BusyWait.first << min(attempt, 6), BusyWait.most)))
+        return true
+    }
 }

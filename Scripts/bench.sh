@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs storebench (release) and writes BENCHMARKS.md and bench/chart.svg.
+#   Scripts/bench.sh            the full run (a few minutes)
+#   Scripts/bench.sh --quick    about a minute
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. Scripts/lib/setup.sh
+sharedstore_ensure_packages
+command -v python3 >/dev/null || { echo "error: python3 is needed to write the report" >&2; exit 1; }
+
+args=()
+for a in "$@"; do
+    case "$a" in
+        --quick) args+=(--quick) ;;
+        *) echo "error: unknown argument '$a' (use --quick)" >&2; exit 2 ;;
+    esac
+done
+echo "== building storebench (release)"
+swift build -c release --product storebench 2>&1 | tail -n 1
+bin="$(swift build -c release --show-bin-path)"
+mkdir -p bench
+echo "== running storebench ${args[*]:-}"
+"$bin/storebench" --json "${args[@]}" | tee bench/results.jsonl
+python3 Scripts/lib/bench_report.py bench/results.jsonl BENCHMARKS.md bench/chart.svg
+echo "== wrote BENCHMARKS.md and bench/chart.svg"

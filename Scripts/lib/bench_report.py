@@ -1,0 +1,164 @@
+"""Turns storebench's JSON lines into BENCHMARKS.md and bench/chart.svg.
+usage: bench_report.py RESULTS.jsonl BENCHMARKS.md CHART.svg"""
+import json
+import platform
+import subprocess
+import sys
+from datetime import datetime, timezone
+
+results_path, md_path, svg_path = sys.argv[1:4]
+rows = [json.loads(l) for l in open(results_path) if l.strip()]
+by = {r["case"]: r for r in rows}
+meta = by.get("meta", {})
+
+# Goals from the benchmark issue: (case, field, goal, comparison, text)
+GOALS = [
+    ("save-history", "ratio", 0.6, ">=", "≥ 0.6 of the raw insert without history"),
+    ("save-no-history", "ratio", 0.85, ">=", "≥ 0.85"),
+    ("batch-insert", "ratio", 0.5, ">=", "≥ 0.5"),
+    ("latency", "median_ms", 0.5, "<=", "median ≤ 0.5 ms"),
+    ("latency", "p99_ms", 2.0, "<=", "p99 ≤ 2 ms"),
+    ("cleaner", "max_writer_stall_ms", 20, "<=", "no writer held up > 20 ms"),
+    ("catch-up-memory", "peak_rss_mib", 64, "<=", "< 64 MiB resident"),
+    ("writers-8", "ratio", 0.7, ">=", "8 writers ≥ 0.7 of 1 writer, no failed save"),
+]
+
+
+def cpu():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def mem():
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemTotal"):
+                return "%.0f GiB" % (int(line.split()[1]) / 1024 / 1024)
+    except OSError:
+        pass
+    return "?"
+
+
+def fmt(v):
+    if isinstance(v, float) and v != int(v):
+        return "%.3g" % v if abs(v) < 100 else "{:,.0f}".format(v)
+    if isinstance(v, (int, float)):
+        return "{:,}".format(int(v))
+    return str(v)
+
+
+def check(case, field, goal, op):
+    r = by.get(case)
+    if not r or field not in r:
+        return None, None
+    v = r[field]
+    ok = v >= goal if op == ">=" else v <= goal
+    if case == "writers-8" and r.get("failed", 0) > 0:
+        ok = False
+    return v, ok
+
+
+swift = subprocess.run(["swift", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+out = []
+out.append("# Benchmarks\n")
+out.append("SharedStore against raw SQLite in the same process, interleaved round by round "
+           "(`storebench`). Ratio = SharedStore throughput / baseline throughput: 1.0 would be free.\n")
+out.append("| | |\n| --- | --- |")
+out.append("| machine | %s, %s cores, %s |" % (cpu(), meta.get("cores", "?"), mem()))
+out.append("| system | %s %s |" % (platform.system(), platform.release()))
+out.append("| SQLite | %s, %s, single-row transactions with `BEGIN IMMEDIATE` |" % (meta.get("sqlite", "?"), meta.get("pragmas", "")))
+out.append("| Swift | %s, release build |" % swift)
+out.append("| run | %s, size %s, %s rounds per case (median; spread = min…max ratio) |\n" % (
+    datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), meta.get("size", "?"), meta.get("rounds", "?")))
+
+out.append("## Against the baseline\n")
+out.append("| case | SharedStore | baseline | unit | ratio | spread |")
+out.append("| --- | ---: | ---: | --- | ---: | --- |")
+for name in ["save-history", "save-no-history", "batch-insert", "update-property", "history-fetch-1k", "history-fetch-1m"]:
+    r = by.get(name)
+    if r:
+        label = name + (" (%s retained before)" % fmt(r["retained_before"]) if "retained_before" in r else "")
+        out.append("| %s | %s | %s | %s | **%.3f** | %s…%s |" % (label, fmt(r["ours"]), fmt(r["baseline"]), r["unit"], r["ratio"], r["spread"][0], r["spread"][1]))
+out.append("")
+out.append("Baselines: the same `Item` rows written straight through SQLite's C API (prepared statements, same pragmas), "
+           "with **no history**; for history fetch, the same rows selected raw without decoding.\n")
+if "history-fetch-1k" in by and "history-fetch-1m" in by:
+    a, b = by["history-fetch-1k"]["ours"], by["history-fetch-1m"]["ours"]
+    out.append("History fetch with %s retained before the token runs at %.2f× the speed of the same fetch with %s retained "
+               "(cost ratio %.2f; goal: at most 1.2).\n" % (fmt(by["history-fetch-1m"]["retained_before"]), b / a,
+                                                              fmt(by["history-fetch-1k"]["retained_before"]), a / b))
+
+out.append("## Across processes\n")
+out.append("| case | figures |")
+out.append("| --- | --- |")
+if "latency" in by:
+    r = by["latency"]
+    out.append("| latency: commit in one process → end of merge in another, %s commits | median **%s ms**, p99 **%s ms**, max %s ms (the save itself: %s ms median, included) |" % (
+        r["commits"], r["median_ms"], r["p99_ms"], r["max_ms"], r["save_median_ms"]))
+if "cleaner" in by:
+    r = by["cleaner"]
+    out.append("| cleaner: deleting %s transactions in chunks of %s while a writer saves | %s deleted/s; longest writer stall **%s ms** over %s saves, %s failed |" % (
+        fmt(r["deleted"]), r["chunk"], fmt(r["deleted_per_s"]), r["max_writer_stall_ms"], fmt(r["writer_saves"]), r["writer_failed"]))
+if "catch-up-memory" in by:
+    r = by["catch-up-memory"]
+    out.append("| catch-up: a consumer merging %s transactions | peak resident **%s MiB**, %s merged/s |" % (fmt(r["transactions"]), r["peak_rss_mib"], fmt(r["merged_per_s"])))
+for n in [1, 2, 4, 8]:
+    r = by.get("writers-%d" % n)
+    if r:
+        out.append("| %d writer process%s | %s saves/s aggregate%s, %s failed |" % (n, "" if n == 1 else "es", fmt(r["saves_per_s"]),
+                   " (%.2f× one writer)" % r["ratio"] if "ratio" in r else "", r["failed"]))
+out.append("")
+
+out.append("## Goals\n")
+out.append("| goal | measured | met |")
+out.append("| --- | ---: | --- |")
+for case, field, goal, op, text in GOALS:
+    v, ok = check(case, field, goal, op)
+    if v is None:
+        continue
+    out.append("| %s (%s) | %s | %s |" % (text, case, fmt(v), "yes" if ok else "**no**"))
+out.append("")
+out.append("![ratios and writer scaling](bench/chart.svg)\n")
+out.append("## Reproduce\n")
+out.append("```sh\nScripts/bench.sh           # the full run (a few minutes), rewrites this file and the chart\n"
+           "Scripts/bench.sh --quick   # about a minute\n.build/release/storebench --json --cases save-history,latency\n```\n")
+open(md_path, "w").write("\n".join(out))
+
+# The chart: ratio bars with goal ticks, and writer scaling.
+bars = [(n, by[n]["ratio"], g) for n, g in [("save-history", 0.6), ("save-no-history", 0.85), ("batch-insert", 0.5),
+                                              ("update-property", None), ("history-fetch-1k", None), ("history-fetch-1m", None)] if n in by]
+writers = [(n, by["writers-%d" % n]["saves_per_s"]) for n in [1, 2, 4, 8] if "writers-%d" % n in by]
+W, H = 760, 60 + 34 * len(bars) + 60 + 34 * len(writers)
+x0, width = 190, 480
+svg = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="13">' % (W, H),
+       '<rect width="100%" height="100%" fill="white"/>',
+       '<text x="10" y="24" font-size="16" font-weight="bold">SharedStore / raw SQLite (1.0 = free)</text>']
+y = 44
+for i in range(0, 11, 2):
+    x = x0 + width * i / 10
+    svg.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>' % (x, y - 4, x, y + 34 * len(bars)))
+    svg.append('<text x="%.1f" y="%d" text-anchor="middle" fill="#666">%.1f</text>' % (x, y + 34 * len(bars) + 14, i / 10))
+for name, ratio, goal in bars:
+    svg.append('<text x="%d" y="%d" text-anchor="end">%s</text>' % (x0 - 8, y + 18, name))
+    svg.append('<rect x="%d" y="%d" width="%.1f" height="22" fill="#4a7bd0"/>' % (x0, y + 4, width * min(ratio, 1.0)))
+    svg.append('<text x="%.1f" y="%d">%.2f</text>' % (x0 + width * min(ratio, 1.0) + 6, y + 20, ratio))
+    if goal:
+        gx = x0 + width * goal
+        svg.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#d04a4a" stroke-width="3"/>' % (gx, y + 1, gx, y + 29))
+    y += 34
+y += 40
+svg.append('<text x="10" y="%d" font-size="16" font-weight="bold">Aggregate saves/s by writer processes (2 cores)</text>' % (y - 8))
+top = max([v for _, v in writers] + [1])
+for n, v in writers:
+    svg.append('<text x="%d" y="%d" text-anchor="end">%d writer%s</text>' % (x0 - 8, y + 18, n, "" if n == 1 else "s"))
+    svg.append('<rect x="%d" y="%d" width="%.1f" height="22" fill="#5aa469"/>' % (x0, y + 4, width * v / top))
+    svg.append('<text x="%.1f" y="%d">%s</text>' % (x0 + width * v / top + 6, y + 20, fmt(v)))
+    y += 34
+svg.append('<text x="10" y="%d" fill="#666">red ticks: goals of the benchmark issue</text>' % (H - 8))
+svg.append("</svg>")
+open(svg_path, "w").write("\n".join(svg))
