@@ -26,6 +26,9 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case validation
         /// A uniqueness constraint would be broken.
         case uniqueness
+        /// Objects changed in the store since the context read them (merge policy `.error`);
+        /// ``StoreError/conflicts`` lists them.
+        case conflict
         /// A delete is denied by a `deny` delete rule.
         case deleteDenied
         /// The object does not exist (never did, or was deleted).
@@ -48,11 +51,14 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public let message: String
     /// Extra context: the SQL, path or token involved.
     public let context: String?
+    /// For `.conflict`: each conflicting object with the values read, stored and being saved.
+    public let conflicts: [MergeConflict]
 
-    public init(_ code: Code, _ message: String, context: String? = nil) {
+    public init(_ code: Code, _ message: String, context: String? = nil, conflicts: [MergeConflict] = []) {
         self.code = code
         self.message = message
         self.context = context
+        self.conflicts = conflicts
     }
 
     public var description: String {

@@ -112,6 +112,23 @@ do {
         emit([("deleted", .number(Double(report.deleted))), ("through", report.through.map { .string($0.description) } ?? .null),
               ("oldest_consumer", report.oldestConsumer.map(JSONValue.string) ?? .null), ("remaining", .number(Double(report.remaining))),
               ("evicted", .array(report.evicted.map(JSONValue.string)))])
+    case "set-title":
+        // Another process's save of one article's title (merge-policy tests).
+        guard let idText = options["id"], let title = options["title"] else { fail("set-title needs --id and --title", code: 2) }
+        let context = container.newContext(name: "helper", author: "Other")
+        try context.update(try container.objectID(parsing: idText), ["title": .string(title)])
+        emit([("token", try context.save().token.map { .string($0.description) } ?? .null)])
+    case "delete":
+        guard let idText = options["id"] else { fail("delete needs --id", code: 2) }
+        let context = container.newContext(name: "helper", author: "Other")
+        try context.delete(try container.objectID(parsing: idText))
+        emit([("token", try context.save().token.map { .string($0.description) } ?? .null)])
+    case "add-category":
+        guard let name = options["name"] else { fail("add-category needs --name", code: 2) }
+        let context = container.newContext(name: "helper", author: "Other")
+        context.mergePolicy = .storeTrump
+        let temp = try context.insert(ReadLater.Category(name: name))
+        emit([("id", .string(try context.save().permanentID(for: temp).description))])
     case "readers":
         let registry = try TokenRegistry(group: group)
         emit([("cleared", .number(Double(registry.clearedStaleReaders))), ("in_use", .number(Double(registry.readerSlotsInUse)))])

@@ -194,8 +194,7 @@ import Testing
             expectStoreError(.malformedID) { _ = try container.objectID(parsing: bad) }
         }
         expectStoreError(.objectNotFound) { _ = try context.object(with: ObjectID(storeID: container.storeID, entity: "Article", primaryKey: 999)) }
-        try context.update(ObjectID(storeID: container.storeID, entity: "Article", primaryKey: 999), ["isRead": true])
-        expectStoreError(.objectNotFound) { try context.save() }
+        expectStoreError(.objectNotFound) { try context.update(ObjectID(storeID: container.storeID, entity: "Article", primaryKey: 999), ["isRead": true]) }
     }
 
     @Test func invalidModelsAreRejected() {

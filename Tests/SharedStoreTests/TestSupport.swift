@@ -49,6 +49,10 @@ enum Fixtures {
                        relationships: [.toOne("folder", "Folder", inverse: "pins", deleteRule: .nullify)]),
                 Entity("Seat", attributes: [Attribute("row", .string), Attribute("number", .integer)],
                        uniquenessConstraints: [["row", "number"]]),
+                Entity("Tag", attributes: [Attribute("name", .string), Attribute("color", .string, optional: true)],
+                       relationships: [.toMany("cards", "Card", inverse: "tag")], uniquenessConstraints: [["name"]]),
+                Entity("Card", attributes: [Attribute("title", .string), Attribute("done", .bool, default: false)],
+                       relationships: [.toOne("tag", "Tag", inverse: "cards")]),
             ])
         } catch {
             preconditionFailure("fixture model: \(error)")

@@ -87,9 +87,43 @@ struct ChangeWriter {
     }
 
     /// Writes the properties that differ from the stored row and records them; a no-op when none do.
-    mutating func update(_ e: Entity, pk: Int64, values: [String: Value], relationships: [String: Int64?], object: @autoclosure () -> String) throws {
+    ///
+    /// With `read` (the snapshot the context read), an object whose version moved since is a
+    /// conflict, resolved by `policy` property by property; with `.error` it is added to
+    /// `conflicts` and nothing is written for it (the caller fails the save).
+    mutating func update(_ e: Entity, pk: Int64, values: [String: Value], relationships: [String: Int64?],
+                         object: @autoclosure () -> String, read: Snapshot? = nil, policy: MergePolicy = .objectTrump,
+                         conflicts: inout [MergeConflict]) throws {
         guard let current = try container.snapshot(e, primaryKey: pk, c) else {
-            throw StoreError(.objectNotFound, "no object \(object()) in the store (never saved, or deleted)")
+            guard let read else { throw StoreError(.objectNotFound, "no object \(object()) in the store (never saved, or deleted)") }
+            try deletedInStore(e, read: read, values: values, relationships: relationships, policy: policy, conflicts: &conflicts)
+            return
+        }
+        var values = values, relationships = relationships
+        if let read, read.version != current.version {
+            let mine = Set(values.keys).union(relationships.keys)
+            let theirs = Set(e.attributes.map(\.name).filter { read[$0] != current[$0] })
+                .union(e.toOneRelationships.map(\.name).filter { read.relationships[$0] != current.relationships[$0] })
+            switch policy {
+            case .error:
+                conflicts.append(Self.conflict(e, read: read, current: current, values: values, relationships: relationships, theirs: theirs))
+                return
+            case .rollback:
+                return
+            case .storeTrump:
+                for name in mine.intersection(theirs) {
+                    values.removeValue(forKey: name)
+                    relationships.removeValue(forKey: name)
+                }
+            case .objectTrump:
+                break
+            case .overwrite:
+                // The context's whole object: what it read, with its own changes on top.
+                for a in e.attributes where values[a.name] == nil { values[a.name] = read[a.name] }
+                for r in e.toOneRelationships where relationships[r.name] == nil {
+                    relationships[r.name] = .some(read.relationships[r.name]?.primaryKey)
+                }
+            }
         }
         var columns: [String] = [], bindings: [SQLValue] = [], indexes: [Int] = []
         for (i, a) in e.attributes.enumerated() {
@@ -109,6 +143,51 @@ struct ChangeWriter {
         let stmt = try c.cached("UPDATE \(SQLMapping.quote(e.name)) SET \(set), Z_OPT = Z_OPT + 1 WHERE Z_PK = ?")
         try unique(object()) { try stmt.execute(bindings + [.integer(pk)]) }
         changes.append(RecordedChange(kind: 1, entity: entityIndex(e), primaryKey: pk, updated: indexes))
+    }
+
+    /// An update of an object another save deleted: stays deleted (store trump, rollback), fails
+    /// (error), or comes back with the same id and the context's values (object trump, overwrite).
+    private mutating func deletedInStore(_ e: Entity, read: Snapshot, values: [String: Value], relationships: [String: Int64?],
+                                         policy: MergePolicy, conflicts: inout [MergeConflict]) throws {
+        switch policy {
+        case .error:
+            conflicts.append(MergeConflict(objectID: read.id, deletedInStore: true, properties: [], versionRead: read.version, versionStored: nil))
+        case .storeTrump, .rollback:
+            return
+        case .objectTrump, .overwrite:
+            var all = read.values.merging(values) { $1 }
+            for a in e.attributes where all[a.name] == nil { all[a.name] = a.defaultValue }
+            var rels: [String: Int64?] = [:]
+            for r in e.toOneRelationships {
+                let target = relationships[r.name] ?? read.relationships[r.name]?.primaryKey
+                // A related object deleted meanwhile is not brought back: the link is dropped.
+                if let t = target, try exists(try model.entity(r.destination), t) { rels[r.name] = t } else { rels[r.name] = .some(nil) }
+            }
+            let names = ["Z_PK"] + e.storedPropertyNames.map(SQLMapping.quote)
+            var bindings: [SQLValue] = [.integer(read.id.primaryKey)]
+            for a in e.attributes { bindings.append(try validate(all[a.name] ?? .null, a, object: read.id.description)) }
+            for r in e.toOneRelationships { bindings.append(rels[r.name].flatMap { $0 }.map(SQLValue.integer) ?? .null) }
+            let sql = "INSERT INTO \(SQLMapping.quote(e.name))(\(names.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: bindings.count).joined(separator: ", ")))"
+            try unique(read.id.description) { try c.cached(sql).execute(bindings) }
+            changes.append(RecordedChange(kind: 0, entity: entityIndex(e), primaryKey: read.id.primaryKey))
+        }
+    }
+
+    static func conflict(_ e: Entity, read: Snapshot, current: Snapshot, values: [String: Value], relationships: [String: Int64?],
+                         theirs: Set<String>) -> MergeConflict {
+        func link(_ id: ObjectID?) -> Value { id.map { .string($0.description) } ?? .null }
+        var properties: [MergeConflict.Property] = []
+        for a in e.attributes {
+            guard let v = values[a.name] else { continue }
+            properties.append(.init(name: a.name, read: read[a.name], stored: current[a.name], saving: v))
+        }
+        for r in e.toOneRelationships {
+            guard let target = relationships[r.name] else { continue }
+            let saving: Value = target.map { .string("\(r.destination)/\($0)") } ?? .null
+            properties.append(.init(name: r.name, read: link(read.relationships[r.name]), stored: link(current.relationships[r.name]), saving: saving))
+        }
+        properties.sort { (theirs.contains($0.name) ? 0 : 1, $0.name) < (theirs.contains($1.name) ? 0 : 1, $1.name) }
+        return MergeConflict(objectID: read.id, deletedInStore: false, properties: properties, versionRead: read.version, versionStored: current.version)
     }
 
     /// Deletes objects and applies their relationships' delete rules: nullify (recorded as an

@@ -17,3 +17,29 @@ public enum MergePolicy: String, Sendable, Hashable, CaseIterable {
     /// The context's changes to conflicting objects are dropped (NSRollbackMergePolicy).
     case rollback
 }
+
+/// An object that changed in the store after a context read it, as the `.error` policy reports it.
+public struct MergeConflict: Sendable, Hashable, CustomStringConvertible {
+    /// One property: the value the context read, the value now in the store, the value it saves.
+    /// To-one relationships show as `Entity/N` strings (or nil).
+    public struct Property: Sendable, Hashable {
+        public let name: String
+        public let read: Value
+        public let stored: Value
+        public let saving: Value
+    }
+
+    public let objectID: ObjectID
+    /// The object was deleted from the store.
+    public let deletedInStore: Bool
+    /// The properties this context changes; with the ones the store changed too first.
+    public let properties: [Property]
+    public let versionRead: Int64
+    public let versionStored: Int64?
+
+    public var description: String {
+        if deletedInStore { return "\(objectID) was deleted from the store after it was read" }
+        let parts = properties.map { "\($0.name): read \($0.read), store \($0.stored), saving \($0.saving)" }
+        return "\(objectID) changed in the store (version \(versionRead) read, \(versionStored ?? 0) stored): " + parts.joined(separator: "; ")
+    }
+}

@@ -19,6 +19,7 @@ extension ObjectContext {
             var w = ChangeWriter(container: container, connection: c)
             var permanent: [ObjectID: ObjectID] = [:]
             var deferred: [(Entity, Int64, String, ObjectID)] = []
+            var conflicts: [MergeConflict] = []
 
             // 1. Inserts. References to objects inserted later in this save are set afterwards.
             for pending in inserts {
@@ -44,7 +45,8 @@ extension ObjectContext {
                         if policy == .overwrite {
                             for a in e.attributes where values[a.name] == nil { values[a.name] = a.defaultValue }
                         }
-                        try w.update(e, pk: existing, values: values, relationships: rels.filter { $0.value != nil }, object: "\(e.name)/\(existing)")
+                        try w.update(e, pk: existing, values: values, relationships: rels.filter { $0.value != nil }, object: "\(e.name)/\(existing)",
+                                     conflicts: &conflicts)
                     }
                 } else {
                     pk = try w.insert(e, values: pending.values, relationships: rels, object: pending.id.description)
@@ -79,7 +81,12 @@ extension ObjectContext {
                         rels[name] = try resolve(target, w, referencedBy: "\(id).\(name)")
                     }
                 }
-                try w.update(e, pk: id.primaryKey, values: pending.values, relationships: rels, object: id.description)
+                try w.update(e, pk: id.primaryKey, values: pending.values, relationships: rels, object: id.description,
+                             read: registered[id], policy: policy, conflicts: &conflicts)
+            }
+            if !conflicts.isEmpty {
+                throw StoreError(.conflict, "\(conflicts.count) object(s) changed in the store since this context read them: "
+                                 + conflicts.map(\.description).joined(separator: " | "), conflicts: conflicts)
             }
 
             // 3. Deletes, with delete rules.
@@ -163,7 +170,8 @@ extension ObjectContext {
             var ids: [ObjectID] = []
             for pk in pks {
                 let before = w.changes.count
-                try w.update(e, pk: pk, values: values, relationships: [:], object: "\(e.name)/\(pk)")
+                var ignored: [MergeConflict] = []
+                try w.update(e, pk: pk, values: values, relationships: [:], object: "\(e.name)/\(pk)", conflicts: &ignored)
                 if w.changes.count > before { ids.append(ObjectID(storeID: container.storeID, entity: e.name, primaryKey: pk)) }
             }
             let token = try w.writeHistory(author: author, contextName: contextName)

@@ -39,6 +39,8 @@ public final class ObjectContext {
     var updateOrder: [ObjectID] = []
     var deletes: [ObjectID] = []
     var deleteSet: Set<ObjectID> = []
+    /// What this context last read of each object: the base of conflict detection on save.
+    var registered: [ObjectID: Snapshot] = [:]
 
     init(container: Container, name: String?, author: String?) {
         self.container = container
@@ -58,6 +60,7 @@ public final class ObjectContext {
         updateOrder.removeAll()
         deletes.removeAll()
         deleteSet.removeAll()
+        registered.removeAll()
     }
 
     // MARK: - Changes
@@ -85,6 +88,10 @@ public final class ObjectContext {
             inserts[i].values.merge(values) { $1 }
             inserts[i].relationships.merge(relationships) { $1 }
             return
+        }
+        if registered[id] == nil {
+            // A blind update: what the store holds now is what this context "read".
+            _ = try object(with: id)
         }
         if updates[id] == nil { updateOrder.append(id) }
         updates[id, default: PendingUpdate()].values.merge(values) { $1 }
@@ -135,7 +142,9 @@ public final class ObjectContext {
 
     /// The objects matching `request`, as stored.
     public func fetch(_ request: FetchRequest) throws -> [Snapshot] {
-        try container.read { c in try container.fetch(request, c) }
+        let snapshots = try container.read { c in try container.fetch(request, c) }
+        for s in snapshots { registered[s.id] = s }
+        return snapshots
     }
 
     /// How many objects match `request`.
@@ -152,6 +161,7 @@ public final class ObjectContext {
         guard let s = try container.read({ c in try container.snapshot(entity, primaryKey: id.primaryKey, c) }) else {
             throw StoreError(.objectNotFound, "no object \(id) in the store")
         }
+        registered[id] = s
         return s
     }
 
