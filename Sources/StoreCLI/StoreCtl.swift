@@ -16,12 +16,30 @@ extension Targets {
         Command("stats", "objects, transactions, changes and file sizes"),
         Command("verify", "check the invariants that can be checked at rest; exit 0 only when all hold"),
         Command("reset-consumer", "remove a consumer from the registry (it reloads in full next time)", positionals: ["NAME"]),
+        Command("stress", "writers, consumers and a cleaner as real processes, killed at random; then every invariant is checked", options: [
+            .value("writers", "N", "writer processes (default 4)"),
+            .value("consumers", "N", "consumer processes (default 2)"),
+            .value("seconds", "S", "run this long (default 30)"),
+            .value("saves", "N", "or until the writers acknowledged N saves"),
+            .value("kill-every", "MS", "kill -9 a random process this often (default 1000; 0: never)"),
+            .value("clean-every", "MS", "run history-cleaner this often (default 500; 0: never)"),
+            .value("seed", "N", "the seed of every random choice (printed; replays a run)"),
+        ]),
+        Command("stress-writer", "(internal) a writer process of stress", options: [
+            .value("author", "A", ""), .value("log", "FILE", ""), .value("seed", "N", ""), .value("saves", "N", ""),
+        ]),
+        Command("stress-consumer", "(internal) a consumer process of stress", options: [
+            .value("consumer", "NAME", ""), .value("log", "FILE", ""), .value("view", "FILE", ""),
+        ]),
     ]) { inv in
         switch inv.command {
         case "history": try history(inv)
         case "tokens": try tokens(inv)
         case "stats": try stats(inv)
         case "verify": try verify(inv)
+        case "stress": try stress(inv)
+        case "stress-writer": try StressWorkers.writer(inv)
+        case "stress-consumer": try StressWorkers.consumer(inv)
         case "reset-consumer":
             let name = inv.arguments.positionals[0]
             let removed = try inv.registry().remove(name)
@@ -113,5 +131,43 @@ extension Targets {
                          columns: [("check", "CHECK"), ("ok", "OK"), ("detail", "DETAIL")])
         let failed = checks.filter { !$0.ok }.map(\.name)
         if !failed.isEmpty { throw StoreError(.storage, "verify failed: \(failed.joined(separator: ", "))") }
+    }
+
+    static func stress(_ inv: Invocation) throws {
+        var config = Stress.Config()
+        let a = inv.arguments
+        config.writers = try a.integer("writers", in: 1...64) ?? config.writers
+        config.consumers = try a.integer("consumers", in: 0...16) ?? config.consumers
+        if a.value("seconds") != nil && a.value("saves") != nil { throw UsageError("give --seconds or --saves, not both") }
+        config.saves = try a.integer("saves", in: 1...100_000_000)
+        config.seconds = try a.seconds("seconds", in: 1...86_400) ?? (config.saves == nil ? 30 : nil)
+        config.killEvery = try a.integer("kill-every", in: 0...3_600_000).map { $0 == 0 ? nil : Double($0) / 1000 } ?? 1.0
+        config.cleanEvery = try a.integer("clean-every", in: 0...3_600_000).map { $0 == 0 ? nil : Double($0) / 1000 } ?? 0.5
+        config.seed = UInt64(try a.integer("seed", in: 0...Int.max) ?? Int.random(in: 1...999_999))
+
+        // A fresh group: the given one must hold no store yet; by default a temporary one.
+        let explicit = a.value("group")
+        let work: String
+        let group: String
+        if let explicit {
+            if FileManager.default.fileExists(atPath: (explicit as NSString).appendingPathComponent(Container.storeFileName)) {
+                throw StoreError(.invalidArgument, "stress needs an empty group directory; \(explicit) already holds a store")
+            }
+            group = explicit
+            work = (explicit as NSString).appendingPathComponent("stress-logs")
+        } else {
+            work = FileManager.default.temporaryDirectory.appendingPathComponent("sharedstore-stress-\(UUID().uuidString)").path
+            group = work + "/group"
+        }
+        let logs = explicit == nil ? work + "/logs" : work
+        try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        var stress = Stress(config: config, group: group, logs: logs, output: inv.output)
+        FileHandle.standardError.write(Data("stress: seed \(config.seed), \(config.writers) writers, \(config.consumers) consumers, group \(group)\n".utf8))
+        let summary = try stress.run()
+        inv.output.record(summary)
+        if !stress.violations.isEmpty {
+            throw StoreError(.storage, "stress found \(stress.violations.count) violation(s); replay with --seed \(config.seed); logs in \(logs)")
+        }
+        if explicit == nil { try? FileManager.default.removeItem(atPath: work) }
     }
 }

@@ -65,13 +65,18 @@ public final class Progress {
 
     /// Reports `done` (of `total`) items; prints only after the first second, a few times a second.
     public func update(_ done: Int, of total: Int? = nil) {
+        let amount = total.map { "\(done)/\($0)" } ?? "\(done)"
+        update(text: amount)
+    }
+
+    /// Reports progress in the caller's words.
+    public func update(text: @autoclosure () -> String) {
         let now = Date()
         guard now.timeIntervalSince(start) > 1, now.timeIntervalSince(lastPrint) > (tty ? 0.2 : 1) else { return }
         lastPrint = now
         printed = true
         let elapsed = String(format: "%.1fs", now.timeIntervalSince(start))
-        let amount = total.map { "\(done)/\($0)" } ?? "\(done)"
-        let text = "\(label): \(amount) (\(elapsed))"
+        let text = "\(label): \(text()) (\(elapsed))"
         FileHandle.standardError.write(Data((tty ? "\r\u{1B}[2K\(text)" : "\(text)\n").utf8))
     }
 

@@ -25,10 +25,8 @@ final class LineReader {
 
 func spawnSelf(_ arguments: [String]) throws -> (Process, LineReader) {
     let p = Process()
-    p.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
-    if !FileManager.default.isExecutableFile(atPath: p.executableURL!.path) {
-        p.executableURL = Bundle.main.executableURL
-    }
+    let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    p.executableURL = URL(fileURLWithPath: me)
     p.arguments = ["--child"] + arguments
     let out = Pipe()
     p.standardOutput = out

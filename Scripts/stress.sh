@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The long soak: writers, consumers and the cleaner as real processes, one killed with -9 every
+# second, then every invariant checked. Defaults: 8 writers, 3 consumers, 10 minutes.
+#   Scripts/stress.sh [storectl stress flags…]   e.g. --seconds 60 --seed 42
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. Scripts/lib/setup.sh
+sharedstore_ensure_packages
+swift build -c release 2>&1 | tail -n 1
+bin="$(swift build -c release --show-bin-path)"
+exec "$bin/storectl" stress --writers 8 --consumers 3 --seconds 600 --kill-every 1000 --clean-every 500 "$@"

@@ -1,0 +1,174 @@
+import Foundation
+import ReadLater
+import SharedStore
+
+/// `storectl stress`: real writer, consumer and cleaner processes on one group directory, with
+/// `kill -9` at random moments, then a check of the invariants against what every process logged.
+struct Stress {
+    struct Config {
+        var writers = 4, consumers = 2
+        var seconds: Double? = 30
+        var saves: Int?
+        var killEvery: Double? = 1.0
+        var cleanEvery: Double? = 0.5
+        var seed: UInt64 = 1
+    }
+
+    final class Worker {
+        let role: String      // writer, consumer, cleaner
+        let name: String
+        let arguments: [String]
+        var process: Process?
+        var restarts = 0
+        var finished = false
+        init(role: String, name: String, arguments: [String]) {
+            self.role = role
+            self.name = name
+            self.arguments = arguments
+        }
+    }
+
+    let config: Config
+    let group: String
+    let logs: String
+    let bin: URL
+    let output: Output
+    var random: StressWorkers.Random
+    var violations: [String] = []
+    var kills = 0, cleans = 0
+
+    init(config: Config, group: String, logs: String, output: Output) {
+        self.config = config
+        self.group = group
+        self.logs = logs
+        self.output = output
+        // The sibling executables: this one's directory, wherever PATH found it.
+        let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        self.bin = URL(fileURLWithPath: me).deletingLastPathComponent()
+        self.random = StressWorkers.Random(seed: config.seed)
+    }
+
+    func launch(_ w: Worker, executable: String = "storectl") throws {
+        let p = Process()
+        p.executableURL = bin.appendingPathComponent(executable)
+        p.arguments = w.arguments
+        p.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        p.standardError = Self.appending("\(logs)/\(w.name).stderr")
+        if w.role == "cleaner" { p.standardOutput = Self.appending("\(logs)/cleaner.jsonl") }
+        try p.run()
+        w.process = p
+    }
+
+    /// Runs the whole stress test and returns the summary (violations inside).
+    mutating func run() throws -> JSONValue {
+        let container = try Container(group: group, model: ReadLater.model)
+        // Held open for the whole run: killed readers' slots stay visible to mdb_reader_check.
+        let registry = try TokenRegistry(group: group)
+        let common = ["--group", group]
+        let writers: [Worker] = (0..<config.writers).map { i in
+            var args = ["stress-writer", "--author", "Writer\(i)", "--log", "\(logs)/writer\(i).jsonl", "--seed", String(config.seed &+ UInt64(i) &* 1_000_003 % UInt64(Int.max))]
+            if let saves = config.saves { args += ["--saves", String(max(1, saves / max(1, config.writers)))] }
+            return Worker(role: "writer", name: "writer\(i)", arguments: args + common)
+        }
+        let consumers: [Worker] = (0..<config.consumers).map { i in
+            Worker(role: "consumer", name: "consumer\(i)", arguments: ["stress-consumer", "--consumer", "Consumer\(i)", "--log", "\(logs)/consumer\(i).jsonl",
+                                                                        "--view", "\(logs)/consumer\(i).view"] + common)
+        }
+        for i in 0..<config.consumers { try registry.register("Consumer\(i)") }
+        for w in consumers + writers { try launch(w) }
+        let cleaner = Worker(role: "cleaner", name: "cleaner", arguments: ["--json"] + common)
+
+        let start = Date()
+        var nextKill = config.killEvery.map { start.addingTimeInterval($0) }
+        var nextClean = config.cleanEvery.map { start.addingTimeInterval($0) }
+        let progress = Progress("stress")
+        var nextProgress = start
+        while true {
+            let elapsed = Date().timeIntervalSince(start)
+            // Reap: a writer that reached its quota is done; any other exit is restarted.
+            for w in writers + consumers where w.process?.isRunning == false && !w.finished {
+                let status = w.process?.terminationStatus ?? 0
+                let killed = w.process?.terminationReason == .uncaughtSignal
+                if w.role == "writer" && status == 0 && !killed { w.finished = true; continue }
+                if !killed { violations.append("\(w.name) exited with status \(status) (see \(logs)/\(w.name).stderr)") }
+                w.restarts += 1
+                try launch(w)
+            }
+            if cleaner.process?.isRunning == false { cleaner.process = nil }
+            if let t = nextClean, Date() >= t {
+                if cleaner.process == nil { try launch(cleaner, executable: "history-cleaner"); cleans += 1 }
+                nextClean = t.addingTimeInterval(config.cleanEvery ?? 1)
+            }
+            if let t = nextKill, Date() >= t {
+                let victims = (writers + consumers + [cleaner]).filter { $0.process?.isRunning == true && !$0.finished }
+                if !victims.isEmpty {
+                    let v = victims[random.below(victims.count)]
+                    if let pid = v.process?.processIdentifier { kill(pid, SIGKILL); kills += 1 }
+                }
+                nextKill = t.addingTimeInterval(config.killEvery ?? 1)
+            }
+            if Date() >= nextProgress {
+                let saves = acknowledgedCount(writers)
+                progress.update(text: "\(saves) saves, \(Int(Double(saves) / max(elapsed, 0.001))) saves/s, \(kills) kills, \(cleans) cleans")
+                nextProgress = Date().addingTimeInterval(0.5)
+            }
+            if config.saves == nil, let s = config.seconds, elapsed >= s { break }
+            if config.saves != nil, writers.allSatisfy(\.finished) { break }
+            if elapsed > 3600 * 24 { break }
+            usleep(20_000)
+        }
+        progress.finish()
+        let elapsed = Date().timeIntervalSince(start)
+
+        // Stop: writers first (SIGTERM ends them after the save in flight), then the cleaner,
+        // then the consumers, which make a final sync and write their view.
+        for w in writers where w.process?.isRunning == true { w.process?.terminate() }
+        for w in writers { w.process?.waitUntilExit() }
+        cleaner.process?.waitUntilExit()
+        for c in consumers where c.process?.isRunning != true {
+            // Killed at the very end: bring it back so that it can make its final sync.
+            c.restarts += 1
+            try launch(c)
+        }
+        for c in consumers { c.process?.terminate() }
+        for c in consumers {
+            c.process?.waitUntilExit()
+            if c.process?.terminationStatus != 0 { violations.append("\(c.name) failed its final sync (see \(logs)/\(c.name).stderr)") }
+        }
+
+        let report = try check(container: container, registry: registry, writers: writers.count, consumers: consumers.count)
+        let saves = acknowledgedCount(writers)
+        var fields: [(String, JSONValue)] = [
+            ("seed", .number(Double(config.seed))), ("seconds", .number((elapsed * 10).rounded() / 10)),
+            ("writers", .number(Double(config.writers))), ("consumers", .number(Double(config.consumers))),
+            ("saves", .number(Double(saves))), ("saves_per_s", .number((Double(saves) / elapsed).rounded())),
+            ("kills", .number(Double(kills))), ("restarts", .number(Double((writers + consumers).map(\.restarts).reduce(0, +)))),
+            ("cleans", .number(Double(cleans))),
+        ]
+        fields += report
+        fields.append(("violations", .array(violations.prefix(50).map(JSONValue.string))))
+        fields.append(("ok", .bool(violations.isEmpty)))
+        return .object(fields)
+    }
+
+    func acknowledgedCount(_ writers: [Worker]) -> Int {
+        writers.reduce(0) { n, w in
+            let path = "\(logs)/\(w.name).jsonl"
+            guard let data = FileManager.default.contents(atPath: path) else { return n }
+            return n + data.reduce(0) { $0 + ($1 == 10 ? 1 : 0) }
+        }
+    }
+
+    /// A handle appending to `path` (created 0600), for a child's output.
+    static func appending(_ path: String) -> FileHandle? {
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        return fd >= 0 ? FileHandle(fileDescriptor: fd, closeOnDealloc: true) : nil
+    }
+
+    static func lines(_ path: String) -> [[String: Any]] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        }
+    }
+}
