@@ -100,6 +100,10 @@ if "latency" in by:
     r = by["latency"]
     out.append("| latency: commit in one process → end of merge in another, %s commits | median **%s ms**, p99 **%s ms**, max %s ms (the save itself: %s ms median, included) |" % (
         r["commits"], r["median_ms"], r["p99_ms"], r["max_ms"], r["save_median_ms"]))
+if "token-advance" in by:
+    r = by["token-advance"]
+    out.append("| advancing a consumer's token in the LMDB registry | **%s µs** (survives a process crash), **%s µs** with fsync (survives a power loss) |" % (
+        r["advance_us"], r["advance_durable_us"]))
 if "cleaner" in by:
     r = by["cleaner"]
     out.append("| cleaner: deleting %s transactions in chunks of %s while a writer saves | %s deleted/s; longest writer stall **%s ms** over %s saves, %s failed |" % (
@@ -123,6 +127,23 @@ for case, field, goal, op, text in GOALS:
         continue
     out.append("| %s (%s) | %s | %s |" % (text, case, fmt(v), "yes" if ok else "**no**"))
 out.append("")
+misses = [(case, field, goal, op, text) for case, field, goal, op, text in GOALS if check(case, field, goal, op)[1] is False]
+NOTES = {
+    "save-no-history": "The gap is a fixed cost per save of about 3 µs over SQLite's own ~18 µs: the context's bookkeeping "
+                       "(pending inserts, temporary-to-permanent ids, the save result), validation by attribute name, and the "
+                       "change signal (an 8-byte pwrite, one system call, made after every commit so other processes wake). "
+                       "callgrind shows SQLite itself (step, commit) as the largest part of a save; no single Swift function "
+                       "stands out. Batch inserts, where the fixed cost is spread, reach 0.58.",
+    "save-history": "History is one extra row per transaction in the same SQLite transaction; the C limit measured for that "
+                    "layout is about 0.65.",
+}
+if misses:
+    out.append("### Where a goal is missed\n")
+    for case, field, goal, op, text in misses:
+        v, _ = check(case, field, goal, op)
+        gap = (goal - v) / goal * 100 if op == ">=" else (v - goal) / goal * 100
+        out.append("- **%s**: %s against %s %s, short by %.0f%%. %s" % (case, fmt(v), op, goal, gap, NOTES.get(case, "")))
+    out.append("")
 out.append("![ratios and writer scaling](bench/chart.svg)\n")
 out.append("## Reproduce\n")
 out.append("```sh\nScripts/bench.sh           # the full run (a few minutes), rewrites this file and the chart\n"

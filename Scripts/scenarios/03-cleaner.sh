@@ -25,7 +25,7 @@ assert_eq "$(jq_ '[j["deleted"], j["through"], j["oldest_consumer"]]' <"$work/la
 # Eviction: Lazy has not been seen; evict it (evict-after 0 evicts all not seen since now,
 # so bring the others up to date after) and the history goes.
 history-cleaner --evict-after 0 --json >"$work/evict.out"
-assert_eq "$(jq_ 'sorted(j["evicted"])' <"$work/evict.out")" '["Lazy", "MainApp", "Widget"]' "stale consumers are evicted"
+assert_eq "$(jq_ 'sorted(j["evicted"])' <"$work/evict.out")" '["Lazy", "MainApp", "ShareExtension", "Widget"]' "stale consumers are evicted"
 main-app sync --json >"$work/expired.out"
 assert_eq "$(jq_ 'j["expired"]' <"$work/expired.out")" true "an evicted consumer's next sync reports expired"
 main-app list --json >"$work/list.out"

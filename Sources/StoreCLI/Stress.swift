@@ -75,7 +75,15 @@ struct Stress {
                                                                         "--view", "\(logs)/consumer\(i).view"] + common)
         }
         for i in 0..<config.consumers { try registry.register("Consumer\(i)") }
-        for w in consumers + writers { try launch(w) }
+        // Consumers first, and writers only once each has made its first sync: a consumer's first
+        // sync loads the view in full, and transactions before it would reach no consumer's log.
+        for w in consumers { try launch(w) }
+        let deadline = Date().addingTimeInterval(30)
+        while try (0..<config.consumers).contains(where: { try registry.consumer("Consumer\($0)")?.token == nil }) {
+            guard Date() < deadline else { throw StoreError(.storage, "stress: the consumers did not start within 30 s (see \(logs))") }
+            usleep(10_000)
+        }
+        for w in writers { try launch(w) }
         let cleaner = Worker(role: "cleaner", name: "cleaner", arguments: ["--json"] + common)
 
         let start = Date()
@@ -129,6 +137,15 @@ struct Stress {
             // Killed at the very end: bring it back so that it can make its final sync.
             c.restarts += 1
             try launch(c)
+        }
+        // SIGTERM asks for the final sync; a consumer only handles it once it has started (it
+        // logs "start" after installing its handler), so wait for every run's start line first.
+        for (i, c) in consumers.enumerated() {
+            let deadline = Date().addingTimeInterval(30)
+            while Self.lines("\(logs)/consumer\(i).jsonl").filter({ $0.keys.contains("start") }).count < c.restarts + 1,
+                  c.process?.isRunning == true, Date() < deadline {
+                usleep(10_000)
+            }
         }
         for c in consumers { c.process?.terminate() }
         for c in consumers {

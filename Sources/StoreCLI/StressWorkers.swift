@@ -147,7 +147,7 @@ enum StressWorkers {
         }
         func marks(_ result: SyncResult) throws {
             if result.expired { try log.write(.object([("expired", .number(Double(result.token.value)))])) }
-            else if result.reloaded { try log.write(.object([("reloaded", .number(Double(result.token.value)))])) }
+            else if let at = result.reloadedAt { try log.write(.object([("reloaded", .number(Double(at.value)))])) }
         }
         try view.watch(observer: observer, shouldStop: { stop.isSet }, afterSync: marks, record)
         // The final sync after the writers stopped: the view must equal a fresh fetch.

@@ -12,7 +12,7 @@ public enum Targets {
 
     // MARK: - main-app
 
-    public static let mainApp = Tool(name: "main-app", summary: "the main app: adds, lists, edits and follows articles (author MainApp)", commands: [
+    public static let mainApp = Tool(name: "main-app", summary: "the main app: adds, lists, edits and follows articles (author MainApp)", consumer: "MainApp", commands: [
         Command("add", "add an article", options: addOptions),
         Command("list", "list articles, oldest first", options: [.flag("unread", "only unread articles")]),
         Command("mark-read", "mark an article read", positionals: ["ID"]),
@@ -69,7 +69,8 @@ public enum Targets {
 
     // MARK: - share-extension
 
-    public static let shareExtension = Tool(name: "share-extension", summary: "the share extension: saves links shared from other apps (author ShareExtension)", commands: [
+    public static let shareExtension = Tool(name: "share-extension", summary: "the share extension: saves links shared from other apps (author ShareExtension)",
+                                            consumer: "ShareExtension", hasNoView: true, commands: [
         Command("share", "share one link", options: addOptions),
         Command("share-batch", "share every line of FILE (url<TAB>title[<TAB>category]) in one transaction; '-' reads stdin", positionals: ["FILE"]),
     ]) { inv in
@@ -107,7 +108,7 @@ public enum Targets {
 
     // MARK: - widget
 
-    public static let widget = Tool(name: "widget", summary: "the widget: unread count and the newest articles (author Widget)", commands: [
+    public static let widget = Tool(name: "widget", summary: "the widget: unread count and the newest articles (author Widget)", consumer: "Widget", commands: [
         Command("show", "unread and total counts, the 3 newest articles"),
         Command("toggle-read", "flip an article between read and unread", positionals: ["ID"]),
         Command("watch", "print a fresh summary after every merge", options: watchOptions),

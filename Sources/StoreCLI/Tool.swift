@@ -9,11 +9,19 @@ public struct Tool: Sendable {
     public let summary: String
     /// The commands; a tool with one command named "" takes no command word (history-cleaner).
     public let commands: [Command]
+    /// The consumer name of a target in the token registry (nil: never a consumer).
+    public let consumer: String?
+    /// A target with no view (share-extension): it has nothing to merge, so after each command
+    /// its token moves to the store's current one instead of holding history back.
+    public let hasNoView: Bool
     let handler: @Sendable (Invocation) throws -> Void
 
-    public init(name: String, summary: String, commands: [Command], handler: @escaping @Sendable (Invocation) throws -> Void) {
+    public init(name: String, summary: String, consumer: String? = nil, hasNoView: Bool = false, commands: [Command],
+                handler: @escaping @Sendable (Invocation) throws -> Void) {
         self.name = name
         self.summary = summary
+        self.consumer = consumer
+        self.hasNoView = hasNoView
         self.commands = commands
         self.handler = handler
     }
@@ -47,6 +55,17 @@ public struct Tool: Sendable {
             }
             let invocation = Invocation(tool: name, arguments: args)
             try handler(invocation)
+            if let consumer {
+                // A target registers itself the first time it runs (reads also sync, in the handler).
+                let registry = try invocation.registry()
+                if hasNoView {
+                    let entry = try registry.consumer(consumer)
+                    let current = try invocation.container().currentToken()
+                    if entry?.isEvicted == true { try registry.reset(consumer, to: current) } else { try registry.advance(consumer, to: current) }
+                } else {
+                    try registry.register(consumer)
+                }
+            }
             return 0
         } catch let e as UsageError {
             return usage(e.message)

@@ -219,3 +219,26 @@ final class StallBox: @unchecked Sendable {
     var max: Double { lock.withLock { _max } }
     var count: Int { lock.withLock { _count } }
 }
+
+// MARK: - Token registry
+
+/// The cost of advancing a consumer's token: LMDB write transactions without and with fsync.
+func tokenAdvanceCase(_ s: Settings) throws -> Report {
+    var fields: [(String, JSONValue)] = [("case", .string("token-advance"))]
+    for (label, durability, count) in [("advance_us", TokenRegistry.Durability.processCrash, s.saves * 5),
+                                       ("advance_durable_us", TokenRegistry.Durability.powerLoss, max(20, s.saves / 10))] {
+        let dir = scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let registry = try TokenRegistry(group: dir, durability: durability)
+        let store = UUID()
+        var rounds: [Double] = []
+        for r in 0..<s.rounds {
+            let rate = try throughput(count) {
+                for i in 0..<count { try registry.advance("Bench", to: HistoryToken(storeID: store, value: Int64(r * count + i + 1))) }
+            }
+            rounds.append(1e6 / rate)
+        }
+        fields.append((label, .number(round3(median(rounds)))))
+    }
+    return .object(fields)
+}

@@ -70,6 +70,7 @@ do {
     if want("history-fetch-1k") { show(try historyFetchCase(settings, retained: 1000, name: "history-fetch-1k")) }
     if want("history-fetch-1m") { show(try historyFetchCase(settings, retained: settings.bigHistory, name: "history-fetch-1m")) }
     if want("latency") { show(try latencyCase(settings)) }
+    if want("token-advance") { show(try tokenAdvanceCase(settings)) }
     if want("cleaner") { show(try cleanerCase(settings)) }
     if want("catch-up-memory") { show(try catchUpCase(settings)) }
     if want("writers") {

@@ -13,6 +13,9 @@ public struct SyncResult: Sendable, Hashable {
     public let expired: Bool
     /// The view was (re)loaded in full during this sync (first sync, or expired).
     public let reloaded: Bool
+    /// The token the full load was read at, when the consumer's position moved to it (a first
+    /// sync, or an expired one): transactions through it are in the view without being merged.
+    public var reloadedAt: HistoryToken? = nil
 }
 
 /// The objects one process shows, kept in sync with the store through persistent history: the
@@ -75,6 +78,7 @@ public final class ViewContext {
     public func sync(batchSize: Int = 512, _ each: (HistoryTransaction) throws -> Void = { _ in }) throws -> SyncResult {
         let entry = try registry.consumer(consumer)
         var expired = false, reloaded = false
+        var reloadedAt: HistoryToken?
         var changed = 0
         var start: HistoryToken
         if let entry, let stored = entry.token, stored.storeID == container.storeID, !entry.isEvicted {
@@ -89,6 +93,7 @@ public final class ViewContext {
             start = try reload()
             try registry.reset(consumer, to: start)
             reloaded = true
+            reloadedAt = start
         }
 
         var merged = 0
@@ -110,7 +115,7 @@ public final class ViewContext {
             last = try reload()
             try registry.reset(consumer, to: last)
             token = last
-            return SyncResult(transactions: merged, changedObjects: objects.count, token: last, expired: true, reloaded: true)
+            return SyncResult(transactions: merged, changedObjects: objects.count, token: last, expired: true, reloaded: true, reloadedAt: last)
         }
         if last != start {
             try registry.advance(consumer, to: last)
@@ -119,7 +124,7 @@ public final class ViewContext {
             try registry.advance(consumer, to: last)
         }
         token = last
-        return SyncResult(transactions: merged, changedObjects: changed, token: last, expired: expired, reloaded: reloaded)
+        return SyncResult(transactions: merged, changedObjects: changed, token: last, expired: expired, reloaded: reloaded, reloadedAt: reloadedAt)
     }
 
     /// Loads every tracked object and the current token from one consistent read.
