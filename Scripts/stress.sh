@@ -6,6 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . Scripts/lib/setup.sh
 sharedstore_ensure_packages
-swift build -c release 2>&1 | tail -n 1
+swift build -c release 2>&1 | tail -n 1 >&2
 bin="$(swift build -c release --show-bin-path)"
 exec "$bin/storectl" stress --writers 8 --consumers 3 --seconds 600 --kill-every 1000 --clean-every 500 "$@"

@@ -15,6 +15,8 @@ sharedstore_ensure_packages() {
     [ -f /usr/include/lmdb.h ] || missing+=(liblmdb-dev)
     command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3)
     command -v mdb_stat >/dev/null 2>&1 || missing+=(lmdb-utils)
+    command -v python3 >/dev/null 2>&1 || missing+=(python3)   # the scenarios' JSON checks, the bench report
+    command -v setpriv >/dev/null 2>&1 || missing+=(util-linux)
     [ ${#missing[@]} -eq 0 ] && return 0
     if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "installing ${missing[*]} (Debian packages)" >&2

@@ -70,13 +70,20 @@ enum StressWorkers {
         let context = try inv.context(author: author)
         var acknowledged = done
         var n = done * 10
+        var pool: [ObjectID] = []
         while !stop.isSet, quota.map({ acknowledged < $0 }) ?? true {
             n += 1
             var logged: [JSONValue] = []
             var op = "insert"
             do {
-                let total = try context.count(FetchRequest("Article"))
-                let roll = total == 0 ? 0 : random.below(100)
+                // Targets come from a pool of known ids, refreshed now and then: picking one by a
+                // random OFFSET each time would scan the table and slow a long soak to a crawl.
+                if pool.isEmpty || n % 100 == 0 {
+                    let total = try context.count(FetchRequest("Article"))
+                    pool = try context.fetch(FetchRequest("Article", limit: 200, offset: random.below(max(1, total - 200)))).map(\.id)
+                    context.rollback()
+                }
+                let roll = pool.isEmpty ? 0 : random.below(100)
                 if roll < 40 {
                     let links = (0..<(random.below(100) < 20 ? 2 + random.below(4) : 1)).map { i in
                         ReadLater.Link(url: "https://stress.example/\(author)/\(n)/\(i)", title: "\(author)-\(n)-\(i)",
@@ -86,6 +93,7 @@ enum StressWorkers {
                     let temps = try ReadLater.insert(links, in: context)
                     let result = try context.save()
                     guard let token = result.token else { continue }
+                    pool += temps.map(result.permanentID(for:))
                     logged = zip(temps, links).map { temp, link in
                         .object([("id", .string(result.permanentID(for: temp).description)), ("kind", .string("insert")),
                                  ("values", .object([("title", .string(link.title)), ("isRead", .bool(false))]))])
@@ -97,14 +105,14 @@ enum StressWorkers {
                 switch roll {
                 case 40..<80:
                     op = "update"
-                    guard let target = try context.fetch(FetchRequest("Article", limit: 1, offset: random.below(total))).first else { continue }
+                    let target = try context.object(with: pool[random.below(pool.count)])
                     let values: [String: Value] = ["title": .string("\(author)-u\(n)"), "isRead": .bool(random.below(2) == 0)]
                     try context.update(target.id, values)
                     logged = [.object([("id", .string(target.id.description)), ("kind", .string("update")),
                                        ("values", .object(values.sorted { $0.key < $1.key }.map { ($0.key, $0.value.jsonValue) }))])]
                 default:
                     op = "delete"
-                    guard let target = try context.fetch(FetchRequest("Article", limit: 1, offset: random.below(total))).first else { continue }
+                    let target = try context.object(with: pool[random.below(pool.count)])
                     try context.delete(target.id)
                     logged = [.object([("id", .string(target.id.description)), ("kind", .string("delete")), ("values", .object([]))])]
                 }
@@ -114,6 +122,7 @@ enum StressWorkers {
                 acknowledged += 1
             } catch let e as StoreError where e.code == .objectNotFound {
                 context.rollback()  // another writer deleted the target first: not a save
+                pool.removeAll()
             } catch let e as StoreError {
                 context.rollback()
                 FileHandle.standardError.write(Data("failed \(op): \(e.message)\n".utf8))

@@ -54,12 +54,13 @@ public final class ObjectContext {
 
     /// Drops every pending change.
     public func rollback() {
-        inserts.removeAll()
-        insertIndex.removeAll()
-        updates.removeAll()
-        updateOrder.removeAll()
-        deletes.removeAll()
-        deleteSet.removeAll()
+        // Keep the storage: a context is usually saved again and again (one save per change).
+        inserts.removeAll(keepingCapacity: true)
+        insertIndex.removeAll(keepingCapacity: true)
+        updates.removeAll(keepingCapacity: true)
+        updateOrder.removeAll(keepingCapacity: true)
+        deletes.removeAll(keepingCapacity: true)
+        deleteSet.removeAll(keepingCapacity: true)
         registered.removeAll()
     }
 
