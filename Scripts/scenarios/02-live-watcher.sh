@@ -3,6 +3,7 @@
 setup
 
 main-app add --url https://first.example --title first --json >/dev/null   # the widget will toggle it
+main-app sync --json >/dev/null   # MainApp's token: the watcher delivers everything after it
 background "$work/watch.out" main-app watch --count 20 --for 120 --json
 watcher=$last_pid
 n=10

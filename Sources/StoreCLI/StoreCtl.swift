@@ -90,9 +90,10 @@ extension Targets {
 
     static func tokens(_ inv: Invocation) throws {
         let container = try inv.container()
+        let retained = try container.historyCount()
         let rows = try inv.registry().consumers().map { c -> JSONValue in
             let after = c.token.flatMap { $0.storeID == container.storeID ? $0.value : nil } ?? 0
-            let lag = try container.historyCount() - container.historyCount(through: after)
+            let lag = try retained - container.historyCount(through: after)
             var fields: [(String, JSONValue)] = [
                 ("consumer", .string(c.name)),
                 ("token", c.token.map { .string($0.description) } ?? .null),

@@ -38,11 +38,11 @@ extension Stress {
                 var base = run.first?["start"] as? Int64 ?? (run.first?["start"] as? Double).map(Int64.init)
                 var final: Int64?
                 for line in run {
-                    if let t = line["token"] as? Double {
-                        let token = Int64(t)
+                    if let t = line["token"] as? String {
+                        let token = Int64(t.split(separator: ".").first ?? "") ?? -1
                         received.append(token)
                         let changes = (line["changes"] as? [[String: Any]] ?? []).map {
-                            Seen.Change(id: $0["id"] as? String ?? "", kind: $0["kind"] as? String ?? "", updated: $0["updated"] as? [String] ?? [])
+                            Seen.Change(id: $0["id"] as? String ?? "", kind: $0["type"] as? String ?? "", updated: $0["updated"] as? [String] ?? [])
                         }
                         add(token, Seen(author: line["author"] as? String, changes: changes), from: "consumer\(i)")
                     } else if let e = line["expired"] as? Double {

@@ -148,11 +148,7 @@ enum StressWorkers {
         let dropEvery = Int64(ProcessInfo.processInfo.environment["SHAREDSTORE_STRESS_DROP_EVERY"] ?? "") ?? 0
         func record(_ t: HistoryTransaction) throws {
             if dropEvery > 0, t.token.value % dropEvery == 0 { return }
-            try log.write(.object([
-                ("token", .number(Double(t.token.value))), ("author", t.author.map(JSONValue.string) ?? .null),
-                ("changes", .array(t.changes.map { .object([("id", .string($0.objectID.description)), ("kind", .string($0.kind.rawValue)),
-                                                            ("updated", .array($0.updatedProperties.map(JSONValue.string)))]) })),
-            ]))
+            try log.write(t.json)  // the `storectl history` shape
         }
         func marks(_ result: SyncResult) throws {
             if result.expired { try log.write(.object([("expired", .number(Double(result.token.value)))])) }

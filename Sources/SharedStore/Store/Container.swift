@@ -67,7 +67,7 @@ public final class Container: Sendable {
             let connection = try StoreError.wrap(path: "memory") {
                 try SQLiteConnection(path: memoryPath, busyTimeoutMilliseconds: timeout)
             }
-            storeID = try Schema.prepare(connection, model: model, path: "memory")
+            storeID = try Schema.existingStoreID(connection, model: model, path: "memory") ?? Schema.create(connection, model: model, path: "memory")
             writer = Locked(connection)
             reader = writer
             signal = nil
@@ -79,11 +79,11 @@ public final class Container: Sendable {
         try Self.makePrivateFile(path)
         let w = try StoreError.wrap(path: path) { try SQLiteConnection(path: path, busyTimeoutMilliseconds: timeout) }
         // Check before configuring: WAL mode would rewrite the header of a foreign database.
-        try Schema.checkExisting(w, model: model, path: path)
+        let existing = try Schema.existingStoreID(w, model: model, path: path)
         try StoreError.wrap(path: path) {
             try Schema.configure(w, synchronous: options.synchronous.rawValue)
         }
-        storeID = try Schema.prepare(w, model: model, path: path)
+        storeID = try existing ?? Schema.create(w, model: model, path: path)
         let r = try StoreError.wrap(path: path) { () throws -> SQLiteConnection in
             let r = try SQLiteConnection(path: path, busyTimeoutMilliseconds: timeout)
             try r.execute("PRAGMA query_only = 1")

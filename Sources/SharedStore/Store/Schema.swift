@@ -10,22 +10,19 @@ enum Schema {
         try c.execute("PRAGMA synchronous = \(synchronous)")
     }
 
-    /// Throws when the file is not a store, another application's database or a store of
-    /// another model; an empty database passes.
-    static func checkExisting(_ c: SQLiteConnection, model: Model, path: String) throws {
+    /// The store's UUID when the schema exists and matches; nil for an empty database. Throws
+    /// when the file is not a store, another application's database or a store of another model.
+    static func existingStoreID(_ c: SQLiteConnection, model: Model, path: String) throws -> UUID? {
         let expected = model.schemaDescription
-        _ = try StoreError.wrap(path: path) { try c.readTransaction { try check(c, expected: expected, path: path) } }
+        return try StoreError.wrap(path: path) { try c.readTransaction { try check(c, expected: expected, path: path) } }
     }
 
-    /// Creates or checks the schema; returns the store's UUID.
-    static func prepare(_ c: SQLiteConnection, model: Model, path: String) throws -> UUID {
+    /// Creates the schema, unless another process created it since `existingStoreID` looked;
+    /// returns the store's UUID.
+    static func create(_ c: SQLiteConnection, model: Model, path: String) throws -> UUID {
         let expected = model.schemaDescription
-        if let id = try StoreError.wrap(path: path, { try c.readTransaction { try check(c, expected: expected, path: path) } }) {
-            return id
-        }
         return try StoreError.wrap(path: path) {
             try c.writeTransaction {
-                // Another process may have created it between our read and our write lock.
                 if let id = try check(c, expected: expected, path: path) { return id }
                 return try create(c, model: model)
             }

@@ -35,14 +35,8 @@ public enum HistoryCleaner {
         }
         let evicted = try evictAfter.map { try registry.evict(notSeenFor: $0, dryRun: dryRun) } ?? []
         let current = try container.currentToken()
-        var minimum = try registry.minimum(storeID: container.storeID)
-        if dryRun, let m = minimum, evicted.contains(m.consumer) {
-            // Evictions are not written in a dry run: compute what the minimum would be.
-            minimum = try registry.consumers()
-                .filter { !$0.isEvicted && !evicted.contains($0.name) }
-                .map { (value: $0.token.flatMap { t in t.storeID == container.storeID ? t.value : nil } ?? 0, consumer: $0.name) }
-                .min { $0.value < $1.value }
-        }
+        // A dry run writes no eviction: leave out who would have been evicted.
+        let minimum = try registry.minimum(storeID: container.storeID, excluding: Set(evicted))
         let through: HistoryToken? = minimum.flatMap { m in
             m.value > 0 ? HistoryToken(storeID: container.storeID, value: min(m.value, current.value)) : nil
         }

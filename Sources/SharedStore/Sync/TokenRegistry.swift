@@ -72,9 +72,9 @@ public final class TokenRegistry: Sendable {
     /// The lowest position over live (non-evicted) consumers of store `storeID`: the history
     /// through it has been merged by all of them. A consumer that never synced, or whose token
     /// belongs to another store, needs everything (value 0). Nil when there is no live consumer.
-    public func minimum(storeID: UUID) throws -> (value: Int64, consumer: String)? {
+    public func minimum(storeID: UUID, excluding: Set<String> = []) throws -> (value: Int64, consumer: String)? {
         var lowest: (Int64, String)?
-        for c in try consumers() where !c.isEvicted {
+        for c in try consumers() where !c.isEvicted && !excluding.contains(c.name) {
             let value = c.token.flatMap { $0.storeID == storeID ? $0.value : nil } ?? 0
             if lowest == nil || value < lowest!.0 { lowest = (value, c.name) }
         }
