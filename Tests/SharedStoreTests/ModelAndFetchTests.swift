@@ -52,6 +52,7 @@ import Testing
         #expect(failure(["score": -1]).contains("at least 0"))
         #expect(failure(["i": "text"]).contains(".i takes an integer, not \"text\""))
         #expect(failure(["d": .double(.nan)]).hasPrefix("validation"))
+        #expect(failure(["t": .date(Date(timeIntervalSince1970: .infinity))]).contains("is not a valid date"))
         expectStoreError(.unknownProperty) { try context.insert("Thing", ["nope": 1]) }
         expectStoreError(.unknownEntity) { try context.insert("Nope", [:]) }
         let readLater = try memory().newContext()

@@ -180,6 +180,10 @@ import Testing
         #expect(try registry.minimum(storeID: container.storeID)?.value == 0)
         try registry.advance("B", to: t(1))
         #expect(try registry.consumer("B")?.token == t(1))
+        // Another spelling of the same directory reaches the same environment (LMDB must not be
+        // opened twice in one process).
+        let other = try TokenRegistry(group: group.path + "/./")
+        #expect(other.environment === registry.environment)
         #expect(try registry.remove("B"))
         #expect(try !registry.remove("B"))
         #expect(try registry.consumers().map(\.name) == ["A"])

@@ -208,6 +208,8 @@ public final class Container: Sendable {
                     throw StoreError(.validation, "\(name) '\(s)' does not match the pattern \(p)")
                 }
             }
+        case .date(let d) where !d.timeIntervalSince1970.isFinite:
+            throw StoreError(.validation, "\(name) is not a valid date")
         case .double(let d) where !d.isFinite:
             throw StoreError(.validation, "\(name) is not a finite number")
         case .integer, .double:

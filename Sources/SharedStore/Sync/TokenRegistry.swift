@@ -37,7 +37,13 @@ public final class TokenRegistry: Sendable {
     ///   that is not an LMDB environment.
     public init(group: String, durability: Durability = .processCrash) throws {
         try Container.makePrivateDirectory(group)
-        let path = (group as NSString).appendingPathComponent(Self.fileName)
+        // One environment per file in a process: spell the path one way (LMDB must not be
+        // opened twice, and `dir`, `./dir` and a symlink to it name the same file).
+        let canonical = realpath(group, nil).map { p in
+            defer { free(p) }
+            return String(cString: p)
+        } ?? group
+        let path = (canonical as NSString).appendingPathComponent(Self.fileName)
         var flags: LMDBEnvironmentFlags = [.noSubdirectory]
         if durability == .processCrash { flags.insert(.noSync) }
         environment = try StoreError.wrapLMDB { try LMDBEnvironment.shared(path: path, flags: flags) }
