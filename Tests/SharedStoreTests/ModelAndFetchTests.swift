@@ -153,6 +153,53 @@ import Testing
         #expect(last.changes[0].updatedProperties == ["category"])
     }
 
+    @Test func manyToManyLinksAreRecordedOnBothSidesAndObeyDeleteRules() throws {
+        let container = try memory(Fixtures.allTypes)
+        let context = container.newContext(author: "T")
+        let post = try context.insert("Post", ["title": "p"])
+        let swift = try context.insert("Topic", ["name": "swift"])
+        let linux = try context.insert("Topic", ["name": "linux"])
+        try context.relate(post, "topics", to: swift)
+        try context.relate(post, "topics", to: linux)
+        try context.relate(post, "topics", to: swift)  // twice: one link
+        let saved = try context.save()
+        let (p, s, l) = (saved.permanentID(for: post), saved.permanentID(for: swift), saved.permanentID(for: linux))
+        #expect(try context.related("topics", of: p) == [s, l])
+        #expect(try context.related("posts", of: s) == [p])
+        #expect(try container.fetchHistory(HistoryRequest()).last?.changes.map(\.kind) == [.insert, .insert, .insert], "inserts absorb the link updates")
+
+        try context.unrelate(p, "topics", from: l)
+        try context.unrelate(p, "topics", from: l)
+        try context.save()
+        let unlink = try #require(try container.fetchHistory(HistoryRequest()).last)
+        #expect(Set(unlink.changes.map { "\($0.objectID) \($0.updatedProperties)" }) == ["\(p) [\"topics\"]", "\(l) [\"posts\"]"])
+        #expect(try context.related("posts", of: l).isEmpty)
+
+        // Topic.posts is deny: a linked topic cannot go; Post.topics is nullify: a post can.
+        try context.delete(s)
+        expectStoreError(.deleteDenied) { try context.save() }
+        context.rollback()
+        try context.delete(p)
+        try context.save()
+        #expect(try context.related("posts", of: s).isEmpty)
+        #expect(try container.fetchHistory(HistoryRequest()).last?.changes.contains { $0.objectID == s && $0.updatedProperties == ["posts"] } == true)
+
+        // Shelf.books is cascade.
+        let shelf = try context.insert("Shelf", ["name": "s"])
+        let book = try context.insert("Book", ["title": "b"])
+        try context.relate(book, "shelves", to: shelf)
+        let ids = try context.save()
+        try context.delete(ids.permanentID(for: shelf))
+        #expect(try context.save().deletedCount == 2)
+        #expect(try context.count(FetchRequest("Book")) == 0)
+
+        expectStoreError(.unknownProperty) { try context.relate(s, "name", to: s) }
+        expectStoreError(.validation) { try context.relate(ids.permanentID(for: book), "shelves", to: s) }
+        let registryGroup = TemporaryGroup()
+        let failed = StoreVerifier.verify(container: container, registry: try TokenRegistry(group: registryGroup.path)).filter { !$0.ok }
+        #expect(failed.isEmpty, "\(failed)")
+    }
+
     @Test func compoundUniqueness() throws {
         let container = try memory(Fixtures.allTypes)
         let context = container.newContext()
@@ -206,5 +253,9 @@ import Testing
         expectStoreError(.invalidModel) { _ = try Model([Entity("A", attributes: [Attribute("x", .string, pattern: "(")])]) }
         expectStoreError(.invalidModel) { _ = try Model([Entity("A", attributes: [Attribute("x", .string, default: 3)])]) }
         expectStoreError(.invalidModel) { _ = try Model([Entity("A", attributes: [Attribute("x", .string)], uniquenessConstraints: [["y"]])]) }
+        expectStoreError(.invalidModel) {
+            _ = try Model([Entity("A", attributes: [], relationships: [.toOne("b", "B", inverse: "a")]),
+                           Entity("B", attributes: [], relationships: [.toOne("a", "A", inverse: "b")])])
+        }
     }
 }

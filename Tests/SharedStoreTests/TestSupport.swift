@@ -53,6 +53,15 @@ enum Fixtures {
                        relationships: [.toMany("cards", "Card", inverse: "tag")], uniquenessConstraints: [["name"]]),
                 Entity("Card", attributes: [Attribute("title", .string), Attribute("done", .bool, default: false)],
                        relationships: [.toOne("tag", "Tag", inverse: "cards")]),
+                // Many-to-many, with each delete rule.
+                Entity("Post", attributes: [Attribute("title", .string)],
+                       relationships: [.toMany("topics", "Topic", inverse: "posts", deleteRule: .nullify)]),
+                Entity("Topic", attributes: [Attribute("name", .string)],
+                       relationships: [.toMany("posts", "Post", inverse: "topics", deleteRule: .deny)]),
+                Entity("Shelf", attributes: [Attribute("name", .string)],
+                       relationships: [.toMany("books", "Book", inverse: "shelves", deleteRule: .cascade)]),
+                Entity("Book", attributes: [Attribute("title", .string)],
+                       relationships: [.toMany("shelves", "Shelf", inverse: "books", deleteRule: .nullify)]),
             ])
         } catch {
             preconditionFailure("fixture model: \(error)")

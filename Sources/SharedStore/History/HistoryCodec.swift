@@ -59,7 +59,7 @@ enum HistoryCodec {
             guard ei < model.entities.count else { throw r.corrupt("entity index \(ei)") }
             let entity = model.entities[ei]
             let pk = Int64(bitPattern: try r.varint())
-            let props = entity.storedPropertyNames
+            let props = entity.historyPropertyNames
             var updated: [String] = []
             var tombstone: [String: Value]?
             switch kind {

@@ -83,6 +83,11 @@ public struct Entity: Sendable, Hashable {
     public func relationship(named name: String) -> Relationship? { relationships.first { $0.name == name } }
 
     var toOneRelationships: [Relationship] { relationships.filter { !$0.isToMany } }
+    var toManyRelationships: [Relationship] { relationships.filter(\.isToMany) }
+
+    /// Names history refers to by index: attributes, to-one, then to-many relationships (a
+    /// to-many relationship shows as updated when a many-to-many link is made or broken).
+    var historyPropertyNames: [String] { storedPropertyNames + toManyRelationships.map(\.name) }
 
     /// Property names in a fixed order: attributes, then to-one relationships. History refers to
     /// properties by their index in this list.
@@ -138,8 +143,8 @@ public struct Model: Sendable, Hashable {
                 guard let inv = d.relationship(named: r.inverse), inv.destination == e.name, inv.inverse == r.name else {
                     throw fail("\(e.name).\(r.name): inverse '\(r.destination).\(r.inverse)' is missing or does not point back")
                 }
-                if r.isToMany && inv.isToMany {
-                    throw fail("\(e.name).\(r.name): many-to-many relationships are not supported; model a join entity")
+                if !r.isToMany && !inv.isToMany {
+                    throw fail("\(e.name).\(r.name): one-to-one relationships are not supported; use a to-one with a to-many inverse")
                 }
             }
             for c in e.uniquenessConstraints {
@@ -149,6 +154,16 @@ public struct Model: Sendable, Hashable {
                 }
             }
         }
+    }
+
+    /// The join table of a many-to-many relationship: one table per pair, owned by the side
+    /// whose `Entity.relationship` sorts first; column `a` holds the owner's keys, `b` the other's.
+    func joinTable(_ e: Entity, _ r: Relationship) -> JoinTable? {
+        guard r.isToMany, let d = entity(named: r.destination), let inv = d.relationship(named: r.inverse), inv.isToMany else { return nil }
+        let mine = "\(e.name).\(r.name)", theirs = "\(d.name).\(r.inverse)"
+        let owner = mine <= theirs
+        let name = owner ? "ss_m2m_\(e.name)_\(r.name)" : "ss_m2m_\(d.name)_\(r.inverse)"
+        return JoinTable(name: name, mine: owner ? "a" : "b", theirs: owner ? "b" : "a", isOwner: owner)
     }
 
     static func isIdentifier(_ s: String) -> Bool {
@@ -181,4 +196,12 @@ public struct Model: Sendable, Hashable {
         }
         return lines.joined(separator: "\n")
     }
+}
+
+/// Where the links of a many-to-many relationship live (see ``Model/joinTable(_:_:)``).
+struct JoinTable: Hashable {
+    let name: String
+    /// The column holding this side's keys, and the one holding the destination's.
+    let mine: String, theirs: String
+    let isOwner: Bool
 }

@@ -207,7 +207,22 @@ struct ChangeWriter {
             }
             for r in entity.relationships {
                 let dest = try model.entity(r.destination)
-                if r.isToMany {
+                if let join = model.joinTable(entity, r) {
+                    // Many-to-many: the links go in every case; the rule says what happens to the others.
+                    let related = try c.cached("SELECT \(join.theirs) FROM \(SQLMapping.quote(join.name)) WHERE \(join.mine) = ?")
+                        .rows([.integer(pk)]) { $0.int64(0) }
+                        .filter { !deleted.contains(ObjectKey(entity: entityIndex(dest), pk: $0)) }
+                    if r.deleteRule == .deny, related.contains(where: { !requested.contains(ObjectKey(entity: entityIndex(dest), pk: $0)) }) {
+                        throw StoreError(.deleteDenied, "cannot delete \(object): \(entity.name).\(r.name) still has \(related.count) \(dest.name) object(s) (delete rule deny)")
+                    }
+                    try c.cached("DELETE FROM \(SQLMapping.quote(join.name)) WHERE \(join.mine) = ?").execute([.integer(pk)])
+                    if r.deleteRule == .cascade {
+                        work += related.map { (dest, $0) }
+                    } else {
+                        let inverse = historyIndex(dest, r.inverse)
+                        for other in related { changes.append(RecordedChange(kind: 1, entity: entityIndex(dest), primaryKey: other, updated: [inverse])) }
+                    }
+                } else if r.isToMany {
                     let related = try c.cached("SELECT Z_PK FROM \(SQLMapping.quote(dest.name)) WHERE \(SQLMapping.quote(r.inverse)) = ?")
                         .rows([.integer(pk)]) { $0.int64(0) }
                         .filter { !deleted.contains(ObjectKey(entity: entityIndex(dest), pk: $0)) }
@@ -220,7 +235,7 @@ struct ChangeWriter {
                     case .cascade:
                         work += related.map { (dest, $0) }
                     case .nullify:
-                        let inverseIndex = dest.attributes.count + (dest.toOneRelationships.firstIndex { $0.name == r.inverse } ?? 0)
+                        let inverseIndex = historyIndex(dest, r.inverse)
                         try c.cached("UPDATE \(SQLMapping.quote(dest.name)) SET \(SQLMapping.quote(r.inverse)) = NULL, Z_OPT = Z_OPT + 1 WHERE \(SQLMapping.quote(r.inverse)) = ?")
                             .execute([.integer(pk)])
                         for other in related {
@@ -247,12 +262,57 @@ struct ChangeWriter {
         }
     }
 
+    /// The index history uses for property `name` of `e`.
+    func historyIndex(_ e: Entity, _ name: String) -> Int {
+        e.historyPropertyNames.firstIndex(of: name) ?? 0
+    }
+
+    // MARK: - Many-to-many links
+
+    /// Makes (or, with `linked` false, breaks) the link between `pk` and `target` through
+    /// many-to-many relationship `r`; records an update of both objects when it changed anything.
+    mutating func link(_ e: Entity, _ pk: Int64, _ r: Relationship, _ target: Int64, linked: Bool) throws {
+        guard let join = model.joinTable(e, r) else { throw StoreError(.unknownProperty, "\(e.name).\(r.name) is not a many-to-many relationship") }
+        let dest = try model.entity(r.destination)
+        guard try exists(e, pk) else { throw StoreError(.objectNotFound, "no object \(e.name)/\(pk) in the store (never saved, or deleted)") }
+        guard try exists(dest, target) else { throw StoreError(.objectNotFound, "no object \(dest.name)/\(target) in the store (never saved, or deleted)") }
+        let sql = linked
+            ? "INSERT OR IGNORE INTO \(SQLMapping.quote(join.name))(\(join.mine), \(join.theirs)) VALUES (?, ?)"
+            : "DELETE FROM \(SQLMapping.quote(join.name)) WHERE \(join.mine) = ? AND \(join.theirs) = ?"
+        try c.cached(sql).execute([.integer(pk), .integer(target)])
+        guard c.changes > 0 else { return }
+        changes.append(RecordedChange(kind: 1, entity: entityIndex(e), primaryKey: pk, updated: [historyIndex(e, r.name)]))
+        changes.append(RecordedChange(kind: 1, entity: entityIndex(dest), primaryKey: target, updated: [historyIndex(dest, r.inverse)]))
+    }
+
+    /// One change per object: an insert absorbs later updates, updates merge their properties,
+    /// a delete replaces what came before.
+    static func coalesce(_ changes: [RecordedChange]) -> [RecordedChange] {
+        var out: [RecordedChange] = []
+        var at: [ObjectKey: Int] = [:]
+        for change in changes {
+            let key = ObjectKey(entity: change.entity, pk: change.primaryKey)
+            guard let i = at[key] else {
+                at[key] = out.count
+                out.append(change)
+                continue
+            }
+            switch (out[i].kind, change.kind) {
+            case (0, 1), (2, 1): break
+            case (1, 1): out[i].updated = Array(Set(out[i].updated).union(change.updated)).sorted()
+            default: out[i] = change
+            }
+        }
+        return out
+    }
+
     // MARK: - History
 
     /// Writes the history transaction of everything recorded, in the same SQLite transaction as
     /// the data (invariant 1). Returns its token, or nil when nothing changed or history is off.
     func writeHistory(author: String?, contextName: String?) throws -> HistoryToken? {
         guard container.options.historyTracking, !changes.isEmpty else { return nil }
+        let changes = changes.count > 1 ? Self.coalesce(changes) : changes
         try c.statement(Slot.historyInsert, """
             INSERT INTO ss_history(timestamp, author, context, process, executable, entities, changes)
             VALUES (?, ?, ?, ?, ?, ?, ?)

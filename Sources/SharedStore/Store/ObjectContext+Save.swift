@@ -89,13 +89,26 @@ extension ObjectContext {
                                  + conflicts.map(\.description).joined(separator: " | "), conflicts: conflicts)
             }
 
-            // 3. Deletes, with delete rules.
+            // 3. Many-to-many links, between stored objects or ones inserted above.
+            for link in links {
+                func key(_ id: ObjectID) throws -> Int64 {
+                    guard let p = id.isTemporary ? permanent[id] : id else {
+                        throw StoreError(.objectNotFound, "\(id) is a temporary id this context did not insert")
+                    }
+                    return p.primaryKey
+                }
+                let e = try model.entity(link.id.entity)
+                guard let r = e.relationship(named: link.relationship) else { continue }
+                try w.link(e, try key(link.id), r, try key(link.target), linked: link.linked)
+            }
+
+            // 4. Deletes, with delete rules.
             for id in deletes {
                 try w.delete(try model.entity(id.entity), pks: [id.primaryKey])
             }
 
             let token = try w.writeHistory(author: author, contextName: contextName)
-            let counts = w.changes.reduce(into: (0, 0, 0)) { n, ch in
+            let counts = ChangeWriter.coalesce(w.changes).reduce(into: (0, 0, 0)) { n, ch in
                 switch ch.kind { case 0: n.0 += 1; case 1: n.1 += 1; default: n.2 += 1 }
             }
             return (token, permanent, counts)

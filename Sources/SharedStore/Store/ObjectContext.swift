@@ -39,6 +39,8 @@ public final class ObjectContext {
     var updateOrder: [ObjectID] = []
     var deletes: [ObjectID] = []
     var deleteSet: Set<ObjectID> = []
+    /// Many-to-many links to make (true) or break (false), in call order.
+    var links: [(id: ObjectID, relationship: String, target: ObjectID, linked: Bool)] = []
     /// What this context last read of each object: the base of conflict detection on save.
     var registered: [ObjectID: Snapshot] = [:]
 
@@ -50,7 +52,7 @@ public final class ObjectContext {
 
     var model: Model { container.model }
 
-    public var hasChanges: Bool { !inserts.isEmpty || !updates.isEmpty || !deletes.isEmpty }
+    public var hasChanges: Bool { !inserts.isEmpty || !updates.isEmpty || !deletes.isEmpty || !links.isEmpty }
 
     /// Drops every pending change.
     public func rollback() {
@@ -61,6 +63,7 @@ public final class ObjectContext {
         updateOrder.removeAll(keepingCapacity: true)
         deletes.removeAll(keepingCapacity: true)
         deleteSet.removeAll(keepingCapacity: true)
+        links.removeAll(keepingCapacity: true)
         registered.removeAll()
     }
 
@@ -104,12 +107,39 @@ public final class ObjectContext {
         try update(id, [:], relationships: [relationship: target])
     }
 
+    /// Links `id` to `target` through many-to-many relationship `relationship` on save (and the
+    /// inverse with it); a link that exists already is left as it is.
+    ///
+    /// For example: `try context.relate(post, "topics", to: swift)`
+    public func relate(_ id: ObjectID, _ relationship: String, to target: ObjectID) throws {
+        try checkLink(id, relationship, target)
+        links.append((id, relationship, target, true))
+    }
+
+    /// Breaks the link between `id` and `target` through many-to-many `relationship` on save.
+    public func unrelate(_ id: ObjectID, _ relationship: String, from target: ObjectID) throws {
+        try checkLink(id, relationship, target)
+        links.append((id, relationship, target, false))
+    }
+
+    private func checkLink(_ id: ObjectID, _ relationship: String, _ target: ObjectID) throws {
+        let entity = try checkID(id)
+        _ = try checkID(target)
+        guard let r = entity.relationship(named: relationship), model.joinTable(entity, r) != nil else {
+            throw StoreError(.unknownProperty, "\(entity.name) has no many-to-many relationship '\(relationship)'")
+        }
+        guard target.entity == r.destination else {
+            throw StoreError(.validation, "\(entity.name).\(relationship) takes \(r.destination) objects, not \(target)")
+        }
+    }
+
     /// Deletes an object on save, applying the delete rules of its relationships.
     public func delete(_ id: ObjectID) throws {
         _ = try checkID(id)
         if let i = insertIndex[id] {
             inserts.remove(at: i)
             insertIndex = Dictionary(uniqueKeysWithValues: inserts.enumerated().map { ($1.id, $0) })
+            links.removeAll { $0.id == id || $0.target == id }
             return
         }
         if updates.removeValue(forKey: id) != nil { updateOrder.removeAll { $0 == id } }
@@ -173,6 +203,12 @@ public final class ObjectContext {
             throw StoreError(.unknownProperty, "\(entity.name) has no to-many relationship '\(relationship)'")
         }
         let dest = try model.entity(r.destination)
+        if let join = model.joinTable(entity, r) {
+            return try container.read { c in
+                try c.cached("SELECT \(join.theirs) FROM \(SQLMapping.quote(join.name)) WHERE \(join.mine) = ? ORDER BY \(join.theirs)")
+                    .rows([.integer(id.primaryKey)]) { ObjectID(storeID: container.storeID, entity: dest.name, primaryKey: $0.int64(0)) }
+            }
+        }
         return try container.read { c in
             try c.cached("SELECT Z_PK FROM \(SQLMapping.quote(dest.name)) WHERE \(SQLMapping.quote(r.inverse)) = ? ORDER BY Z_PK")
                 .rows([.integer(id.primaryKey)]) { ObjectID(storeID: container.storeID, entity: dest.name, primaryKey: $0.int64(0)) }

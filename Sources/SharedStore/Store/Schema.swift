@@ -81,6 +81,11 @@ enum Schema {
             for r in e.toOneRelationships {
                 sql += "CREATE INDEX \(SQLMapping.quote("ss_fk_\(e.name)_\(r.name)")) ON \(SQLMapping.quote(e.name))(\(SQLMapping.quote(r.name)));\n"
             }
+            for r in e.toManyRelationships {
+                guard let join = model.joinTable(e, r), join.isOwner else { continue }
+                sql += "CREATE TABLE \(SQLMapping.quote(join.name))(a INTEGER NOT NULL, b INTEGER NOT NULL, PRIMARY KEY (a, b)) WITHOUT ROWID;\n"
+                sql += "CREATE INDEX \(SQLMapping.quote(join.name + "_b")) ON \(SQLMapping.quote(join.name))(b, a);\n"
+            }
             for (i, u) in e.uniquenessConstraints.enumerated() {
                 sql += "CREATE UNIQUE INDEX \(SQLMapping.quote("ss_unique_\(e.name)_\(i)")) ON \(SQLMapping.quote(e.name))(\(u.map(SQLMapping.quote).joined(separator: ", ")));\n"
             }

@@ -52,8 +52,17 @@ public enum StoreVerifier {
                             """).firstRow { $0.int64(0) } ?? 0
                         if n > 0 { dangling.append("\(n) \(e.name).\(r.name)") }
                     }
+                    for r in e.toManyRelationships {
+                        guard let join = model.joinTable(e, r) else { continue }
+                        let n = try c.cached("""
+                            SELECT count(*) FROM \(SQLMapping.quote(join.name)) AS j
+                            WHERE NOT EXISTS (SELECT 1 FROM \(SQLMapping.quote(e.name)) WHERE Z_PK = j.\(join.mine))
+                               OR NOT EXISTS (SELECT 1 FROM \(SQLMapping.quote(r.destination)) WHERE Z_PK = j.\(join.theirs))
+                            """).firstRow { $0.int64(0) } ?? 0
+                        if n > 0 { dangling.append("\(n) links of \(e.name).\(r.name)") }
+                    }
                 }
-                return (dangling.isEmpty, dangling.isEmpty ? "no dangling to-one relationship" : "dangling: " + dangling.joined(separator: ", "))
+                return (dangling.isEmpty, dangling.isEmpty ? "no dangling relationship or link" : "dangling: " + dangling.joined(separator: ", "))
             }
         }
         run("uniqueness") {
