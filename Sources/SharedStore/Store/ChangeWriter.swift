@@ -10,6 +10,9 @@ struct ChangeWriter {
     var changes: [RecordedChange] = []
     /// Objects deleted in this transaction (entity index, primary key).
     var deleted: Set<ObjectKey> = []
+    /// The state of each updated object after this transaction, so that a context can go on
+    /// from it without reading the object again.
+    var updatedSnapshots: [ObjectID: Snapshot] = [:]
 
     struct ObjectKey: Hashable { let entity: Int; let pk: Int64 }
 
@@ -138,11 +141,22 @@ struct ChangeWriter {
             columns.append(r.name)
             indexes.append(e.attributes.count + i)
         }
-        guard !columns.isEmpty else { return }
+        guard !columns.isEmpty else {
+            updatedSnapshots[current.id] = current
+            return
+        }
         let set = columns.map { "\(SQLMapping.quote($0)) = ?" }.joined(separator: ", ")
         let stmt = try c.cached("UPDATE \(SQLMapping.quote(e.name)) SET \(set), Z_OPT = Z_OPT + 1 WHERE Z_PK = ?")
         try unique(object()) { try stmt.execute(bindings + [.integer(pk)]) }
         changes.append(RecordedChange(kind: 1, entity: entityIndex(e), primaryKey: pk, updated: indexes))
+        var after = Snapshot(id: current.id, version: current.version + 1, values: current.values, relationships: current.relationships)
+        for name in columns {
+            if let v = values[name] { after.values[name] = v }
+            if let r = e.relationship(named: name), let target = relationships[name] {
+                after.relationships[name] = target.map { ObjectID(storeID: container.storeID, entity: r.destination, primaryKey: $0) }
+            }
+        }
+        updatedSnapshots[current.id] = after
     }
 
     /// An update of an object another save deleted: stays deleted (store trump, rollback), fails

@@ -15,7 +15,7 @@ extension ObjectContext {
             return SaveResult(token: nil, permanentIDs: [:], insertedCount: 0, updatedCount: 0, deletedCount: 0)
         }
         let author = transactionAuthor, contextName = name, policy = mergePolicy
-        let (token, permanent, counts) = try container.write { c -> (HistoryToken?, [ObjectID: ObjectID], (Int, Int, Int)) in
+        let (token, permanent, counts, after) = try container.write { c -> (HistoryToken?, [ObjectID: ObjectID], (Int, Int, Int), [ObjectID: Snapshot]) in
             var w = ChangeWriter(container: container, connection: c)
             var permanent: [ObjectID: ObjectID] = [:]
             var deferred: [(Entity, Int64, String, ObjectID)] = []
@@ -111,9 +111,11 @@ extension ObjectContext {
             let counts = ChangeWriter.coalesce(w.changes).reduce(into: (0, 0, 0)) { n, ch in
                 switch ch.kind { case 0: n.0 += 1; case 1: n.1 += 1; default: n.2 += 1 }
             }
-            return (token, permanent, counts)
+            return (token, permanent, counts, w.updatedSnapshots)
         }
         rollback()
+        // What this save wrote is what the context has now read of those objects.
+        registered = after
         container.didCommit(token)
         return SaveResult(token: token, permanentIDs: permanent, insertedCount: counts.0, updatedCount: counts.1, deletedCount: counts.2)
     }
