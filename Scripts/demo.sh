@@ -8,7 +8,7 @@ sharedstore_ensure_packages
 
 bold() { if [ -t 1 ]; then printf '\033[1m%s\033[0m\n' "$*"; else printf '%s\n' "$*"; fi; }
 step() { echo; bold "== $*"; }
-run() { printf '$ %s\n' "$*"; "$@"; }
+run() { printf '$'; printf ' %q' "$@"; echo; "$@"; }
 
 step "Building the targets in release (first time: a few minutes)"
 swift build -c release 2>&1 | tail -n 1
@@ -59,20 +59,22 @@ follow "$n"
 step "What the main app lists now"
 run main-app list
 
-step "Where each consumer stands in the token registry (tokens.lmdb)"
+step "The widget stops (SIGTERM: it saves its token and exits 0); two more links are shared meanwhile"
+kill -TERM "$watcher"; wait "$watcher" && echo "widget exited 0"; watcher=""
+run share-extension share --url https://www.kernel.org/doc/html/latest/filesystems/inotify.html --title "inotify" --json
+run share-extension share --url https://en.wikipedia.org/wiki/Write-ahead_logging --title "WAL, the idea" --category Databases --json
+run main-app sync --json
+
+step "Where each consumer stands in the token registry (tokens.lmdb): the widget is behind"
 run storectl tokens
 
-step "The cleaner deletes only the history that every consumer has merged"
+step "The cleaner deletes only what every consumer has merged: it stops at the widget's token"
 run history-cleaner --json
-
-step "A last share; the widget follows, and the history after every token is still there"
-n=$(wc -l <"$widget_log")
-run share-extension share --url https://www.kernel.org/doc/html/latest/filesystems/inotify.html --title "inotify" --json
-follow "$n"
 run storectl history
 
-step "Stopping the widget (SIGTERM: it saves its token and exits 0)"
-kill -TERM "$watcher"; wait "$watcher" && echo "widget exited 0"; watcher=""
+step "The widget comes back and merges what it missed; now the rest of the history can go"
+run widget show --json
+run history-cleaner --json
 
 step "The store, the registry and their invariants"
 run storectl stats
