@@ -46,7 +46,7 @@ public final class ChangeObserver: Sendable {
         state.withLock { $0.last = current }
     }
 
-    deinit { watch.stop() }
+    deinit { stop() }
 
     /// True when inotify carries the signal; false when only the poll does.
     public var usesInotify: Bool { watch.usesInotify }
@@ -95,6 +95,10 @@ public final class ChangeObserver: Sendable {
 
     /// The current token when it moved since the last report.
     private func check() throws -> HistoryToken? {
+        try Self.check(container, state)
+    }
+
+    private static func check(_ container: Container, _ state: Locked<State>) throws -> HistoryToken? {
         let token = try container.currentToken()
         return state.withLock { s in
             guard token.value > s.last else { return nil }
@@ -109,14 +113,17 @@ public final class ChangeObserver: Sendable {
             return !s.threadStarted && !s.stopped
         }
         guard start else { return }
-        let thread = Thread { [self] in
+        // The thread holds the parts it needs, not the observer: dropping the observer stops it
+        // (deinit wakes the wait), as ``stop()`` does.
+        let (container, state, watch, interval) = (container, state, watch, pollInterval)
+        let thread = Thread {
             while !state.withLock({ $0.stopped }) {
-                if let token = try? check() {
+                if let token = try? Self.check(container, state) {
                     let (continuations, callbacks) = state.withLock { (Array($0.continuations.values), Array($0.callbacks.values)) }
                     continuations.forEach { $0.yield(token) }
                     callbacks.forEach { $0(token) }
                 }
-                if watch.wait(timeout: pollInterval) == .stopped { break }
+                if watch.wait(timeout: interval) == .stopped { break }
             }
         }
         thread.name = "SharedStore.ChangeObserver"

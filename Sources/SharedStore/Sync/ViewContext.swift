@@ -110,17 +110,14 @@ public final class ViewContext {
                 }
             }
         } catch let error as StoreError where error.code == .historyExpired || error.code == .foreignToken {
-            expired = true
-            reloaded = true
             last = try reload()
             try registry.reset(consumer, to: last)
             token = last
             return SyncResult(transactions: merged, changedObjects: objects.count, token: last, expired: true, reloaded: true, reloadedAt: last)
         }
-        if last != start {
-            try registry.advance(consumer, to: last)
-        } else if !reloaded {
-            // Nothing new; record that the consumer is alive (the cleaner's eviction looks at it).
+        // Also with nothing new: the advance records that the consumer is alive (eviction looks
+        // at it). A consumer that was just reset to `start` needs no second write.
+        if last != start || reloadedAt == nil {
             try registry.advance(consumer, to: last)
         }
         token = last
