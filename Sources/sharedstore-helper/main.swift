@@ -78,11 +78,19 @@ do {
             break
         }
         let observer = try ChangeObserver(container: container, pollInterval: Double(options["poll"] ?? "1") ?? 1)
-        emit([("ready", .bool(true)), ("inotify", .bool(observer.usesInotify))])
-        try view.watch(observer: observer, duration: options["seconds"].flatMap(Double.init), count: options["count"].flatMap(Int.init)) { t in
+        func report(_ t: HistoryTransaction) {
             var line: [(String, JSONValue)] = [("token", .string(t.token.description)), ("author", t.author.map(JSONValue.string) ?? .null)]
             if times { line.append(("t", .number(monotonicNanoseconds()))) }
             emit(line)
+        }
+        // Ready only once the first sync is done: a new consumer's first sync loads the view in
+        // full, and what was committed before it would not be reported as transactions.
+        var reported = 0
+        try view.sync { report($0); reported += 1 }
+        emit([("ready", .bool(true)), ("inotify", .bool(observer.usesInotify))])
+        let count = options["count"].flatMap(Int.init).map { $0 - reported }
+        if count.map({ $0 > 0 }) ?? true {
+            try view.watch(observer: observer, duration: options["seconds"].flatMap(Double.init), count: count, report)
         }
         // The view, to compare with a fresh fetch.
         let view_ = view.objects.values.sorted { $0.id < $1.id }.map { JSONValue.string("\($0.id)@\($0.version)") }
