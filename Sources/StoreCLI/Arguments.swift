@@ -12,10 +12,12 @@ public struct Option: Sendable {
     public let name: String
     public let valueName: String?
     public let help: String
+    /// Shown without brackets in usage lines; the command checks it (``Arguments/required(_:)``).
+    public var isRequired = false
 
     /// A flag with a value: `--name VALUE` or `--name=VALUE`.
-    public static func value(_ name: String, _ valueName: String, _ help: String) -> Option {
-        Option(name: name, valueName: valueName, help: help)
+    public static func value(_ name: String, _ valueName: String, _ help: String, required: Bool = false) -> Option {
+        Option(name: name, valueName: valueName, help: help, isRequired: required)
     }
 
     /// A flag without a value.
@@ -41,7 +43,10 @@ public struct Command: Sendable {
     var usageLine: String {
         var parts = [name]
         parts += positionals
-        parts += options.map { o in "[--\(o.name)\(o.valueName.map { " \($0)" } ?? "")]" }
+        parts += options.map { o in
+            let flag = "--\(o.name)\(o.valueName.map { " \($0)" } ?? "")"
+            return o.isRequired ? flag : "[\(flag)]"
+        }
         return parts.filter { !$0.isEmpty }.joined(separator: " ")
     }
 }

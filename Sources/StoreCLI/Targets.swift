@@ -5,8 +5,8 @@ import SharedStore
 /// The executables of shared/docs/CLI.md. Each `main.swift` is `exit(Targets.X.run(CommandLine.arguments))`.
 public enum Targets {
     static let addOptions: [Option] = [
-        .value("title", "T", "the article's title (1 to 500 characters)"),
-        .value("url", "U", "an absolute http(s) URL"),
+        .value("title", "T", "the article's title (1 to 500 characters)", required: true),
+        .value("url", "U", "an absolute http(s) URL", required: true),
         .value("category", "C", "a category name, created when new"),
     ]
 
