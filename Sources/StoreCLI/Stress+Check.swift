@@ -29,13 +29,14 @@ extension Stress {
         // Consumers: every run delivers exactly the tokens after where it started, in order.
         var expiredCount = 0
         for i in 0..<consumers {
-            var runs: [[[String: Any]]] = []
-            for line in Self.lines("\(logs)/consumer\(i).jsonl") {
-                if line.keys.contains("start") { runs.append([line]) } else if !runs.isEmpty { runs[runs.count - 1].append(line) }
-            }
-            for (r, run) in runs.enumerated() {
+            // One run at a time, streamed: a soak's consumer logs run to millions of lines.
+            var run: [[String: Any]] = []
+            var r = 0
+            func checkRun() {
+                guard !run.isEmpty else { return }
+                defer { run.removeAll(keepingCapacity: true); r += 1 }
                 var received: [Int64] = []
-                var base = run.first?["start"] as? Int64 ?? (run.first?["start"] as? Double).map(Int64.init)
+                var base = (run.first?["start"] as? Double).map(Int64.init)
                 var final: Int64?
                 for line in run {
                     if let t = line["token"] as? String {
@@ -54,7 +55,7 @@ extension Stress {
                         final = Int64(f)
                     }
                 }
-                guard let from = base else { continue }  // killed before its first sync
+                guard let from = base else { return }  // killed before its first sync
                 if let last = received.last {
                     let expected = last > from ? Array((from + 1)...last) : []
                     if received != expected {
@@ -66,6 +67,12 @@ extension Stress {
                     violations.append("consumer\(i) ended at \(received.last ?? from), final sync at \(final), store at \(current)")
                 }
             }
+            Self.forEachLine("\(logs)/consumer\(i).jsonl") { text in
+                guard let line = Self.parse(text) else { return }
+                if line.keys.contains("start") { checkRun() }
+                run.append(line)
+            }
+            checkRun()
             // The view of the last run equals a fresh fetch.
             let view = (try? String(contentsOfFile: "\(logs)/consumer\(i).view", encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
             let context = container.newContext()

@@ -142,7 +142,7 @@ struct Stress {
         // logs "start" after installing its handler), so wait for every run's start line first.
         for (i, c) in consumers.enumerated() {
             let deadline = Date().addingTimeInterval(30)
-            while Self.lines("\(logs)/consumer\(i).jsonl").filter({ $0.keys.contains("start") }).count < c.restarts + 1,
+            while Self.starts("\(logs)/consumer\(i).jsonl") < c.restarts + 1,
                   c.process?.isRunning == true, Date() < deadline {
                 usleep(10_000)
             }
@@ -183,9 +183,35 @@ struct Stress {
     }
 
     static func lines(_ path: String) -> [[String: Any]] {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
-        return text.split(separator: "\n").compactMap { line in
-            (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        var out: [[String: Any]] = []
+        forEachLine(path) { if let object = parse($0) { out.append(object) } }
+        return out
+    }
+
+    static func parse(_ line: Substring) -> [String: Any]? {
+        (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+    }
+
+    /// Calls `body` with each line of `path`, reading 1 MiB at a time: a soak's logs run to
+    /// millions of lines and need not sit in memory at once.
+    static func forEachLine(_ path: String, _ body: (Substring) -> Void) {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return }
+        defer { try? handle.close() }
+        var pending = Data()
+        while let chunk = try? handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+            pending.append(chunk)
+            guard let last = pending.lastIndex(of: 10) else { continue }
+            let text = String(decoding: pending[pending.startIndex...last], as: UTF8.self)
+            for line in text.split(separator: "\n") { body(line) }
+            pending = Data(pending[pending.index(after: last)...])
         }
+        if !pending.isEmpty { body(Substring(String(decoding: pending, as: UTF8.self))) }
+    }
+
+    /// How many runs a consumer's log has begun (its "start" lines), without parsing the rest.
+    static func starts(_ path: String) -> Int {
+        var n = 0
+        forEachLine(path) { if $0.hasPrefix("{\"start\"") { n += 1 } }
+        return n
     }
 }
