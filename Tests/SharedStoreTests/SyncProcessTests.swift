@@ -192,6 +192,31 @@ import Testing
         #expect(mode == 0o600)
     }
 
+    @Test func aStoreMadeAgainMakesEveryConsumerReloadInFull() throws {
+        let group = TemporaryGroup()
+        let registry = try TokenRegistry(group: group.path)
+        do {
+            let old = try group.open()
+            let context = old.newContext(author: "W")
+            for i in 0..<3 { try context.insert(Fixtures.article("old \(i)", i)) }
+            try context.save()
+            try ViewContext(container: old, registry: registry, consumer: "Widget").sync()
+        }
+        // The store is deleted and made again (a new identity); the registry survives.
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: group.storePath + suffix) }
+        let fresh = try group.open()
+        let context = fresh.newContext(author: "W")
+        try context.insert(Fixtures.article("new"))
+        try context.save()
+        #expect(try registry.consumer("Widget")?.token?.storeID != fresh.storeID)
+        #expect(try registry.minimum(storeID: fresh.storeID)?.value == 0, "a foreign token is not trusted: it needs everything")
+        let view = try ViewContext(container: fresh, registry: registry, consumer: "Widget")
+        let result = try view.sync()
+        #expect(result.expired && result.reloaded)
+        #expect(view.objects(of: "Article").map { $0["title"] } == ["new"])
+        #expect(try registry.consumer("Widget")?.token == fresh.currentToken())
+    }
+
     @Test func theRegistryGrowsWhenItsMapIsFull() throws {
         let group = TemporaryGroup()
         let registry = try TokenRegistry(group: group.path)
