@@ -164,12 +164,18 @@ func historyFetchCase(_ s: Settings, retained: Int, name: String) throws -> Repo
 
 // MARK: - Cleaner
 
+/// A fresh group in `dir` whose store holds `count` history transactions.
+func groupWithHistory(in dir: String, count: Int) throws -> (group: String, container: Container) {
+    let group = dir + "/group"
+    let container = try Container(group: group, model: benchModel)
+    try fillHistory(container, path: group + "/" + Container.storeFileName, count: count)
+    return (group, container)
+}
+
 func cleanerCase(_ s: Settings) throws -> Report {
     let dir = scratch()
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let group = dir + "/group"
-    let container = try Container(group: group, model: benchModel)
-    try fillHistory(container, path: group + "/" + Container.storeFileName, count: s.bigHistory)
+    let (group, container) = try groupWithHistory(in: dir, count: s.bigHistory)
     let through = try container.currentToken()
     // A writer in another thread, with its own connections, saving as fast as it can.
     let writer = try Container(group: group, model: benchModel)

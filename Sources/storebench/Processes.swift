@@ -126,9 +126,7 @@ func latencyCase(_ s: Settings) throws -> Report {
 func catchUpCase(_ s: Settings) throws -> Report {
     let dir = scratch()
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let group = dir + "/group"
-    let container = try Container(group: group, model: benchModel)
-    try fillHistory(container, path: group + "/" + Container.storeFileName, count: s.bigHistory)
+    let (group, _) = try groupWithHistory(in: dir, count: s.bigHistory)
     let (child, lines) = try spawnSelf(["catch-up", group])
     let line = lines.next() ?? ""
     child.waitUntilExit()

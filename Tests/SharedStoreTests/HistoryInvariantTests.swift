@@ -78,10 +78,7 @@ import Testing
         let group = TemporaryGroup()
         let container = try group.open()
         let context = container.newContext(author: "A")
-        for i in 0..<5 {
-            try context.insert(Fixtures.article("\(i)", i))
-            try context.save()
-        }
+        try Fixtures.saveArticles(context, count: 5)
         let last = try container.currentToken()
         #expect(try container.deleteHistory(through: last, chunkSize: 2) == 5)
         #expect(try container.fetchHistory(HistoryRequest()).isEmpty)
@@ -109,11 +106,7 @@ import Testing
         let group = TemporaryGroup()
         let container = try group.open()
         let context = container.newContext(author: "A")
-        var tokens: [HistoryToken] = []
-        for i in 0..<4 {
-            try context.insert(Fixtures.article("\(i)", i))
-            tokens.append(try #require(try context.save().token))
-        }
+        let tokens = try Fixtures.saveArticles(context, count: 4)
         try container.deleteHistory(through: tokens[2])
 
         expectStoreError(.historyExpired) { _ = try container.fetchHistory(HistoryRequest(after: tokens[0])) }
@@ -141,10 +134,7 @@ import Testing
         let group = TemporaryGroup()
         let container = try group.open()
         let context = container.newContext(author: "A")
-        for i in 0..<10 {
-            try context.insert(Fixtures.article("\(i)", i))
-            try context.save()
-        }
+        try Fixtures.saveArticles(context, count: 10)
         var seen: [Int64] = []
         let cleaner = try group.open()
         expectStoreError(.historyExpired) {

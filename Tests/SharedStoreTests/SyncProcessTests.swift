@@ -116,10 +116,7 @@ import Testing
         let group = TemporaryGroup()
         let container = try group.open()
         let context = container.newContext(author: "W")
-        for i in 0..<5 {
-            try context.insert(Fixtures.article("\(i)", i))
-            try context.save()
-        }
+        try Fixtures.saveArticles(context, count: 5)
         var generator = SystemRandomNumberGenerator()
         let children = try (0..<4).map { p -> Child in
             let values = (1...200).map { _ in Int.random(in: 1...1000, using: &generator) } + (p == 2 ? [1234] : [])

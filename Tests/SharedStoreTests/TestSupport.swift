@@ -71,6 +71,16 @@ enum Fixtures {
     static func article(_ title: String, _ n: Int = 0) -> ReadLater.Article {
         ReadLater.Article(title: title, url: "https://example.com/\(n)")
     }
+
+    /// Saves `count` articles, one save each; returns their tokens.
+    @discardableResult
+    static func saveArticles(_ context: ObjectContext, count: Int) throws -> [HistoryToken] {
+        try (0..<count).map { i in
+            try context.insert(article("\(i)", i))
+            guard let token = try context.save().token else { throw StoreError(.storage, "a save recorded no history") }
+            return token
+        }
+    }
 }
 
 /// A real child process running one of this package's executables, with its stdout read line by
