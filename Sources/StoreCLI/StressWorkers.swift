@@ -102,8 +102,30 @@ enum StressWorkers {
                     acknowledged += 1
                     continue
                 }
+                if roll >= 90 {
+                    // Set-based batch operations on the links of one earlier insert of this writer
+                    // (titles "<author>-<n>-<i>"): at most a handful of objects each.
+                    let prefix = "\(author)-\(max(1, n - 1 - random.below(50)))-"
+                    let result: BatchResult
+                    var values: [(String, JSONValue)] = []
+                    if roll < 95 {
+                        op = "batch-update"
+                        let isRead = random.below(2) == 0
+                        values = [("isRead", .bool(isRead))]
+                        result = try context.batchUpdate("Article", where: Key("title").beginsWith(prefix), set: ["isRead": .bool(isRead)])
+                    } else {
+                        op = "batch-delete"
+                        result = try context.batchDelete("Article", where: Key("title").beginsWith(prefix))
+                    }
+                    guard let token = result.token else { continue }
+                    let kind = op == "batch-update" ? "update" : "delete"
+                    logged = result.objectIDs.map { .object([("id", .string($0.description)), ("kind", .string(kind)), ("values", .object(values))]) }
+                    try log.write(.object([("token", .number(Double(token.value))), ("op", .string(op)), ("objects", .array(logged))]))
+                    acknowledged += 1
+                    continue
+                }
                 switch roll {
-                case 40..<80:
+                case 40..<75:
                     op = "update"
                     let target = try context.object(with: pool[random.below(pool.count)])
                     let values: [String: Value] = ["title": .string("\(author)-u\(n)"), "isRead": .bool(random.below(2) == 0)]
