@@ -162,7 +162,7 @@ extension Targets {
         }
         let logs = explicit == nil ? work + "/logs" : work
         try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        var stress = Stress(config: config, group: group, logs: logs, output: inv.output)
+        var stress = Stress(config: config, group: group, logs: logs)
         FileHandle.standardError.write(Data("stress: seed \(config.seed), \(config.writers) writers, \(config.consumers) consumers, group \(group)\n".utf8))
         let summary = try stress.run()
         inv.output.record(summary)

@@ -32,16 +32,14 @@ struct Stress {
     let group: String
     let logs: String
     let bin: URL
-    let output: Output
     var random: StressWorkers.Random
     var violations: [String] = []
     var kills = 0, cleans = 0
 
-    init(config: Config, group: String, logs: String, output: Output) {
+    init(config: Config, group: String, logs: String) {
         self.config = config
         self.group = group
         self.logs = logs
-        self.output = output
         // The sibling executables: this one's directory, wherever PATH found it.
         let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         self.bin = URL(fileURLWithPath: me).deletingLastPathComponent()

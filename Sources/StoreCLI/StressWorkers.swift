@@ -66,7 +66,6 @@ enum StressWorkers {
         let done = (try? String(contentsOfFile: logPath, encoding: .utf8))?.split(separator: "\n").count ?? 0
         let log = try StressWorkers.Log(path: logPath, sync: true)
         var random = Random(seed: seed &+ UInt64(done) &* 7919)
-        let container = try inv.container()
         let context = try inv.context(author: author)
         var acknowledged = done
         var n = done * 10
@@ -150,7 +149,6 @@ enum StressWorkers {
                 FileHandle.standardError.write(Data("failed \(op): \(e.message)\n".utf8))
             }
         }
-        _ = container
     }
 
     // MARK: - Consumer

@@ -8,9 +8,7 @@ struct LMDBError: Error, CustomStringConvertible {
     let path: String
 
     var message: String { String(cString: mdb_strerror(code)) }
-    var isNotFound: Bool { code == MDB_NOTFOUND }
     var isMapFull: Bool { code == MDB_MAP_FULL }
-    var isMapResized: Bool { code == MDB_MAP_RESIZED }
 
     var description: String { "\(call) failed on \(path): \(message) (\(code))" }
 

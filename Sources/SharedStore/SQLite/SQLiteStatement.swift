@@ -119,8 +119,6 @@ enum SQLValue: Equatable {
 struct SQLiteRow {
     let handle: OpaquePointer
 
-    var columnCount: Int32 { sqlite3_column_count(handle) }
-
     func isNull(_ i: Int32) -> Bool { sqlite3_column_type(handle, i) == SQLITE_NULL }
     func int64(_ i: Int32) -> Int64 { sqlite3_column_int64(handle, i) }
     func double(_ i: Int32) -> Double { sqlite3_column_double(handle, i) }
@@ -135,15 +133,5 @@ struct SQLiteRow {
         let n = Int(sqlite3_column_bytes(handle, i))
         guard n > 0, let p = sqlite3_column_blob(handle, i) else { return [] }
         return Array(UnsafeRawBufferPointer(start: p, count: n))
-    }
-
-    func value(_ i: Int32) -> SQLValue {
-        switch sqlite3_column_type(handle, i) {
-        case SQLITE_INTEGER: return .integer(int64(i))
-        case SQLITE_FLOAT: return .double(double(i))
-        case SQLITE_TEXT: return .text(text(i))
-        case SQLITE_BLOB: return .blob(blob(i))
-        default: return .null
-        }
     }
 }

@@ -2,9 +2,7 @@ import Foundation
 
 extension Container {
     /// `t0.Z_PK, t0.Z_OPT, t0."attr"…, t0."toOne"…` for an entity.
-    func selectColumns(_ e: Entity) -> String {
-        (["t0.Z_PK", "t0.Z_OPT"] + e.storedPropertyNames.map { "t0.\(SQLMapping.quote($0))" }).joined(separator: ", ")
-    }
+    func selectColumns(_ e: Entity) -> String { EntitySQL.columns(of: e) }
 
     /// Reads a row selected with ``selectColumns(_:)``.
     func snapshot(_ row: SQLiteRow, _ e: Entity) -> Snapshot {
@@ -33,31 +31,33 @@ extension Container {
 
     func fetch(_ request: FetchRequest, _ c: SQLiteConnection) throws -> [Snapshot] {
         let e = try model.entity(request.entity)
-        var q = QueryBuilder(model: model, entity: e, storeID: storeID)
-        let whereSQL = try q.sql(request.condition)
-        let order = try q.orderBy(request.sort)
-        var sql = "SELECT \(selectColumns(e)) FROM \(SQLMapping.quote(e.name)) AS t0 \(q.joins.joined(separator: " ")) WHERE \(whereSQL)\(order)"
-        var bindings = q.bindings
-        try appendWindow(request, &sql, &bindings)
+        let (sql, bindings) = try query(e, columns: selectColumns(e), where: request.condition, sort: request.sort, window: request)
         return try c.cached(sql).rows(bindings) { snapshot($0, e) }
     }
 
     func count(_ request: FetchRequest, _ c: SQLiteConnection) throws -> Int {
         let e = try model.entity(request.entity)
-        var q = QueryBuilder(model: model, entity: e, storeID: storeID)
-        let whereSQL = try q.sql(request.condition)
-        var sql = "SELECT t0.Z_PK FROM \(SQLMapping.quote(e.name)) AS t0 \(q.joins.joined(separator: " ")) WHERE \(whereSQL)"
-        var bindings = q.bindings
-        try appendWindow(request, &sql, &bindings)
+        let (sql, bindings) = try query(e, columns: "t0.Z_PK", where: request.condition, sort: nil, window: request)
         return try c.cached("SELECT count(*) FROM (\(sql))").firstRow(bindings) { Int($0.int64(0)) } ?? 0
     }
 
     /// The primary keys matching a condition (batch update and delete).
     func primaryKeys(_ e: Entity, _ condition: Condition, _ c: SQLiteConnection) throws -> [Int64] {
+        let (sql, bindings) = try query(e, columns: "t0.Z_PK", where: condition, sort: [], window: nil)
+        return try c.cached(sql).rows(bindings) { $0.int64(0) }
+    }
+
+    /// `SELECT columns FROM entity AS t0 <joins> WHERE condition [ORDER BY …] [LIMIT … OFFSET …]`
+    /// and its bindings; `sort` nil leaves the order to SQLite.
+    private func query(_ e: Entity, columns: String, where condition: Condition, sort: [SortKey]?,
+                       window: FetchRequest?) throws -> (String, [SQLValue]) {
         var q = QueryBuilder(model: model, entity: e, storeID: storeID)
         let whereSQL = try q.sql(condition)
-        let sql = "SELECT t0.Z_PK FROM \(SQLMapping.quote(e.name)) AS t0 \(q.joins.joined(separator: " ")) WHERE \(whereSQL) ORDER BY t0.Z_PK"
-        return try c.cached(sql).rows(q.bindings) { $0.int64(0) }
+        let order = try sort.map { try q.orderBy($0) } ?? ""
+        var sql = "SELECT \(columns) FROM \(SQLMapping.quote(e.name)) AS t0 \(q.joins.joined(separator: " ")) WHERE \(whereSQL)\(order)"
+        var bindings = q.bindings
+        if let window { try appendWindow(window, &sql, &bindings) }
+        return (sql, bindings)
     }
 
     private func appendWindow(_ request: FetchRequest, _ sql: inout String, _ bindings: inout [SQLValue]) throws {

@@ -13,9 +13,14 @@ struct EntitySQL: Sendable {
         let table = SQLMapping.quote(e.name)
         let names = e.storedPropertyNames
         insert = "INSERT INTO \(table)(\(names.map(SQLMapping.quote).joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ", ")))"
-        select = "SELECT " + (["t0.Z_PK", "t0.Z_OPT"] + names.map { "t0.\(SQLMapping.quote($0))" }).joined(separator: ", ") + " FROM \(table) AS t0 WHERE t0.Z_PK = ?"
+        select = "SELECT \(Self.columns(of: e)) FROM \(table) AS t0 WHERE t0.Z_PK = ?"
         delete = "DELETE FROM \(table) WHERE Z_PK = ?"
         exists = "SELECT 1 FROM \(table) WHERE Z_PK = ?"
+    }
+
+    /// `t0.Z_PK, t0.Z_OPT, t0."attr"…, t0."toOne"…`: the columns a ``Snapshot`` is read from.
+    static func columns(of e: Entity) -> String {
+        (["t0.Z_PK", "t0.Z_OPT"] + e.storedPropertyNames.map { "t0.\(SQLMapping.quote($0))" }).joined(separator: ", ")
     }
 
     func statement(_ kind: Int, _ c: SQLiteConnection) throws -> SQLiteStatement {

@@ -149,8 +149,9 @@ public final class TokenRegistry: Sendable {
     /// Marks the live consumers not updated for `interval` seconds as evicted; returns their names.
     public func evict(notSeenFor interval: TimeInterval, dryRun: Bool = false) throws -> [String] {
         let cutoff = Date().addingTimeInterval(-interval)
+        // A dry run only looks: a read transaction, no writer lock taken from other processes.
         return try StoreError.wrapLMDB {
-            try environment.write { t in
+            try (dryRun ? environment.read : environment.write) { t in
                 var evicted: [String] = []
                 for (name, bytes) in try t.all(in: Self.db) {
                     let c = try Self.decode(name, bytes)
