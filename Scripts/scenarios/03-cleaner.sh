@@ -22,21 +22,25 @@ widget show --json >/dev/null; main-app sync --json >/dev/null
 history-cleaner --json >"$work/lazy.out"
 assert_eq "$(jq_ '[j["deleted"], j["through"], j["oldest_consumer"]]' <"$work/lazy.out")" '[0, null, "Lazy"]' "a never-synced consumer holds all history back"
 
-# Eviction: Lazy has not been seen; evict it (evict-after 0 evicts all not seen since now,
-# so bring the others up to date after) and the history goes.
+# Eviction takes only consumers that are behind and stale: Lazy (never synced) and MainApp (one
+# transaction behind); the widget is up to date and keeps its place however long ago it synced.
+share-extension share --url https://c.example/7b --title c7b --json >/dev/null
+widget show --json >/dev/null
 history-cleaner --evict-after 0 --json >"$work/evict.out"
-assert_eq "$(jq_ 'sorted(j["evicted"])' <"$work/evict.out")" '["Lazy", "MainApp", "ShareExtension", "Widget"]' "stale consumers are evicted"
+assert_eq "$(jq_ 'sorted(j["evicted"])' <"$work/evict.out")" '["Lazy", "MainApp"]' "stale consumers that are behind are evicted, the up-to-date one is not"
+storectl tokens --json >"$work/tokens.out"
+assert_eq "$(jq_ '[l["lag"] for l in lines if l["consumer"] == "MainApp"][0]' <"$work/tokens.out")" evicted "an evicted consumer's lag shows as evicted"
 main-app sync --json >"$work/expired.out"
-assert_eq "$(jq_ 'j["expired"]' <"$work/expired.out")" true "an evicted consumer's next sync reports expired"
+assert_eq "$(jq_ '[j["expired"], j["reloaded"]]' <"$work/expired.out")" '[true, true]' "an evicted consumer's next sync reports expired and reloaded"
 main-app list --json >"$work/list.out"
-assert_eq "$(jq_ 'len(lines)' <"$work/list.out")" 7 "and reloads in full with a correct view"
+assert_eq "$(jq_ 'len(lines)' <"$work/list.out")" 8 "and reloads in full with a correct view"
 storectl reset-consumer Lazy --json >/dev/null
 widget show --json >"$work/widget.out"
-assert_eq "$(jq_ 'j["total"]' <"$work/widget.out")" 7 "the widget reloads too"
+assert_eq "$(jq_ 'j["total"]' <"$work/widget.out")" 8 "the widget sees everything"
 history-cleaner --json >"$work/after.out"
 assert_eq "$(jq_ 'j["remaining"]' <"$work/after.out")" 0 "with every live consumer up to date, all history goes"
 share-extension share --url https://c.example/8 --title c8 --json >/dev/null
 main-app sync --json >"$work/next.out"
-assert_eq "$(jq_ '[j["synced"], j["expired"]]' <"$work/next.out")" '[1, false]' "syncing goes on normally after"
+assert_eq "$(jq_ '[j["synced"], j["expired"], j["reloaded"]]' <"$work/next.out")" '[1, false, false]' "syncing goes on normally after"
 verify_store
 finish

@@ -41,6 +41,11 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case historyExpired
         /// The token belongs to another store.
         case foreignToken
+        /// The token registry (`tokens.lmdb`) is damaged: `storectl repair-registry` moves it
+        /// aside and starts an empty one (every consumer then reloads in full).
+        case registryDamaged
+        /// Every token number has been used (only a damaged store gets here): nothing was saved.
+        case tokenSpaceExhausted
         /// A request or argument out of range.
         case invalidArgument
         /// Anything else SQLite or the system reported.

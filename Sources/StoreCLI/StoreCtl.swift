@@ -16,6 +16,8 @@ extension Targets {
         Command("stats", "objects, transactions, changes and file sizes"),
         Command("verify", "check the invariants that can be checked at rest; exit 0 only when all hold"),
         Command("reset-consumer", "remove a consumer from the registry (it reloads in full next time)", positionals: ["NAME"]),
+        Command("repair-registry", "move a damaged tokens.lmdb aside and start an empty registry (every consumer reloads in full)",
+                options: [.flag("force", "move the registry aside even when it is healthy")]),
         Command("stress", "writers, consumers and a cleaner as real processes, killed at random; then every invariant is checked", options: [
             .value("writers", "N", "writer processes (default 4)"),
             .value("consumers", "N", "consumer processes (default 2)"),
@@ -37,6 +39,11 @@ extension Targets {
         case "tokens": try tokens(inv)
         case "stats": try stats(inv)
         case "verify": try verify(inv)
+        case "repair-registry":
+            let report = try TokenRegistry.repair(group: inv.group, force: inv.arguments.has("force"))
+            if let damage = report.damage { inv.warn("moved the token registry aside: \(damage)") }
+            inv.output.record(.object([("moved", report.moved.map(JSONValue.string) ?? .null),
+                                       ("consumers_lost", .number(Double(report.consumersLost)))]))
         case "stress": try stress(inv)
         case "stress-writer": try StressWorkers.writer(inv)
         case "stress-consumer": try StressWorkers.consumer(inv)
@@ -91,14 +98,27 @@ extension Targets {
     static func tokens(_ inv: Invocation) throws {
         let container = try inv.container()
         let retained = try container.historyCount()
+        let newest = try container.currentToken().value
+        let lost = try container.lostTokenRanges()
         let rows = try inv.registry().consumers().map { c -> JSONValue in
-            let after = c.token.flatMap { $0.storeID == container.storeID ? $0.value : nil } ?? 0
-            let lag = try retained - container.historyCount(through: after)
+            // The lag in transactions; a consumer that must reload in full has no lag to count.
+            let lag: JSONValue
+            if c.isEvicted {
+                lag = .string("evicted")
+            } else if let t = c.token, t.storeID != container.storeID {
+                lag = .string("another store")
+            } else if let t = c.token, t.value > newest {
+                lag = .string("ahead of the store")
+            } else if let t = c.token, lost.contains(where: { $0.contains(t.value) }) {
+                lag = .string("lost in a restore")
+            } else {
+                lag = .number(Double(try retained - container.historyCount(through: c.token?.value ?? 0)))
+            }
             var fields: [(String, JSONValue)] = [
                 ("consumer", .string(c.name)),
                 ("token", c.token.map { .string($0.description) } ?? .null),
                 ("updated_at", .string(ISO8601.string(c.updatedAt))),
-                ("lag", .number(Double(lag))),
+                ("lag", lag),
             ]
             if c.isEvicted { fields.append(("evicted", .bool(true))) }
             return .object(fields)
@@ -127,7 +147,11 @@ extension Targets {
     }
 
     static func verify(_ inv: Invocation) throws {
-        let checks = StoreVerifier.verify(container: try inv.container(), registry: try inv.registry())
+        let container = try inv.container()
+        var registry: TokenRegistry?
+        var problem: String?
+        do { registry = try inv.registry() } catch let error as StoreError { problem = error.message }
+        let checks = StoreVerifier.verify(container: container, registry: registry, registryProblem: problem)
         inv.output.table(checks.map { .object([("check", .string($0.name)), ("ok", .bool($0.ok)), ("detail", .string($0.detail))]) },
                          columns: [("check", "CHECK"), ("ok", "OK"), ("detail", "DETAIL")])
         let failed = checks.filter { !$0.ok }.map(\.name)

@@ -49,9 +49,17 @@ public enum Targets {
             }
             progress.finish()
             inv.output.record(.object([("synced", .number(Double(result.transactions))), ("token", .string(result.token.description)),
-                                       ("expired", .bool(result.expired))]))
+                                       ("expired", .bool(result.expired)), ("reloaded", .bool(result.reloaded))]))
         case "watch":
-            try inv.watch(consumer: me, each: { inv.output.record($0.json) })
+            var first = true
+            try inv.watch(consumer: me, each: { inv.output.record($0.json) }, afterSync: { result, _ in
+                // A reload after the start (expired, evicted, reset, restored) is said, never silent.
+                if result.reloaded && (result.expired || !first) {
+                    inv.output.record(.object([("expired", .bool(result.expired)), ("reloaded", .bool(true)),
+                                               ("token", .string(result.token.description))]))
+                }
+                first = false
+            })
         default:
             throw UsageError("unknown command '\(inv.command)'")
         }
@@ -69,7 +77,7 @@ public enum Targets {
 
     // MARK: - share-extension
 
-    public static let shareExtension = Tool(name: "share-extension", summary: "the share extension: saves links shared from other apps (author ShareExtension)",
+    public static let shareExtension = Tool(name: "share-extension", summary: "the share extension: saves links shared from other apps (author ShareExtension; never a consumer)",
                                             consumer: "ShareExtension", hasNoView: true, commands: [
         Command("share", "share one link", options: addOptions),
         Command("share-batch", "share every line of FILE (url<TAB>title[<TAB>category]) in one transaction; '-' reads stdin", positionals: ["FILE"]),

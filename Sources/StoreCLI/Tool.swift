@@ -11,8 +11,8 @@ public struct Tool: Sendable {
     public let commands: [Command]
     /// The consumer name of a target in the token registry (nil: never a consumer).
     public let consumer: String?
-    /// A target with no view (share-extension): it has nothing to merge, so after each command
-    /// its token moves to the store's current one instead of holding history back.
+    /// A target with no view (share-extension): it only writes, so it is never a consumer and
+    /// never holds history back (an entry an older version registered is removed).
     public let hasNoView: Bool
     let handler: @Sendable (Invocation) throws -> Void
 
@@ -55,16 +55,9 @@ public struct Tool: Sendable {
             }
             let invocation = Invocation(tool: name, arguments: args)
             try handler(invocation)
-            if let consumer {
-                // A target registers itself the first time it runs (reads also sync, in the handler).
-                let registry = try invocation.registry()
-                if hasNoView {
-                    let entry = try registry.consumer(consumer)
-                    let current = try invocation.container().currentToken()
-                    if entry?.isEvicted == true { try registry.reset(consumer, to: current) } else { try registry.advance(consumer, to: current) }
-                } else {
-                    try registry.register(consumer)
-                }
+            invocation.afterCommand(consumer: consumer, hasNoView: hasNoView)
+            for warning in invocation.warnings {
+                FileHandle.standardError.write(Data("warning: \(TextSafety.visible(warning))\n".utf8))
             }
             return 0
         } catch let e as UsageError {
@@ -78,13 +71,15 @@ public struct Tool: Sendable {
         }
     }
 
+    // Messages quote arguments and stored values: control characters are shown escaped, so that
+    // one error is always one line and never drives the terminal.
     private func usage(_ message: String) -> Int32 {
-        FileHandle.standardError.write(Data("error: \(message)\n".utf8))
+        FileHandle.standardError.write(Data("error: \(TextSafety.visible(message))\n".utf8))
         return 2
     }
 
     private func failure(_ message: String) -> Int32 {
-        FileHandle.standardError.write(Data("error: \(message.replacingOccurrences(of: "\n", with: " "))\n".utf8))
+        FileHandle.standardError.write(Data("error: \(TextSafety.visible(message))\n".utf8))
         return 1
     }
 
@@ -113,6 +108,8 @@ public final class Invocation {
     public let group: String
     private var openedContainer: Container?
     private var openedRegistry: TokenRegistry?
+    /// Printed as `warning:` lines on stderr when the command succeeds.
+    public private(set) var warnings: [String] = []
 
     init(tool: String, arguments: Arguments) {
         self.tool = tool
@@ -126,7 +123,8 @@ public final class Invocation {
     static func defaultGroup() -> String {
         let env = ProcessInfo.processInfo.environment
         if let g = env["SHAREDSTORE_GROUP"], !g.isEmpty { return g }
-        if let xdg = env["XDG_DATA_HOME"], !xdg.isEmpty { return xdg + "/sharedstore/default" }
+        // The XDG spec: a relative XDG_DATA_HOME is invalid and must be ignored.
+        if let xdg = env["XDG_DATA_HOME"], xdg.hasPrefix("/") { return xdg + "/sharedstore/default" }
         return NSHomeDirectory() + "/.local/share/sharedstore/default"
     }
 
@@ -137,7 +135,38 @@ public final class Invocation {
         guard !group.isEmpty else { throw UsageError("--group needs a directory") }
         let c = try Container(group: group, model: ReadLater.model)
         openedContainer = c
+        // Before anything is saved: a store put back to an older copy moves its tokens past every
+        // one the registry knows. A damaged or busy registry does not stop a writer.
+        do {
+            try registry().reconcile(c)
+        } catch let error as StoreError where error.code != .tokenSpaceExhausted {
+            warn("could not check the store against the token registry: \(error.message)")
+        }
         return c
+    }
+
+    public func warn(_ message: String) { warnings.append(message) }
+
+    /// After a command succeeded: a target that reads registers as a consumer; a target that only
+    /// writes drops a consumer entry an older version made; and the store's newest token is
+    /// recorded as its high-water mark. None of it may fail a command whose work is done: a
+    /// registry that is busy, damaged or full is a warning.
+    func afterCommand(consumer: String?, hasNoView: Bool) {
+        do {
+            if let consumer {
+                let registry = try registry()
+                if hasNoView {
+                    if try registry.consumer(consumer) != nil { try registry.remove(consumer) }
+                } else {
+                    try registry.register(consumer)
+                }
+            }
+            if let c = openedContainer { try registry().noteHighWater(c.currentToken()) }
+        } catch let error as StoreError {
+            warn(error.message)
+        } catch {
+            warn("\(error)")
+        }
     }
 
     public func registry() throws -> TokenRegistry {
@@ -158,6 +187,7 @@ public final class Invocation {
     public func syncedView(consumer name: String, _ each: (HistoryTransaction) throws -> Void = { _ in }) throws -> (ViewContext, SyncResult) {
         let view = try ViewContext(container: container(), registry: registry(), consumer: name)
         let result = try view.sync(each)
+        if let warning = result.registryWarning { warn(warning) }
         return (view, result)
     }
 

@@ -26,7 +26,12 @@ extension Invocation {
         }
         defer { sources.forEach { $0.cancel() } }
         try view.watch(observer: observer, duration: seconds, count: count, shouldStop: { stop.isSet },
-                       afterSync: { try afterSync($0, view) }, each)
+                       afterSync: { result in
+                           if let warning = result.registryWarning {
+                               FileHandle.standardError.write(Data("warning: \(TextSafety.visible(warning))\n".utf8))
+                           }
+                           try afterSync(result, view)
+                       }, each)
     }
 }
 

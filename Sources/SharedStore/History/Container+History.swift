@@ -89,8 +89,10 @@ extension Container {
                     case .after(let token):
                         try check(token)
                         let newest = try currentTokenValue(c)
-                        guard token.value <= newest else {
-                            throw StoreError(.foreignToken, "token \(token) is ahead of this store's newest transaction \(newest): it comes from another store")
+                        // A token lost in a restore, or ahead of the store, names no transaction
+                        // of this timeline: its holder must reload (invariants 2 and 3).
+                        if let problem = timelineProblem(token.value, newest: newest, lost: try lostRanges(c)) {
+                            throw StoreError(.historyExpired, "history expired: " + problem)
                         }
                         guard token.value >= floor else {
                             throw StoreError(.historyExpired, "history expired: token \(token) is older than the retained history (deleted through \(floor)); reload in full")

@@ -17,14 +17,31 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// Reader slots of dead processes cleared when this environment was opened.
     let clearedStaleReaders: Int
 
+    let flags: LMDBEnvironmentFlags
+    /// Serializes write transactions across processes with a deadline (LMDB's own writer mutex
+    /// has none: a stopped process inside a write transaction would hang every other writer).
+    private let writerLock: FileRangeLock
+    /// How long a writer waits for another process's write transaction.
+    let busyTimeout: Double
+
     private static let registry = Locked<[String: WeakEnvironment]>([:])
     private final class WeakEnvironment { weak var environment: LMDBEnvironment? }
 
-    /// The process's environment for `path`, opened on first use.
-    static func shared(path: String, flags: LMDBEnvironmentFlags, mapSize: Int = 1 << 20) throws -> LMDBEnvironment {
+    /// The process's environment for `path`, opened on first use. The file is checked page by
+    /// page before LMDB maps it (``LMDBFileCheck``).
+    ///
+    /// - Throws: ``LMDBFileCheck/Damage`` for a damaged file, ``LMDBError`` when LMDB fails, a
+    ///   `StoreError` when the environment is already open here with other flags.
+    static func shared(path: String, flags: LMDBEnvironmentFlags, busyTimeout: Double, mapSize: Int = 1 << 20) throws -> LMDBEnvironment {
         try registry.withLock { envs in
-            if let env = envs[path]?.environment { return env }
-            let env = try LMDBEnvironment(path: path, flags: flags, mapSize: mapSize)
+            if let env = envs[path]?.environment {
+                guard env.flags == flags else {
+                    throw StoreError(.invalidArgument, "token registry \(path) is already open in this process with other durability flags")
+                }
+                return env
+            }
+            try LMDBFileCheck.check(path: path)
+            let env = try LMDBEnvironment(path: path, flags: flags, busyTimeout: busyTimeout, mapSize: mapSize)
             let box = WeakEnvironment()
             box.environment = env
             envs[path] = box
@@ -32,7 +49,10 @@ final class LMDBEnvironment: @unchecked Sendable {
         }
     }
 
-    private init(path: String, flags: LMDBEnvironmentFlags, mapSize: Int) throws {
+    private init(path: String, flags: LMDBEnvironmentFlags, busyTimeout: Double, mapSize: Int) throws {
+        writerLock = try FileRangeLock(path: path)
+        self.flags = flags
+        self.busyTimeout = busyTimeout
         var handle: OpaquePointer?
         try LMDBError.check(mdb_env_create(&handle), "mdb_env_create", path: path)
         guard let handle else { throw LMDBError(code: ENOMEM, call: "mdb_env_create", path: path) }
@@ -74,6 +94,11 @@ final class LMDBEnvironment: @unchecked Sendable {
         return info.me_mapsize
     }
 
+    /// Checks the file again, page by page (the damage may have come after this process opened it).
+    func checkFile() throws {
+        try lock.withLock { try LMDBFileCheck.check(path: path) }
+    }
+
     // MARK: - Transactions
 
     /// Runs `body` in a read transaction.
@@ -84,26 +109,26 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// Runs `body` in a write transaction: committed when `body` returns, aborted when it throws.
     /// LMDB serializes writers across processes. When the map is full it grows and `body` runs
     /// again.
+    ///
+    /// Before LMDB's writer mutex, the writer takes a lock on a byte of the data file, waiting up
+    /// to ``busyTimeout``: a process stopped inside a write transaction makes the others fail with
+    /// `.busy` naming it, never wait forever.
     func write<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
         while true {
             do {
                 return try transaction(readOnly: false, body)
             } catch let e as LMDBError where e.isMapFull {
                 try lock.withLock {
-                    try LMDBError.check(mdb_env_set_mapsize(env, mapSizeUnlocked() * 2), "mdb_env_set_mapsize", path: path)
+                    try LMDBError.check(mdb_env_set_mapsize(env, mapSize * 2), "mdb_env_set_mapsize", path: path)
                 }
             }
         }
     }
 
-    private func mapSizeUnlocked() -> Int {
-        var info = MDB_envinfo()
-        mdb_env_info(env, &info)
-        return info.me_mapsize
-    }
-
     private func transaction<T>(readOnly: Bool, _ body: (LMDBTransaction) throws -> T) throws -> T {
         try lock.withLock {
+            if !readOnly { try writerLock.acquire(timeout: busyTimeout, what: "token registry \(path)") }
+            defer { if !readOnly { writerLock.release() } }
             var txn: OpaquePointer?
             var rc = mdb_txn_begin(env, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &txn)
             if rc == MDB_MAP_RESIZED {
@@ -113,27 +138,36 @@ final class LMDBEnvironment: @unchecked Sendable {
             }
             try LMDBError.check(rc, "mdb_txn_begin", path: path)
             guard let txn else { throw LMDBError(code: EINVAL, call: "mdb_txn_begin", path: path) }
-            let t = LMDBTransaction(txn: txn, environment: self)
+            let t = LMDBTransaction(txn: txn, environment: self, readOnly: readOnly)
             openedInTransaction = []
+            let result: T
             do {
-                let result = try body(t)
-                // Committing (also a read) keeps the database handles opened in it.
-                try LMDBError.check(mdb_txn_commit(txn), "mdb_txn_commit", path: path)
-                return result
+                result = try body(t)
             } catch {
                 mdb_txn_abort(txn)
                 // An aborted transaction closes the handles it opened.
                 for name in openedInTransaction { databases.removeValue(forKey: name) }
                 throw error
             }
+            // Committing (also a read) keeps the database handles opened in it. A failed commit
+            // has already freed the transaction: it must not be aborted as well.
+            let committed = mdb_txn_commit(txn)
+            if committed != MDB_SUCCESS {
+                for name in openedInTransaction { databases.removeValue(forKey: name) }
+                throw LMDBError(code: committed, call: "mdb_txn_commit", path: path)
+            }
+            return result
         }
     }
 
-    /// The handle of a named database, opened (and created) once. Called inside a transaction.
-    fileprivate func database(_ name: String, txn: OpaquePointer) throws -> MDB_dbi {
+    /// The handle of a named database, opened once: created in a write transaction, nil in a
+    /// read transaction when it does not exist yet. Called inside a transaction.
+    fileprivate func database(_ name: String, txn: OpaquePointer, create: Bool) throws -> MDB_dbi? {
         if let dbi = databases[name] { return dbi }
         var dbi: MDB_dbi = 0
-        try LMDBError.check(mdb_dbi_open(txn, name, LMDBDatabaseFlags.create.rawValue, &dbi), "mdb_dbi_open(\(name))", path: path)
+        let rc = mdb_dbi_open(txn, name, create ? LMDBDatabaseFlags.create.rawValue : 0, &dbi)
+        if rc == MDB_NOTFOUND, !create { return nil }
+        try LMDBError.check(rc, "mdb_dbi_open(\(name))", path: path)
         databases[name] = dbi
         openedInTransaction.append(name)
         return dbi
@@ -144,12 +178,23 @@ final class LMDBEnvironment: @unchecked Sendable {
 struct LMDBTransaction {
     fileprivate let txn: OpaquePointer
     fileprivate let environment: LMDBEnvironment
+    fileprivate let readOnly: Bool
 
-    /// Opens (creating) a named database.
-    func open(_ db: String) throws { _ = try environment.database(db, txn: txn) }
+    /// Opens a named database (creating it in a write transaction); false when a read
+    /// transaction finds none.
+    @discardableResult
+    func open(_ db: String) throws -> Bool { try dbi(db) != nil }
+
+    private func dbi(_ db: String) throws -> MDB_dbi? { try environment.database(db, txn: txn, create: !readOnly) }
+
+    /// The handle of `db` for a write (a write transaction always has one).
+    private func writable(_ db: String) throws -> MDB_dbi {
+        guard let dbi = try dbi(db) else { throw LMDBError(code: EACCES, call: "mdb_dbi_open(\(db))", path: environment.path) }
+        return dbi
+    }
 
     func get(_ key: String, in db: String) throws -> [UInt8]? {
-        let dbi = try environment.database(db, txn: txn)
+        guard let dbi = try dbi(db) else { return nil }
         return try key.utf8CString.withUnsafeBufferPointer { k in
             var mk = MDB_val(mv_size: k.count - 1, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
             var mv = MDB_val()
@@ -162,7 +207,7 @@ struct LMDBTransaction {
     }
 
     func put(_ value: [UInt8], for key: String, in db: String) throws {
-        let dbi = try environment.database(db, txn: txn)
+        let dbi = try writable(db)
         try key.utf8CString.withUnsafeBufferPointer { k in
             try value.withUnsafeBytes { v in
                 var mk = MDB_val(mv_size: k.count - 1, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
@@ -175,7 +220,7 @@ struct LMDBTransaction {
     /// Removes `key`; false when it was not there.
     @discardableResult
     func delete(_ key: String, in db: String) throws -> Bool {
-        let dbi = try environment.database(db, txn: txn)
+        let dbi = try writable(db)
         return try key.utf8CString.withUnsafeBufferPointer { k in
             var mk = MDB_val(mv_size: k.count - 1, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
             let rc = mdb_del(txn, dbi, &mk, nil)
@@ -187,7 +232,7 @@ struct LMDBTransaction {
 
     /// Every key and value of `db`, in key order, copied out.
     func all(in db: String) throws -> [(String, [UInt8])] {
-        let dbi = try environment.database(db, txn: txn)
+        guard let dbi = try dbi(db) else { return [] }
         var cursor: OpaquePointer?
         try LMDBError.check(mdb_cursor_open(txn, dbi, &cursor), "mdb_cursor_open", path: environment.path)
         defer { mdb_cursor_close(cursor) }

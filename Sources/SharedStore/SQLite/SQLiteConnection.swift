@@ -16,7 +16,8 @@ final class SQLiteConnection {
     /// - Throws: ``SQLiteError`` when SQLite cannot open the file.
     init(path: String, readOnly: Bool = false, create: Bool = true, busyTimeoutMilliseconds: Int32) throws {
         var db: OpaquePointer?
-        var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
+        // NOFOLLOW: a symbolic link planted in place of the store must not be followed.
+        var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI | SQLITE_OPEN_NOFOLLOW
         flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
         if create && !readOnly { flags |= SQLITE_OPEN_CREATE }
         let rc = sqlite3_open_v2(path, &db, flags, nil)

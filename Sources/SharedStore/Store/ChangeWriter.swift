@@ -339,6 +339,12 @@ struct ChangeWriter {
                 .integer(HistoryCodec.entityMask(changes)),
                 .blob(HistoryCodec.encode(changes)),
             ])
-        return HistoryToken(storeID: container.storeID, value: c.lastInsertRowID)
+        let token = c.lastInsertRowID
+        // Tokens only grow; a lower one means SQLite ran out of row ids (see `newestSeen`).
+        guard token > container.newestSeen.load(ordering: .relaxed) else {
+            throw StoreError(.tokenSpaceExhausted, "token space exhausted: the store already holds the largest token; nothing was saved")
+        }
+        container.noteToken(token)
+        return HistoryToken(storeID: container.storeID, value: token)
     }
 }

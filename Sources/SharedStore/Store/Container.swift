@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import Synchronization
 
 /// A store opened on an app-group directory: Core Data's `NSPersistentContainer`.
 ///
@@ -45,6 +46,11 @@ public final class Container: Sendable {
     let entitySQL: [EntitySQL]
     /// The change signal of the group directory (nil for an in-memory store).
     let signal: ChangeSignal?
+    /// The newest token this process has seen: a save must get a higher one. SQLite gives a row
+    /// id one above the largest, but at the largest possible one it picks a random unused id:
+    /// a token at Int64.max (only a damaged store has one) must fail the save, never hand out an
+    /// older number. Checked against a number in memory, so it costs a save nothing measurable.
+    let newestSeen = Atomic<Int64>(0)
 
     /// Opens the store in `group`, creating the directory and the store on first use.
     ///
@@ -73,25 +79,54 @@ public final class Container: Sendable {
             signal = nil
             return
         }
-        try Self.makePrivateDirectory(group)
+        try GroupDirectory.prepare(group)
         let path = (group as NSString).appendingPathComponent(Self.storeFileName)
         storePath = path
-        try Self.makePrivateFile(path)
-        let w = try StoreError.wrap(path: path) { try SQLiteConnection(path: path, busyTimeoutMilliseconds: timeout) }
-        // Check before configuring: WAL mode would rewrite the header of a foreign database.
-        let existing = try Schema.existingStoreID(w, model: model, path: path)
-        try StoreError.wrap(path: path) {
-            try Schema.configure(w, synchronous: options.synchronous.rawValue)
-        }
-        storeID = try existing ?? Schema.create(w, model: model, path: path)
-        let r = try StoreError.wrap(path: path) { () throws -> SQLiteConnection in
-            let r = try SQLiteConnection(path: path, busyTimeoutMilliseconds: timeout)
-            try r.execute("PRAGMA query_only = 1")
-            return r
-        }
+        // SQLite opens the database with SQLITE_OPEN_NOFOLLOW, but its -wal, -shm and -journal
+        // files through plain open(2): each must be a regular file or absent.
+        try GroupDirectory.prepareFile(path)
+        for suffix in ["-wal", "-shm", "-journal"] { try GroupDirectory.checkFile(path + suffix) }
+        let (w, r, id) = try Self.openStore(path: path, model: model, options: options, timeout: timeout)
+        storeID = id
         writer = Locked(w)
         reader = Locked(r)
         signal = try ChangeSignal(group: group)
+        noteToken(try currentToken().value)
+    }
+
+    /// Opens the writer and reader connections, creating the schema on first use.
+    ///
+    /// Opening a brand-new file can meet SQLITE_BUSY where SQLite calls no busy handler
+    /// (switching to WAL, or the schema being made by another process at the same moment): the
+    /// whole open is retried in the busy wait's steps up to the busy timeout, like any write.
+    private static func openStore(path: String, model: Model, options: Options, timeout: Int32)
+        throws -> (SQLiteConnection, SQLiteConnection, UUID)
+    {
+        let start = Monotonic.seconds()
+        var attempt = 0
+        while true {
+            do {
+                let w = try StoreError.wrap(path: path) { try SQLiteConnection(path: path, busyTimeoutMilliseconds: timeout) }
+                // Check before configuring: WAL mode would rewrite the header of a foreign database.
+                let existing = try Schema.existingStoreID(w, model: model, path: path)
+                try StoreError.wrap(path: path) { try Schema.configure(w, synchronous: options.synchronous.rawValue) }
+                let id = try existing ?? Schema.create(w, model: model, path: path)
+                let r = try StoreError.wrap(path: path) { () throws -> SQLiteConnection in
+                    let r = try SQLiteConnection(path: path, busyTimeoutMilliseconds: timeout)
+                    try r.execute("PRAGMA query_only = 1")
+                    return r
+                }
+                return (w, r, id)
+            } catch let error as StoreError where error.code == .busy && Monotonic.seconds() - start < options.busyTimeout {
+                usleep(UInt32(min(BusyWait.first << min(attempt, 6), BusyWait.most)))
+                attempt += 1
+            }
+        }
+    }
+
+    /// Records that token `value` exists (the newest this process has seen).
+    func noteToken(_ value: Int64) {
+        _ = newestSeen.max(value, ordering: .relaxed)
     }
 
     /// Tells observers in every process that a commit happened.
@@ -137,30 +172,6 @@ public final class Container: Sendable {
     func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         let path = storePath
         return try reader.withLock { c in try StoreError.wrap(path: path) { try c.readTransaction { try body(c) } } }
-    }
-
-    // MARK: - Files
-
-    static func makePrivateDirectory(_ path: String) throws {
-        var isDir: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDir) {
-            guard isDir.boolValue else { throw StoreError(.fileAccess, "group directory \(path) is not a directory") }
-            return
-        }
-        let parent = (path as NSString).deletingLastPathComponent
-        if !parent.isEmpty, parent != path { try makePrivateDirectory(parent) }
-        if mkdir(path, 0o700) != 0, errno != EEXIST {
-            throw StoreError(.fileAccess, "cannot create group directory \(path): \(String(cString: strerror(errno)))")
-        }
-    }
-
-    /// Creates `path` with mode 0600 if it does not exist; SQLite gives `-wal` and `-shm` the
-    /// same mode as the database file.
-    static func makePrivateFile(_ path: String) throws {
-        let fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
-        if fd >= 0 { close(fd); return }
-        if errno == EEXIST { return }
-        throw StoreError(.fileAccess, "cannot create \(path): \(String(cString: strerror(errno)))")
     }
 
     // MARK: - Validation

@@ -38,8 +38,12 @@ enum Schema {
         }
         var meta: [String: String] = [:]
         try c.cached("SELECT key, value FROM ss_meta").forEachRow { meta[$0.text(0)] = $0.text(1) }
-        guard meta["format"] == formatVersion, let idText = meta["store_id"], let id = UUID(uuidString: idText) else {
+        guard meta["format"] == formatVersion else {
             throw StoreError(.notAStore, "\(path) has an unknown SharedStore format '\(meta["format"] ?? "none")'")
+        }
+        guard let idText = meta["store_id"], let id = UUID(uuidString: idText) else {
+            let shown = meta["store_id"].map { "'\(TextSafety.visible(String($0.prefix(60))))'" } ?? "none"
+            throw StoreError(.notAStore, "\(path) has an invalid store id \(shown) in ss_meta: the store is damaged; left untouched")
         }
         let stored = meta["model"] ?? ""
         if stored != expected {

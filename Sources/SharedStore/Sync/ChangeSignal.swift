@@ -17,9 +17,21 @@ final class ChangeSignal: Sendable {
 
     init(group: String) throws {
         path = (group as NSString).appendingPathComponent(Self.fileName)
-        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        // Never through a symlink (a planted one would make every commit write into its target),
+        // never blocking (a FIFO without a reader would block open(2) forever): O_NOFOLLOW and
+        // O_NONBLOCK, then it must be a regular file.
+        try GroupDirectory.prepareFile(path)
+        let fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
-            throw StoreError(.fileAccess, "cannot open change signal \(path): \(String(cString: strerror(errno)))")
+            let err = errno
+            if err == ELOOP || err == ENXIO { try GroupDirectory.checkFile(path) }
+            throw StoreError(.fileAccess, "cannot open change signal \(path): \(String(cString: strerror(err)))")
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+            close(fd)
+            throw StoreError(.fileAccess, "\(TextSafety.visible(path)) is \(GroupDirectory.describe(st.st_mode & S_IFMT)), not a regular file; "
+                + "refusing to open it (remove it if it should not be there)")
         }
         self.fd = fd
     }
@@ -48,7 +60,7 @@ final class ChangeSignalWatch: @unchecked Sendable {
         var fd: Int32 = -1
         if let path {
             fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-            if fd >= 0, inotify_add_watch(fd, path, UInt32(IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE)) < 0 {
+            if fd >= 0, inotify_add_watch(fd, path, UInt32(IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_DONT_FOLLOW)) < 0 {
                 // No inotify here (or no watch slots left): fall back to the poll alone.
                 close(fd)
                 fd = -1

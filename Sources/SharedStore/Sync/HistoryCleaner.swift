@@ -19,8 +19,9 @@ public struct CleanReport: Sendable, Hashable {
 public enum HistoryCleaner {
     /// Cleans the history of `container`.
     ///
-    /// Order of operations: (1) evict consumers not seen for `evictAfter` seconds, recorded in the
-    /// registry so that their next sync reports expired; (2) take the minimum token over live
+    /// Order of operations: (0) reconcile the store with the registry (a restored store moves its
+    /// tokens past every known one); (1) evict consumers that are behind and not seen for
+    /// `evictAfter` seconds, recorded in the registry so that their next sync reports expired; (2) take the minimum token over live
     /// consumers — one that never synced counts as needing everything; (3) delete through it in
     /// chunks of `chunkSize`, each its own short write transaction. Tokens only grow, so a
     /// minimum read in (2) stays safe while consumers advance during (3); a consumer that
@@ -33,10 +34,17 @@ public enum HistoryCleaner {
                 throw StoreError(.invalidArgument, "evict-after must be a number of seconds ≥ 0")
             }
         }
-        let evicted = try evictAfter.map { try registry.evict(notSeenFor: $0, dryRun: dryRun) } ?? []
+        // A store put back to an older copy first moves its tokens past what the registry knows.
+        try registry.reconcile(container)
         let current = try container.currentToken()
+        let evicted = try evictAfter.map { try registry.evict(notSeenFor: $0, behind: current, dryRun: dryRun) } ?? []
+        // A consumer whose token was lost in a restore reloads in full at its next sync; until
+        // then it counts as needing everything, like one that never synced.
+        let lost = try container.lostTokenRanges()
         // A dry run writes no eviction: leave out who would have been evicted.
-        let minimum = try registry.minimum(storeID: container.storeID, excluding: Set(evicted))
+        let minimum = try registry.minimum(storeID: container.storeID, excluding: Set(evicted)) { value in
+            value <= current.value && !lost.contains { $0.contains(value) }
+        }
         let through: HistoryToken? = minimum.flatMap { m in
             m.value > 0 ? HistoryToken(storeID: container.storeID, value: min(m.value, current.value)) : nil
         }

@@ -9,7 +9,8 @@ public struct VerifyCheck: Sendable, Hashable {
 
 /// Checks at rest what DESIGN.md's invariants promise about the files of a group directory.
 public enum StoreVerifier {
-    public static func verify(container: Container, registry: TokenRegistry) -> [VerifyCheck] {
+    /// Runs every check. `registry` is nil when it could not be opened; `registryProblem` says why.
+    public static func verify(container: Container, registry: TokenRegistry?, registryProblem: String? = nil) -> [VerifyCheck] {
         var checks: [VerifyCheck] = []
         func run(_ name: String, _ body: () throws -> (Bool, String)) {
             do {
@@ -97,14 +98,38 @@ public enum StoreVerifier {
             }
             return (bad.isEmpty, bad.isEmpty ? "\(n) objects obey the model's rules" : bad.joined(separator: "; "))
         }
+        run("timeline") {
+            let lost = try container.lostTokenRanges()
+            return (true, lost.isEmpty ? "no token was lost"
+                : "tokens " + lost.map { "\($0.lowerBound)…\($0.upperBound)" }.joined(separator: ", ")
+                    + " were lost when the store was put back to an older copy; they are never handed out again")
+        }
+        guard let registry else {
+            checks.append(VerifyCheck(name: "registry", ok: false, detail: registryProblem ?? "the token registry cannot be opened"))
+            return checks + rest(container)
+        }
         run("registry") {
             let current = try container.currentToken().value
+            let lost = try container.lostTokenRanges()
             var problems: [String] = []
             let consumers = try registry.consumers()
             for c in consumers {
                 guard let t = c.token else { continue }
-                if t.storeID != container.storeID { problems.append("\(c.name) holds a token of another store") }
-                else if t.value > current { problems.append("\(c.name) is ahead of the store (\(t.value) > \(current))") }
+                if t.storeID != container.storeID {
+                    problems.append("\(c.name) holds a token of another store (it reloads in full at its next sync)")
+                } else if let range = lost.first(where: { $0.contains(t.value) }) {
+                    problems.append("\(c.name) holds token \(t.value), lost when the store was put back to an older copy "
+                        + "(tokens \(range.lowerBound)…\(range.upperBound)); it reloads in full at its next sync "
+                        + "(or run 'storectl reset-consumer \(c.name)')")
+                } else if t.value > current {
+                    problems.append("\(c.name) is ahead of the store (\(t.value) > \(current)): the store was put back to an older "
+                        + "copy or lost its last commits; any target that opens the group moves the tokens past it")
+                }
+            }
+            let high = try registry.highWater(storeID: container.storeID)
+            if high > current {
+                problems.append("the registry has seen token \(high), the store's newest is \(current): the store was put back to an "
+                    + "older copy; any target that opens the group moves the tokens past it")
             }
             let evicted = consumers.filter(\.isEvicted).map(\.name)
             return (problems.isEmpty, problems.isEmpty
@@ -114,6 +139,20 @@ public enum StoreVerifier {
         run("registry-readers") {
             let cleared = try registry.clearStaleReaders()
             return (true, "no stale reader slot left (\(registry.clearedStaleReaders + cleared) cleared from dead processes)")
+        }
+        return checks + rest(container)
+    }
+
+    /// The checks that need no registry.
+    private static func rest(_ container: Container) -> [VerifyCheck] {
+        var checks: [VerifyCheck] = []
+        func run(_ name: String, _ body: () throws -> (Bool, String)) {
+            do {
+                let (ok, detail) = try body()
+                checks.append(VerifyCheck(name: name, ok: ok, detail: detail))
+            } catch {
+                checks.append(VerifyCheck(name: name, ok: false, detail: "\(error)"))
+            }
         }
         run("store-lock") {
             try container.write { _ in }
@@ -145,7 +184,9 @@ extension Container {
             try c.cached("SELECT substr(changes, 1, 10) FROM ss_history WHERE token > ?").forEachRow([.integer(floor)]) { row in
                 transactions += 1
                 var r = HistoryCodec.Reader(bytes: row.blob(0))
-                if (try? r.byte()) == HistoryCodec.version, let n = try? r.count() { changes += n }
+                // The plain varint: `count()` bounds a count by the bytes that follow, and only a
+                // prefix of them was read here.
+                if (try? r.byte()) == HistoryCodec.version, let n = try? r.varint(), n <= UInt64(Int.max) { changes += Int(n) }
             }
             return (transactions, changes)
         }

@@ -11,11 +11,16 @@ public struct SyncResult: Sendable, Hashable {
     /// The consumer's token had expired, was evicted or belonged to another store: the view was
     /// reloaded in full.
     public let expired: Bool
-    /// The view was (re)loaded in full during this sync (first sync, or expired).
+    /// The consumer's position was given up and the view loaded in full (its first sync ever,
+    /// expired, evicted, reset, store replaced or restored, registry repaired). A process's first
+    /// sync from a valid position reads the view too, but merges on from that position: not a reload.
     public let reloaded: Bool
     /// The token the full load was read at, when the consumer's position moved to it (a first
     /// sync, or an expired one): transactions through it are in the view without being merged.
     public var reloadedAt: HistoryToken? = nil
+    /// Set when the merge succeeded but the registry could not record the new position (busy,
+    /// damaged, full): the view is right; the next sync merges the same transactions again.
+    public var registryWarning: String? = nil
 }
 
 /// The objects one process shows, kept in sync with the store through persistent history: the
@@ -43,7 +48,9 @@ public final class ViewContext {
     private var loaded = false
 
     /// Registers `consumer` in the registry (if it is not yet) and makes an empty view; the first
-    /// ``sync(batchSize:_:)`` loads it.
+    /// ``sync(batchSize:_:)`` loads it. First checks the store against the registry
+    /// (``TokenRegistry/reconcile(_:)``): a store put back to an older copy never hands out a
+    /// token again.
     public init(container: Container, registry: TokenRegistry, consumer: String, author: String? = nil, entities: [String]? = nil) throws {
         for e in entities ?? [] where container.model.entity(named: e) == nil {
             throw StoreError(.unknownEntity, "unknown entity '\(e)' for view \(consumer)")
@@ -53,6 +60,7 @@ public final class ViewContext {
         self.consumer = consumer
         self.author = author ?? consumer
         self.entities = entities ?? container.model.entities.map(\.name)
+        try registry.reconcile(container)
         try registry.register(consumer)
     }
 
@@ -61,19 +69,25 @@ public final class ViewContext {
         objects.values.filter { $0.id.entity == entity }.sorted { $0.id < $1.id }
     }
 
-    /// Merges everything committed since the consumer's token, then advances the token.
+    /// Merges everything committed since the view's position, then advances the consumer's token.
     ///
     /// Order of operations, each step safe against a crash of this process at any point:
-    /// 1. read the consumer's token from the registry;
-    /// 2. an evicted consumer, a token of another store or one whose history expired reloads
-    ///    the view in full and resets the token (the explicit move back); a view not loaded in
-    ///    this process yet is loaded in full first, keeping the token;
-    /// 3. fetch the history after the token in batches and merge each batch;
+    /// 1. read the consumer's entry from the registry;
+    /// 2. an evicted consumer, one removed or reset, a token of another store, or a first sync
+    ///    after the registry was repaired reloads the view in full and resets the token (the
+    ///    explicit move back); a view not loaded in this process yet is loaded in full first,
+    ///    then merges after the stored token;
+    /// 3. fetch the history after the view's own position in batches and merge each batch. The
+    ///    position is the view's own, not the registry's: two processes of one consumer each
+    ///    merge every transaction (the registry keeps the highest position, for the cleaner; an
+    ///    instance left behind by a clean is told expired and reloads, never skips silently);
+    ///    a position lost in a restore, or one whose history was deleted, reloads in full;
     /// 4. only then advance the token in the registry. A crash between 3 and 4 merges the same
     ///    transactions again on restart, harmlessly (idempotent merge).
     ///
     /// - Parameter each: called for every merged transaction of another author, in token order.
-    /// - Throws: ``StoreError`` when the store or the registry cannot be read or written.
+    /// - Throws: ``StoreError`` when the store or the registry cannot be read. A registry that
+    ///   cannot record the new position is reported in ``SyncResult/registryWarning``.
     @discardableResult
     public func sync(batchSize: Int = 512, _ each: (HistoryTransaction) throws -> Void = { _ in }) throws -> SyncResult {
         let entry = try registry.consumer(consumer)
@@ -81,17 +95,26 @@ public final class ViewContext {
         var reloadedAt: HistoryToken?
         var changed = 0
         var start: HistoryToken
+        var warning: String?
         if let entry, let stored = entry.token, stored.storeID == container.storeID, !entry.isEvicted {
-            start = stored
-            if !loaded {
+            if loaded, let own = token, own.storeID == container.storeID {
+                start = own
+            } else {
+                // This process's first sync: the view is read from the store, then the history
+                // after the stored token is merged over it (idempotently). The consumer's
+                // position holds, so this is no reload in the contract's sense.
+                start = stored
                 _ = try reload()
-                reloaded = true
             }
         } else {
-            // Evicted, foreign, or never synced: load in full; the first two are "expired".
+            // Evicted, foreign, removed, never synced, or the registry was repaired: load in full.
             expired = entry?.isEvicted == true || (entry?.token.map { $0.storeID != container.storeID } ?? false)
+            if let entry, entry.token == nil, let repaired = try registry.repairedAt(), entry.registeredAt >= repaired {
+                expired = true
+            }
             start = try reload()
-            try registry.reset(consumer, to: start)
+            if entry == nil { warning = recordPosition { try registry.register(consumer) } }
+            warning = recordPosition { try registry.reset(consumer, to: start) } ?? warning
             reloaded = true
             reloadedAt = start
         }
@@ -103,6 +126,7 @@ public final class ViewContext {
                 changed += try merge(batch)
                 for t in batch {
                     last = t.token
+                    token = last
                     if t.author != author {
                         merged += 1
                         try each(t)
@@ -111,17 +135,31 @@ public final class ViewContext {
             }
         } catch let error as StoreError where error.code == .historyExpired || error.code == .foreignToken {
             last = try reload()
-            try registry.reset(consumer, to: last)
-            token = last
-            return SyncResult(transactions: merged, changedObjects: objects.count, token: last, expired: true, reloaded: true, reloadedAt: last)
+            let warning = recordPosition { try registry.reset(consumer, to: last) }
+            return SyncResult(transactions: merged, changedObjects: objects.count, token: last, expired: true, reloaded: true,
+                              reloadedAt: last, registryWarning: warning)
         }
         // Also with nothing new: the advance records that the consumer is alive (eviction looks
         // at it). A consumer that was just reset to `start` needs no second write.
         if last != start || reloadedAt == nil {
-            try registry.advance(consumer, to: last)
+            warning = recordPosition { try registry.advance(consumer, to: last) } ?? warning
         }
         token = last
-        return SyncResult(transactions: merged, changedObjects: changed, token: last, expired: expired, reloaded: reloaded, reloadedAt: reloadedAt)
+        return SyncResult(transactions: merged, changedObjects: changed, token: last, expired: expired, reloaded: reloaded,
+                          reloadedAt: reloadedAt, registryWarning: warning)
+    }
+
+    /// Runs a registry write after a merge; a failure the merge does not depend on (busy,
+    /// damaged, full, read-only) becomes a warning: the view is right, the position is not saved.
+    private func recordPosition(_ body: () throws -> Void) -> String? {
+        do {
+            try body()
+            return nil
+        } catch let error as StoreError {
+            return "the token of \(consumer) was not saved: \(error.message)"
+        } catch {
+            return "the token of \(consumer) was not saved: \(error)"
+        }
     }
 
     /// Loads every tracked object and the current token from one consistent read.
