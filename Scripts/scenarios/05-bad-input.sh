@@ -12,6 +12,13 @@ expect_error 2 "unknown flag" main-app list --colour
 expect_error 2 "missing value" main-app add --title
 expect_error 2 "unknown command" widget frobnicate
 expect_error 2 "non-numeric limit" storectl history --limit many
+expect_error 2 "a flag given twice" main-app add --url https://a.example --url https://b.example --title t
+expect_error 2 "a flag whose value is missing before the next flag" main-app add --url --title t
+err="$(main-app add --url --title t 2>&1 >/dev/null || true)"
+case "$err" in *"'--url' needs a value"*) ok "it names --url" ;; *) fail "it does not name --url: $err" ;; esac
+expect_error 2 "an argument that is not UTF-8" main-app add --url https://u.example --title $'bad\xff\xfe'
+expect_error 2 "an id that is not UTF-8" main-app mark-read $'Article/\xff'
+expect_error 2 "an id with a newline" main-app mark-read $'Article/1\nerror: fake'
 other="$work/other"
 SHAREDSTORE_GROUP="$other" share-extension share --url https://o.example --title o --json >"$work/other.out"
 foreign="$(jq_ 'j["token"]' <"$work/other.out")"
@@ -29,6 +36,32 @@ expect_error 1 "missing batch file" share-extension share-batch "$work/nope.tsv"
 assert_eq "$(storectl stats --json | jq_ '[j["objects"], j["transactions"]]')" "$before" "the store is as it was"
 verify_store
 
+# CRLF and LF batch files give the same articles; a large transaction counts every change.
+printf 'https://crlf.example/1\tone\r\nhttps://crlf.example/2\ttwo\tCRLF\r\n' >"$work/crlf.tsv"
+printf 'https://lf.example/1\tone\nhttps://lf.example/2\ttwo\tLF\n' >"$work/lf.tsv"
+share-extension share-batch "$work/crlf.tsv" --json >"$work/crlf.out"
+share-extension share-batch "$work/lf.tsv" --json >/dev/null
+assert_eq "$(jq_ 'j["inserted"]' <"$work/crlf.out")" 2 "a CRLF batch file gives two articles"
+main-app list --json >"$work/crlf-list.out"
+assert_eq "$(jq_ '[[l["title"], l["category"]] for l in lines if "crlf" in l["url"]]' <"$work/crlf-list.out")" \
+          "$(jq_ '[[l["title"], l["category"]] for l in lines if "lf.example" in l["url"] and "crlf" not in l["url"]]' <"$work/crlf-list.out" | sed 's/LF/CRLF/')" \
+          "with the same titles and categories as an LF file"
+changes_before="$(storectl stats --json | jq_ 'j["changes"]')"
+python3 -c "print('\n'.join('https://many.example/%d\tmany %d' % (i, i) for i in range(300)))" >"$work/many.tsv"
+share-extension share-batch "$work/many.tsv" --json >/dev/null
+assert_eq "$(storectl stats --json | jq_ 'j["changes"]')" "$((changes_before + 300))" "storectl stats counts all 300 changes of one transaction"
+
+# A relative XDG_DATA_HOME is ignored (XDG spec); an invalid store id is named as such.
+mkdir -p "$work/home" "$work/cwd"
+( cd "$work/cwd" && env -u SHAREDSTORE_GROUP HOME="$work/home" XDG_DATA_HOME=relative "$BIN/share-extension" share --url https://x.example --title x --json >/dev/null )
+[ -e "$work/cwd/relative" ] && fail "a relative XDG_DATA_HOME was used" || ok "a relative XDG_DATA_HOME is ignored"
+[ -f "$work/home/.local/share/sharedstore/default/Store.sqlite" ] && ok "the default group under HOME is used" || fail "no default group under HOME"
+bad="$work/badid"; mkdir -m 700 "$bad"; cp "$work/home/.local/share/sharedstore/default/Store.sqlite" "$bad/"
+sqlite3 "$bad/Store.sqlite" "UPDATE ss_meta SET value = 'not-a-uuid' WHERE key = 'store_id'"
+SHAREDSTORE_GROUP="$bad" expect_error 1 "an invalid store id" main-app list
+err="$(SHAREDSTORE_GROUP="$bad" main-app list 2>&1 >/dev/null || true)"
+case "$err" in *"invalid store id 'not-a-uuid'"*) ok "it is named as an invalid store id" ;; *) fail "not named: $err" ;; esac
+
 # A store file that is not a database.
 junk="$work/junk"; mkdir -m 700 "$junk"; head -c 8192 /dev/urandom >"$junk/Store.sqlite"; cp "$junk/Store.sqlite" "$work/junk.copy"
 SHAREDSTORE_GROUP="$junk" expect_error 1 "store file that is not a database" main-app list
@@ -38,14 +71,19 @@ if cmp -s "$junk/Store.sqlite" "$work/junk.copy"; then ok "the junk file is unto
 ro="$work/ro"
 SHAREDSTORE_GROUP="$ro" share-extension share --url https://ro.example --title ro --json >/dev/null
 SHAREDSTORE_GROUP="$ro" storectl stats --json >"$work/ro.before"
+# The other user runs copies of the binaries from a world-readable directory: the checkout itself
+# may lie under a directory only its owner can enter (as CI's may).
+bins="$(mktemp -d)"; chmod 755 "$bins"
+cp "$BIN/share-extension" "$BIN/main-app" "$bins/"; chmod 755 "$bins"/*
 if [ "$(id -u)" -eq 0 ]; then
     chmod 755 "$work"; chown -R 65534:65534 "$ro"; chmod 500 "$ro"
     as=(setpriv --reuid=65534 --regid=65534 --clear-groups env SHAREDSTORE_GROUP="$ro")
 else
     chmod 500 "$ro"; as=(env SHAREDSTORE_GROUP="$ro")
 fi
-expect_error 1 "read-only group directory (write)" "${as[@]}" "$BIN/share-extension" share --url https://x.example --title x
-expect_error 1 "read-only group directory (read)" "${as[@]}" "$BIN/main-app" list
+expect_error 1 "read-only group directory (write)" "${as[@]}" "$bins/share-extension" share --url https://x.example --title x
+expect_error 1 "read-only group directory (read)" "${as[@]}" "$bins/main-app" list
+rm -rf "$bins"
 chmod 700 "$ro"; [ "$(id -u)" -eq 0 ] && chown -R 0:0 "$ro"
 assert_eq "$(SHAREDSTORE_GROUP="$ro" storectl stats --json | jq_ 'j["objects"]')" "$(jq_ 'j["objects"]' <"$work/ro.before")" "the read-only store is as it was"
 

@@ -45,8 +45,9 @@ extension ReadLater {
     /// - Throws: `.validation` naming the first bad line's number.
     public static func parseBatch(_ text: String, container: Container) throws -> [Link] {
         var links: [Link] = []
-        for (i, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = raw.hasSuffix("\r") ? raw.dropLast() : raw
+        // "\r\n" is one Character in Swift, not "\n" after "\r": split on both, so that a file
+        // with CRLF endings gives the same articles as one with LF.
+        for (i, line) in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }).enumerated() {
             if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
             guard fields.count == 2 || fields.count == 3 else {

@@ -8,13 +8,14 @@ public enum ReadLater {
         do {
             return try Model([
                 Entity("Article", attributes: [
-                    Attribute("title", .string, minLength: 1, maxLength: 500, preservedInHistory: true),
-                    Attribute("url", .string, pattern: #"https?://[^\s/?#]+[^\s]*"#, preservedInHistory: true),
+                    Attribute("title", .string, minLength: 1, maxLength: 500, singleLine: true, preservedInHistory: true),
+                    // No white space and no control character (C0, DEL, C1) anywhere.
+                    Attribute("url", .string, pattern: #"https?://[^\s/?#\p{Cc}]+[^\s\p{Cc}]*"#, preservedInHistory: true),
                     Attribute("createdAt", .date),
                     Attribute("isRead", .bool, default: false),
                 ], relationships: [.toOne("category", "Category", inverse: "articles", deleteRule: .nullify)]),
                 Entity("Category", attributes: [
-                    Attribute("name", .string, minLength: 1, maxLength: 200, preservedInHistory: true),
+                    Attribute("name", .string, minLength: 1, maxLength: 200, singleLine: true, preservedInHistory: true),
                 ], relationships: [.toMany("articles", "Article", inverse: "category", deleteRule: .nullify)],
                    uniquenessConstraints: [["name"]]),
             ])

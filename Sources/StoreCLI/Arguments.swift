@@ -95,13 +95,20 @@ public struct Arguments {
             guard let option = known[name] else {
                 throw UsageError("unknown flag '--\(name)' for '\(label)'; see '\(label) --help'")
             }
+            guard !flags.contains(name), values[name] == nil else {
+                throw UsageError("flag '--\(name)' is given twice for '\(label)'")
+            }
             if option.valueName == nil {
                 guard inline == nil else { throw UsageError("flag '--\(name)' takes no value") }
                 flags.insert(name)
             } else if let inline {
                 values[name] = inline
             } else {
-                guard i < arguments.count else { throw UsageError("flag '--\(name)' needs a value (\(option.valueName ?? "VALUE"))") }
+                // The next word is this flag's value, unless it is another flag: `--url --title t`
+                // lacks a URL (a value that starts with "--" is given as `--url=--value`).
+                guard i < arguments.count, !Self.isFlag(arguments[i], known: known) else {
+                    throw UsageError("flag '--\(name)' needs a value (\(option.valueName ?? "VALUE"))")
+                }
                 values[name] = arguments[i]
                 i += 1
             }
@@ -113,6 +120,14 @@ public struct Arguments {
             }
             throw UsageError("unexpected argument '\(positionals[command.positionals.count])' for '\(label)'")
         }
+    }
+
+    /// True when `word` is a flag this command knows (`--name` or `--name=value`), or `--`.
+    static func isFlag(_ word: String, known: [String: Option]) -> Bool {
+        guard word.hasPrefix("--") else { return false }
+        if word == "--" { return true }
+        let name = word.dropFirst(2).split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+        return known[name] != nil
     }
 
     public func has(_ flag: String) -> Bool { flags.contains(flag) }

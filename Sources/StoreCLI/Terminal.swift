@@ -22,7 +22,7 @@ public final class Output {
         guard case .object(let pairs) = value else { line(value.serialized); return }
         let width = pairs.map(\.0.count).max() ?? 0
         for (k, v) in pairs {
-            line(bold(k.padding(toLength: width, withPad: " ", startingAt: 0)) + "  " + human(v))
+            line(bold(TextSafety.visible(k).padding(toLength: width, withPad: " ", startingAt: 0)) + "  " + human(v))
         }
     }
 
@@ -43,7 +43,9 @@ public final class Output {
     func human(_ v: JSONValue) -> String {
         switch v {
         case .null: return "-"
-        case .string(let s): return s
+        // Stored values and arguments: control characters shown escaped, so that data can
+        // neither drive the terminal nor break a row (JSON output escapes them itself).
+        case .string(let s): return TextSafety.visible(s)
         case .bool(let b): return b ? "yes" : "no"
         case .array(let items): return items.map(human).joined(separator: ", ")
         default: return v.serialized

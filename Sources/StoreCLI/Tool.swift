@@ -29,6 +29,11 @@ public struct Tool: Sendable {
     /// Parses `argv`, runs the command and returns the exit status: 0 success, 1 the operation
     /// failed (one `error:` line on stderr), 2 a usage error naming the argument.
     public func run(_ argv: [String]) -> Int32 {
+        // CommandLine.arguments replaces invalid UTF-8 with U+FFFD: a title or an id would change
+        // silently. Check the raw bytes when `argv` is this process's own.
+        if argv == CommandLine.arguments, let bad = Self.invalidArgument() {
+            return usage("argument \(bad) is not valid UTF-8")
+        }
         var rest = Array(argv.dropFirst())
         let command: Command
         if let single = commands.first, commands.count == 1, single.name.isEmpty {
@@ -73,6 +78,15 @@ public struct Tool: Sendable {
 
     // Messages quote arguments and stored values: control characters are shown escaped, so that
     // one error is always one line and never drives the terminal.
+    /// The position (1-based) of the first command-line argument that is not valid UTF-8.
+    static func invalidArgument() -> Int? {
+        for i in 1..<Int(CommandLine.argc) {
+            guard let p = CommandLine.unsafeArgv[i] else { continue }
+            if String(validatingCString: p) == nil { return i }
+        }
+        return nil
+    }
+
     private func usage(_ message: String) -> Int32 {
         FileHandle.standardError.write(Data("error: \(TextSafety.visible(message))\n".utf8))
         return 2
@@ -125,7 +139,8 @@ public final class Invocation {
         if let g = env["SHAREDSTORE_GROUP"], !g.isEmpty { return g }
         // The XDG spec: a relative XDG_DATA_HOME is invalid and must be ignored.
         if let xdg = env["XDG_DATA_HOME"], xdg.hasPrefix("/") { return xdg + "/sharedstore/default" }
-        return NSHomeDirectory() + "/.local/share/sharedstore/default"
+        let home = env["HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? NSHomeDirectory()
+        return home + "/.local/share/sharedstore/default"
     }
 
     public var command: String { arguments.command.name }

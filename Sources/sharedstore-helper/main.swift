@@ -10,6 +10,7 @@ import SharedStore
 //   advance  --group DIR --consumer C --tokens 3,1,2         advance one consumer, in that order
 //   register --group DIR --consumer C
 //   hold-read --group DIR                                     open a registry read, print, wait to be killed
+//   hold-write --group DIR                                    open a registry write, print, wait to be killed
 //   clean    --group DIR [--evict-after S] [--dry-run]
 //   tokens   --group DIR
 
@@ -110,6 +111,13 @@ do {
     case "hold-read":
         let registry = try TokenRegistry(group: group)
         try registry.holdReadTransactionForTesting {
+            emit([("holding", .bool(true))])
+            while true { pause() }
+        }
+    case "hold-write":
+        // Inside a registry write transaction, then stop itself: a frozen writer.
+        let registry = try TokenRegistry(group: group)
+        try registry.holdWriteTransactionForTesting {
             emit([("holding", .bool(true))])
             while true { pause() }
         }

@@ -29,12 +29,16 @@ public struct Attribute: Sendable, Hashable {
     public var maxValue: Double?
     /// Keep the value in the history tombstone when the object is deleted.
     public var preservesValueInHistoryOnDeletion: Bool
+    /// Reject strings holding control characters (C0, DEL, C1) other than a tab: for single-line
+    /// text such as a title or a name, which must not carry a newline or a terminal escape.
+    public var isSingleLine: Bool
 
     public init(
         _ name: String, _ type: AttributeType, optional: Bool = false, default defaultValue: Value = .null,
         minLength: Int? = nil, maxLength: Int? = nil, pattern: String? = nil,
-        minValue: Double? = nil, maxValue: Double? = nil, preservedInHistory: Bool = false
+        minValue: Double? = nil, maxValue: Double? = nil, singleLine: Bool = false, preservedInHistory: Bool = false
     ) {
+        self.isSingleLine = singleLine
         self.name = name
         self.type = type
         self.isOptional = optional

@@ -213,10 +213,13 @@ public final class Container: Sendable {
             let n = s.count
             if let min = a.minLength, n < min { throw StoreError(.validation, "\(name) is \(n) characters long, at least \(min) required") }
             if let max = a.maxLength, n > max { throw StoreError(.validation, "\(name) is \(n) characters long, at most \(max) allowed") }
+            if a.isSingleLine, TextSafety.containsControl(s, allowingTab: true) {
+                throw StoreError(.validation, "\(name) '\(TextSafety.visible(s))' holds a control character (a newline, an escape…)")
+            }
             if let p = a.pattern {
                 let range = NSRange(s.startIndex..., in: s)
                 guard let re = regex(p), re.firstMatch(in: s, range: range) != nil else {
-                    throw StoreError(.validation, "\(name) '\(s)' does not match the pattern \(p)")
+                    throw StoreError(.validation, "\(name) '\(TextSafety.visible(s))' does not match the pattern \(p)")
                 }
             }
         case .date(let d) where !d.timeIntervalSince1970.isFinite:

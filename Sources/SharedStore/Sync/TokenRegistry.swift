@@ -173,6 +173,8 @@ public final class TokenRegistry: Sendable {
     /// Adds `name` if it is not registered yet (with no token: it needs all history).
     public func register(_ name: String) throws {
         try Self.checkName(name)
+        // Most runs find themselves registered: look first, so that they take no write lock.
+        if try consumer(name) != nil { return }
         try Self.wrap(path) {
             try environment.write { t in
                 guard try t.get(name, in: Self.db) == nil else { return }
@@ -315,6 +317,12 @@ public final class TokenRegistry: Sendable {
 }
 
 extension TokenRegistry {
+    /// Runs `body` inside a registry write transaction (tests: a process stopped in here must
+    /// make the others fail with `.busy`, never hang them).
+    public func holdWriteTransactionForTesting(_ body: () throws -> Void) throws {
+        try Self.wrap(path) { try environment.write { t in _ = try t.all(in: "consumers"); try body() } }
+    }
+
     /// Runs `body` inside a registry read transaction (tests: a process killed in here must not
     /// leave a stuck reader slot).
     public func holdReadTransactionForTesting(_ body: () throws -> Void) throws {
