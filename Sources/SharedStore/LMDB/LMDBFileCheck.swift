@@ -29,7 +29,7 @@ struct LMDBFileCheck {
     private static let bigData: UInt16 = 0x01, subData: UInt16 = 0x02, dupData: UInt16 = 0x04
 
     private let fd: Int32
-    private let size: UInt64
+    private var size: UInt64
     /// Entry counts of the named databases met on the way (`MDB_db.md_entries`).
     private var namedEntries: [String: Int] = [:]
     private var pageSize = 0
@@ -88,11 +88,47 @@ struct LMDBFileCheck {
         return out
     }
 
+    /// Walks the tree of the newest meta page. Other processes may commit meanwhile (the walk
+    /// holds no reader slot, so pages it reads can be reused under it): damage found while the
+    /// newest transaction changed is read again, and only damage that stays is reported.
     private mutating func run() throws {
+        var attempts = 0
+        while true {
+            refreshSize()
+            var walked: UInt64?
+            do {
+                walked = try metaTransaction()
+                try walk()
+                return
+            } catch let damage as Damage {
+                // A registry being created or committed to right now can look damaged for a
+                // moment: look again for 20 ms, and for as long as its transactions move on.
+                attempts += 1
+                refreshSize()
+                let moved = walked != nil && (try? metaTransaction()).map { $0 != walked } == true
+                guard attempts < 20 || (moved && attempts < 200) else { throw damage }
+                if !moved { usleep(1000) }
+                visited = []
+                namedEntries = [:]
+            }
+        }
+    }
+
+    private mutating func refreshSize() {
+        var st = stat()
+        if fstat(fd, &st) == 0 { size = UInt64(st.st_size) }
+    }
+
+    /// The transaction id of the newer meta page (both pages must be valid).
+    private mutating func metaTransaction() throws -> UInt64 {
+        let (first, second) = try metas()
+        return max(first.txnID, second.txnID)
+    }
+
+    private mutating func metas() throws -> (Meta, Meta) {
         // Meta page 0 says the page size; meta page 1 follows at that offset.
-        let first = try read(Self.pageHeader + 136, at: 0)
-        let metas = [try Meta(first, page: 0)]
-        let size = Int(metas[0].pageSize)
+        let first = try Meta(try read(Self.pageHeader + 136, at: 0), page: 0)
+        let size = Int(first.pageSize)
         guard size >= 512, size <= 65536, size & (size - 1) == 0 else {
             throw Damage(description: "meta page 0 gives an invalid page size \(size)")
         }
@@ -101,16 +137,23 @@ struct LMDBFileCheck {
             throw Damage(description: "the file is truncated (\(self.size) bytes, shorter than its two meta pages)")
         }
         let second = try Meta(try read(Self.pageHeader + 136, at: UInt64(size)), page: 1)
-        guard second.pageSize == metas[0].pageSize else {
+        guard second.pageSize == first.pageSize else {
             throw Damage(description: "the meta pages disagree on the page size")
         }
-        let current = second.txnID > metas[0].txnID ? second : metas[0]
+        return (first, second)
+    }
+
+    private mutating func walk() throws {
+        let (first, second) = try metas()
+        let current = second.txnID > first.txnID ? second : first
         lastPage = current.lastPage
-        guard lastPage >= 1, lastPage < UInt64.max / UInt64(size) else {
+        guard lastPage >= 1, lastPage < UInt64.max / UInt64(pageSize) else {
             throw Damage(description: "meta page \(current.page) gives an invalid last page \(lastPage)")
         }
-        guard self.size >= (lastPage + 1) * UInt64(size) else {
-            throw Damage(description: "the file is truncated (\(self.size) bytes; its meta page needs \((lastPage + 1) * UInt64(size)))")
+        // The data pages of a commit are written before its meta page: read the size after it.
+        refreshSize()
+        guard self.size >= (lastPage + 1) * UInt64(pageSize) else {
+            throw Damage(description: "the file is truncated (\(self.size) bytes; its meta page needs \((lastPage + 1) * UInt64(pageSize)))")
         }
         try tree(root: current.freeRoot, depth: current.freeDepth, isMain: false)
         try tree(root: current.mainRoot, depth: current.mainDepth, isMain: true)
