@@ -23,6 +23,8 @@ let package = Package(
         .executableTarget(name: "storectl", dependencies: ["StoreCLI"]),
         // The benchmark: SharedStore against raw SQLite in the same run.
         .executableTarget(name: "storebench", dependencies: ["SharedStore", "CSQLite"]),
+        // The parsers of outside input as fuzz targets (libFuzzer with -DFUZZING; else a corpus replayer).
+        .executableTarget(name: "sharedstore-fuzz", dependencies: ["SharedStore", "ReadLater", "StoreCLI"]),
         // A small executable the tests and the demo drive as a real second process.
         .executableTarget(name: "sharedstore-helper", dependencies: ["SharedStore", "ReadLater"]),
         .testTarget(name: "SharedStoreTests", dependencies: ["SharedStore", "ReadLater", "CLMDB"]),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test: the Swift tests (unit, invariants, real multi-process), then the scripted
-# scenarios when there are any. Installs missing Debian packages itself when run as root.
+# Runs every test: the Swift tests (unit, invariants, real multi-process), a storebench smoke
+# run, a short fuzz run of every parser, then the scripted scenarios. Installs missing Debian packages itself when run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . Scripts/lib/setup.sh
@@ -26,6 +26,9 @@ if missing:
     sys.exit("storebench smoke run lacks cases: %s" % missing)
 print("storebench: every case ran")
 PY
+
+echo "== fuzz: a short run of every target (Scripts/fuzz.sh SECONDS for longer)"
+bash Scripts/fuzz.sh "${SHAREDSTORE_FUZZ_SECONDS:-5}"
 
 if [ -x Scripts/scenarios/run.sh ]; then
     echo "== scenarios"

@@ -94,6 +94,13 @@ if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=1m,mode=700 tmpfs "$full" 2>/d
     head -c 2000000 /dev/zero >"$full/filler" 2>/dev/null || true
     python3 -c "print('\n'.join('https://f.example/%d\t%s' % (i, 'x' * 400) for i in range(3000)))" >"$work/big.tsv"
     expect_error 1 "full disk" env SHAREDSTORE_GROUP="$full" "$BIN/share-extension" share-batch "$work/big.tsv"
+    # On the full disk, whatever each command answers, none dies by a signal or hangs.
+    for cmd in "main-app add --url https://f.example/a --title a" "main-app sync" "widget show" "widget toggle-read Article/1" \
+               "storectl tokens" "storectl verify" "history-cleaner" "share-extension share --url https://f.example/b --title b"; do
+        status=0; SHAREDSTORE_GROUP="$full" timeout 30 $cmd --json >/dev/null 2>"$work/full.err" || status=$?
+        [ "$status" -le 2 ] || fail "full disk: '$cmd' exited $status: $(cat "$work/full.err")"
+    done
+    ok "full disk: every target answers with a status, never a signal"
     rm -f "$full/filler"
     assert_eq "$(SHAREDSTORE_GROUP="$full" storectl stats --json | jq_ '[j["objects"]["Article"], j["transactions"]]')" "[1, 1]" "the full disk lost nothing"
     SHAREDSTORE_GROUP="$full" verify_store

@@ -64,7 +64,8 @@ extension Container {
     /// - Throws: `.tokenSpaceExhausted` when `highWater` leaves no number to use.
     @discardableResult
     public func adoptHighWater(_ highWater: Int64) throws -> ClosedRange<Int64>? {
-        guard highWater > 0 else { return nil }
+        // The common case reads: no write lock taken by every process that opens the store.
+        guard highWater > 0, highWater > (try read { c in try currentTokenValue(c) }) else { return nil }
         let recorded = try write { c -> (ClosedRange<Int64>, Int64)? in
             let newest = try currentTokenValue(c)
             guard highWater > newest else { return nil }

@@ -15,7 +15,7 @@ struct RecordedChange {
 /// (DESIGN.md: 0.65× a raw insert, against 0.30× for a row per change plus an index).
 /// Layout: version byte, change count, then per change: kind, entity index, primary key,
 /// updated property indexes (update) or tombstone index/value pairs (delete), all varints.
-enum HistoryCodec {
+package enum HistoryCodec {
     static let version: UInt8 = 1
 
     static func encode(_ changes: [RecordedChange]) -> [UInt8] {
@@ -47,7 +47,7 @@ enum HistoryCodec {
 
     static func bit(_ entity: Int) -> Int64 { entity < 62 ? (1 << Int64(entity)) : (1 << 62) }
 
-    static func decode(_ bytes: [UInt8], model: Model, storeID: UUID, entityFilter: Set<Int>?) throws -> [HistoryChange] {
+    package static func decode(_ bytes: [UInt8], model: Model, storeID: UUID, entityFilter: Set<Int>?) throws -> [HistoryChange] {
         var r = Reader(bytes: bytes)
         guard try r.byte() == version else { throw r.corrupt("unknown history format") }
         let count = try r.count()

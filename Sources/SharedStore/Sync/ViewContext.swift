@@ -46,6 +46,8 @@ public final class ViewContext {
     public private(set) var objects: [ObjectID: Snapshot] = [:]
     public private(set) var token: HistoryToken?
     private var loaded = false
+    /// A registry write that failed before the first sync, reported by it.
+    private var pendingWarning: String?
 
     /// Registers `consumer` in the registry (if it is not yet) and makes an empty view; the first
     /// ``sync(batchSize:_:)`` loads it. First checks the store against the registry
@@ -61,7 +63,11 @@ public final class ViewContext {
         self.author = author ?? consumer
         self.entities = entities ?? container.model.entities.map(\.name)
         try registry.reconcile(container)
-        try registry.register(consumer)
+        // Registering is a write the view does not depend on (a full disk, a busy registry): the
+        // first sync of an unregistered consumer loads in full and registers again.
+        do { try registry.register(consumer) } catch let error as StoreError where error.code != .registryDamaged {
+            pendingWarning = "\(consumer) could not register in the token registry: \(error.message)"
+        }
     }
 
     /// The view's objects of one entity, in id order.
@@ -95,7 +101,8 @@ public final class ViewContext {
         var reloadedAt: HistoryToken?
         var changed = 0
         var start: HistoryToken
-        var warning: String?
+        var warning = pendingWarning
+        pendingWarning = nil
         if let entry, let stored = entry.token, stored.storeID == container.storeID, !entry.isEvicted {
             if loaded, let own = token, own.storeID == container.storeID {
                 start = own

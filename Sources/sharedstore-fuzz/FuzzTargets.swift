@@ -1,0 +1,63 @@
+import Foundation
+import ReadLater
+import SharedStore
+import StoreCLI
+
+/// The parsers that read what comes from outside — files in the group directory, command-line
+/// arguments, share-batch files — each as a function of raw bytes that must never crash, hang or
+/// allocate without bound. libFuzzer drives them (`Scripts/fuzz.sh`); without it, this executable
+/// replays files through them (the committed seed corpus, in the tests).
+enum FuzzTarget: String, CaseIterable {
+    case historyBlob = "history-blob"
+    case token
+    case objectID = "object-id"
+    case shareBatch = "share-batch"
+    case arguments
+
+    private static let storeID = UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16))
+
+    /// One in-memory store for the batch parser's validation, made once.
+    private static let container: Container? = {
+        var options = Container.Options()
+        options.inMemory = true
+        return try? Container(group: "", model: ReadLater.model, options: options)
+    }()
+
+    /// Every command of every executable, for the argument parser.
+    private static let commands: [(String, Command)] = [Targets.mainApp, Targets.shareExtension, Targets.widget,
+                                                        Targets.historyCleaner, Targets.storectl]
+        .flatMap { tool in tool.commands.map { (tool.name, $0) } }
+
+    /// Runs the target on `bytes`. Errors are the expected answer to bad input; only a crash,
+    /// a hang or an allocation without bound is a finding.
+    func run(_ bytes: [UInt8]) {
+        switch self {
+        case .historyBlob:
+            _ = try? HistoryCodec.decode(bytes, model: ReadLater.model, storeID: Self.storeID, entityFilter: nil)
+            _ = try? HistoryCodec.decode(bytes, model: ReadLater.model, storeID: Self.storeID, entityFilter: [1])
+        case .token:
+            let text = String(decoding: bytes, as: UTF8.self)
+            if let token = try? HistoryToken(parsing: text) {
+                // What parses prints back as something that parses to the same token.
+                guard (try? HistoryToken(parsing: token.description)) == token else { fatalError("token does not round-trip: \(text)") }
+            }
+        case .objectID:
+            let text = String(decoding: bytes, as: UTF8.self)
+            if let id = try? ObjectID(parsing: text, storeID: Self.storeID) {
+                guard (try? ObjectID(parsing: id.description, storeID: Self.storeID)) == id else { fatalError("id does not round-trip: \(text)") }
+            }
+        case .shareBatch:
+            guard let container = Self.container else { return }
+            _ = try? ReadLater.parseBatch(String(decoding: bytes, as: UTF8.self), container: container)
+        case .arguments:
+            // The first byte picks a command; NUL bytes separate the arguments.
+            guard let first = bytes.first, !Self.commands.isEmpty else { return }
+            let (tool, command) = Self.commands[Int(first) % Self.commands.count]
+            let words = bytes.dropFirst().split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+            if let parsed = try? Arguments(words, command: command, tool: tool) {
+                _ = try? parsed.integer("limit", in: 0...Int.max)
+                _ = try? parsed.seconds("for", in: 0...31_536_000)
+            }
+        }
+    }
+}
