@@ -16,11 +16,24 @@ extension Container {
 
     /// Through which token history has been deleted, and the newest timestamp deleted.
     func deletedThrough(_ c: SQLiteConnection) throws -> (token: Int64, time: Double) {
+        let meta = try historyMeta(c)
+        return (meta.floor, meta.floorTime)
+    }
+
+    /// Through which token history was deleted (and the newest time deleted), and which token
+    /// numbers a restore lost (``lostTokenRanges()``), in one read of `ss_meta`.
+    func historyMeta(_ c: SQLiteConnection) throws -> (floor: Int64, floorTime: Double, lost: [ClosedRange<Int64>]) {
         var token: Int64 = 0, time = 0.0
-        try c.cached("SELECT key, value FROM ss_meta WHERE key IN ('history_deleted_through', 'history_deleted_time')").forEachRow { row in
-            if row.text(0) == "history_deleted_through" { token = Int64(row.text(1)) ?? 0 } else { time = Double(row.text(1)) ?? 0 }
-        }
-        return (token, time)
+        var lost: String?
+        try c.cached("SELECT key, value FROM ss_meta WHERE key IN ('history_deleted_through', 'history_deleted_time', 'lost_tokens')")
+            .forEachRow { row in
+                switch row.text(0) {
+                case "history_deleted_through": token = Int64(row.text(1)) ?? 0
+                case "history_deleted_time": time = Double(row.text(1)) ?? 0
+                default: lost = row.text(1)
+                }
+            }
+        return (token, time, try lost.map(Self.parseLostRanges) ?? [])
     }
 
     /// All transactions matching `request`, in token order.
@@ -81,7 +94,7 @@ extension Container {
         var remaining = request.limit ?? Int.max
         while remaining > 0 {
             let batch = try read { c -> [HistoryTransaction] in
-                let (floor, floorTime) = try deletedThrough(c)
+                let (floor, floorTime, lost) = try historyMeta(c)
                 if first {
                     switch request.start {
                     case .beginning:
@@ -91,7 +104,7 @@ extension Container {
                         let newest = try currentTokenValue(c)
                         // A token lost in a restore, or ahead of the store, names no transaction
                         // of this timeline: its holder must reload (invariants 2 and 3).
-                        if let problem = timelineProblem(token.value, newest: newest, lost: try lostRanges(c)) {
+                        if let problem = timelineProblem(token.value, newest: newest, lost: lost) {
                             throw StoreError(.historyExpired, "history expired: " + problem)
                         }
                         guard token.value >= floor else {

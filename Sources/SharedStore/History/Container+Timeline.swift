@@ -24,10 +24,7 @@ extension Container {
     }
 
     func lostRanges(_ c: SQLiteConnection) throws -> [ClosedRange<Int64>] {
-        guard let text = try c.cached("SELECT value FROM ss_meta WHERE key = 'lost_tokens'").firstRow([], { $0.text(0) }) else {
-            return []
-        }
-        return try Self.parseLostRanges(text)
+        try historyMeta(c).lost
     }
 
     static func parseLostRanges(_ text: String) throws -> [ClosedRange<Int64>] {

@@ -12,14 +12,7 @@ public enum StoreVerifier {
     /// Runs every check. `registry` is nil when it could not be opened; `registryProblem` says why.
     public static func verify(container: Container, registry: TokenRegistry?, registryProblem: String? = nil) -> [VerifyCheck] {
         var checks: [VerifyCheck] = []
-        func run(_ name: String, _ body: () throws -> (Bool, String)) {
-            do {
-                let (ok, detail) = try body()
-                checks.append(VerifyCheck(name: name, ok: ok, detail: detail))
-            } catch {
-                checks.append(VerifyCheck(name: name, ok: false, detail: "\(error)"))
-            }
-        }
+        func run(_ name: String, _ body: () throws -> (Bool, String)) { checks.append(check(name, body)) }
         let model = container.model
         run("sqlite-integrity") {
             let result = try container.read { c in try c.cached("PRAGMA quick_check").rows { $0.text(0) } }
@@ -143,17 +136,20 @@ public enum StoreVerifier {
         return checks + rest(container)
     }
 
+    /// One check: a failure to run it is a failed check naming the error.
+    private static func check(_ name: String, _ body: () throws -> (Bool, String)) -> VerifyCheck {
+        do {
+            let (ok, detail) = try body()
+            return VerifyCheck(name: name, ok: ok, detail: detail)
+        } catch {
+            return VerifyCheck(name: name, ok: false, detail: "\(error)")
+        }
+    }
+
     /// The checks that need no registry.
     private static func rest(_ container: Container) -> [VerifyCheck] {
         var checks: [VerifyCheck] = []
-        func run(_ name: String, _ body: () throws -> (Bool, String)) {
-            do {
-                let (ok, detail) = try body()
-                checks.append(VerifyCheck(name: name, ok: ok, detail: detail))
-            } catch {
-                checks.append(VerifyCheck(name: name, ok: false, detail: "\(error)"))
-            }
-        }
+        func run(_ name: String, _ body: () throws -> (Bool, String)) { checks.append(check(name, body)) }
         run("store-lock") {
             try container.write { _ in }
             return (true, "the write lock is free")

@@ -69,7 +69,7 @@ public final class TokenRegistry: Sendable {
         let exists = try Self.wrap(path) { try environment.read { t in try t.open(Self.db) } }
         if !exists {
             // A new registry: create the named database (only a write transaction can).
-            try Self.wrap(path) { try environment.write { t in try t.open(Self.db) } }
+            _ = try Self.wrap(path) { try environment.write { t in try t.open(Self.db) } }
         }
     }
 
