@@ -10,7 +10,14 @@ let package = Package(
         // C libraries from Debian's packages: a module map and a shim header each, nothing else.
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CLMDB", providers: [.apt(["liblmdb-dev"])]),
-        .target(name: "SharedStore", dependencies: ["CSQLite", "CLMDB"]),
+        // The layers, bottom up; each may only import those below it (the compiler enforces it).
+        .target(name: "SharedStoreSupport"),
+        .target(name: "SharedStoreSQLite", dependencies: ["CSQLite", "SharedStoreSupport"]),
+        .target(name: "SharedStoreLMDB", dependencies: ["CLMDB", "SharedStoreSupport"]),
+        .target(name: "SharedStoreCore", dependencies: ["SharedStoreSQLite", "SharedStoreSupport"]),
+        .target(name: "SharedStoreSync", dependencies: ["SharedStoreCore", "SharedStoreLMDB", "SharedStoreSupport"]),
+        // The one module users import.
+        .target(name: "SharedStore", dependencies: ["SharedStoreCore", "SharedStoreSync", "SharedStoreSupport"]),
         // The read-later model the targets, the demo and the scenarios share.
         .target(name: "ReadLater", dependencies: ["SharedStore"]),
         // Argument parsing, output and the commands of the targets, written once.
@@ -27,7 +34,9 @@ let package = Package(
         .executableTarget(name: "sharedstore-fuzz", dependencies: ["SharedStore", "ReadLater", "StoreCLI"]),
         // A small executable the tests and the demo drive as a real second process.
         .executableTarget(name: "sharedstore-helper", dependencies: ["SharedStore", "ReadLater"]),
-        .testTarget(name: "SharedStoreTests", dependencies: ["SharedStore", "ReadLater", "CLMDB"]),
+        .testTarget(name: "SharedStoreTests", dependencies: [
+            "SharedStore", "SharedStoreCore", "SharedStoreSync", "SharedStoreSQLite", "SharedStoreLMDB", "ReadLater", "CLMDB",
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

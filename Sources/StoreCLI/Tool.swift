@@ -149,6 +149,8 @@ public final class Invocation {
         if let c = openedContainer { return c }
         guard !group.isEmpty else { throw UsageError("--group needs a directory") }
         let c = try Container(group: group, model: ReadLater.model)
+        // Every commit of a target wakes the observers of every process.
+        try ChangeSignal.attach(to: c)
         openedContainer = c
         // Before anything is saved: a store put back to an older copy moves its tokens past every
         // one the registry knows. A damaged or busy registry does not stop a writer.

@@ -26,11 +26,7 @@ func line(_ value: JSONValue) {
 
 func emit(_ pairs: [(String, JSONValue)]) { line(.object(pairs)) }
 
-func monotonicNanoseconds() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) * 1e9 + Double(ts.tv_nsec)
-}
+func monotonicNanoseconds() -> Double { Double(Monotonic.nanoseconds()) }
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 guard let command = arguments.first else { fail("usage: sharedstore-helper COMMAND --group DIR …", code: 2) }
@@ -50,6 +46,7 @@ let times = options["times"] != nil
 
 do {
     let container = try Container(group: group, model: ReadLater.model)
+    try ChangeSignal.attach(to: container)
     switch command {
     case "write":
         guard let author = options["author"], let count = Int(options["count"] ?? "") else { fail("write needs --author and --count", code: 2) }

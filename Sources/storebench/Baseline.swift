@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import SharedStore
 
 /// The baseline: the same rows written straight through SQLite's C API, with the same pragmas
 /// (WAL, synchronous NORMAL), prepared statements and `BEGIN IMMEDIATE`, and no history.
@@ -107,3 +108,28 @@ struct BenchError: Error, CustomStringConvertible {
     let description: String
     init(_ d: String) { description = d }
 }
+
+// MARK: - Set-up through the C API
+
+/// Makes `count` history transactions quickly: one real save, then copies of its row in SQL
+/// (the setup is not measured; each copy is a valid transaction with its own token).
+func fillHistory(_ container: Container, path: String, count: Int) throws {
+    let context = container.newContext(name: "fill", author: "Filler")
+    try context.insert("Item", item(0))
+    try context.save()
+    var db: OpaquePointer?
+    guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK, let db else { throw BenchError("cannot open \(path)") }
+    defer { sqlite3_close_v2(db) }
+    sqlite3_busy_timeout(db, 10_000)
+    let sql = """
+        WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < \(count - 1))
+        INSERT INTO ss_history(timestamp, author, context, process, executable, entities, changes)
+        SELECT h.timestamp, h.author, h.context, h.process, h.executable, h.entities, h.changes
+        FROM c, (SELECT * FROM ss_history ORDER BY token DESC LIMIT 1) AS h
+        """
+    guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw BenchError(String(cString: sqlite3_errmsg(db))) }
+}
+
+
+/// The version of the SQLite library linked in.
+func sqliteVersion() -> String { String(cString: sqlite3_libversion()) }

@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 import SharedStore
 
@@ -56,7 +55,7 @@ func saveCase(_ s: Settings, history: Bool) throws -> Report {
     defer { try? FileManager.default.removeItem(atPath: dir) }
     var options = Container.Options()
     options.historyTracking = history
-    let container = try Container(group: dir + "/group", model: benchModel, options: options)
+    let container = try openStore(group: dir + "/group", model: benchModel, options: options)
     let context = container.newContext(name: "bench", author: "Bench")
     let baseline = try Baseline(path: dir + "/baseline.sqlite")
     var i = 0
@@ -78,7 +77,7 @@ func saveCase(_ s: Settings, history: Bool) throws -> Report {
 func batchCase(_ s: Settings) throws -> Report {
     let dir = scratch()
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let container = try Container(group: dir + "/group", model: benchModel)
+    let container = try openStore(group: dir + "/group", model: benchModel)
     let context = container.newContext(name: "bench", author: "Bench")
     let baseline = try Baseline(path: dir + "/baseline.sqlite")
     var i = 0
@@ -95,7 +94,7 @@ func batchCase(_ s: Settings) throws -> Report {
 func updateCase(_ s: Settings) throws -> Report {
     let dir = scratch()
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let container = try Container(group: dir + "/group", model: benchModel)
+    let container = try openStore(group: dir + "/group", model: benchModel)
     let context = container.newContext(name: "bench", author: "Bench")
     let temp = try context.insert("Item", item(0))
     let id = try context.save().permanentID(for: temp)
@@ -119,29 +118,10 @@ func updateCase(_ s: Settings) throws -> Report {
 
 // MARK: - History
 
-/// Makes `count` history transactions quickly: one real save, then copies of its row in SQL
-/// (the setup is not measured; each copy is a valid transaction with its own token).
-func fillHistory(_ container: Container, path: String, count: Int) throws {
-    let context = container.newContext(name: "fill", author: "Filler")
-    try context.insert("Item", item(0))
-    try context.save()
-    var db: OpaquePointer?
-    guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK, let db else { throw BenchError("cannot open \(path)") }
-    defer { sqlite3_close_v2(db) }
-    sqlite3_busy_timeout(db, 10_000)
-    let sql = """
-        WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < \(count - 1))
-        INSERT INTO ss_history(timestamp, author, context, process, executable, entities, changes)
-        SELECT h.timestamp, h.author, h.context, h.process, h.executable, h.entities, h.changes
-        FROM c, (SELECT * FROM ss_history ORDER BY token DESC LIMIT 1) AS h
-        """
-    guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw BenchError(String(cString: sqlite3_errmsg(db))) }
-}
-
 func historyFetchCase(_ s: Settings, retained: Int, name: String) throws -> Report {
     let dir = scratch()
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let container = try Container(group: dir + "/group", model: benchModel)
+    let container = try openStore(group: dir + "/group", model: benchModel)
     let path = dir + "/group/" + Container.storeFileName
     try fillHistory(container, path: path, count: retained)
     let after = try container.currentToken()
@@ -167,7 +147,7 @@ func historyFetchCase(_ s: Settings, retained: Int, name: String) throws -> Repo
 /// A fresh group in `dir` whose store holds `count` history transactions.
 func groupWithHistory(in dir: String, count: Int) throws -> (group: String, container: Container) {
     let group = dir + "/group"
-    let container = try Container(group: group, model: benchModel)
+    let container = try openStore(group: group, model: benchModel)
     try fillHistory(container, path: group + "/" + Container.storeFileName, count: count)
     return (group, container)
 }
@@ -178,7 +158,7 @@ func cleanerCase(_ s: Settings) throws -> Report {
     let (group, container) = try groupWithHistory(in: dir, count: s.bigHistory)
     let through = try container.currentToken()
     // A writer in another thread, with its own connections, saving as fast as it can.
-    let writer = try Container(group: group, model: benchModel)
+    let writer = try openStore(group: group, model: benchModel)
     let stop = StopBox()
     let stalls = StallBox()
     let thread = Thread {

@@ -1,11 +1,8 @@
 import Foundation
+import SharedStore
 
 /// Monotonic time in seconds (CLOCK_MONOTONIC is system-wide: comparable across processes).
-func now() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
+func now() -> Double { Monotonic.seconds() }
 
 func median(_ xs: [Double]) -> Double {
     guard !xs.isEmpty else { return 0 }
@@ -41,4 +38,12 @@ func scratch() -> String {
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent("storebench-\(UUID().uuidString)").path
     mkdir(dir, 0o700)
     return dir
+}
+
+/// A container as a target opens one: with the change signal attached, so that every save
+/// costs what it costs in the targets.
+func openStore(group: String, model: Model, options: Container.Options = Container.Options()) throws -> Container {
+    let container = try Container(group: group, model: model, options: options)
+    try ChangeSignal.attach(to: container)
+    return container
 }

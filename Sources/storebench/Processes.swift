@@ -40,7 +40,7 @@ func emitLine(_ v: JSONValue) { FileHandle.standardOutput.write(Data((v.serializ
 
 /// `--child latency-consumer GROUP COUNT`: a consumer that prints `token time` after each merge.
 func latencyConsumer(group: String, count: Int64) throws {
-    let container = try Container(group: group, model: benchModel)
+    let container = try openStore(group: group, model: benchModel)
     let registry = try TokenRegistry(group: group)
     let view = try ViewContext(container: container, registry: registry, consumer: "Latency")
     let observer = try ChangeObserver(container: container, pollInterval: 1)
@@ -58,7 +58,7 @@ func latencyConsumer(group: String, count: Int64) throws {
 
 /// `--child writer GROUP SECONDS START`: saves until SECONDS after START; prints counts.
 func writerChild(group: String, seconds: Double, start: Double, author: String) throws {
-    let container = try Container(group: group, model: benchModel)
+    let container = try openStore(group: group, model: benchModel)
     let context = container.newContext(name: "writer", author: author)
     while now() < start { usleep(1000) }
     var saves = 0, failed = 0, i = 0
@@ -79,7 +79,7 @@ func writerChild(group: String, seconds: Double, start: Double, author: String) 
 
 /// `--child catch-up GROUP`: merges all history after token 0; prints peak memory.
 func catchUpChild(group: String) throws {
-    let container = try Container(group: group, model: benchModel)
+    let container = try openStore(group: group, model: benchModel)
     let registry = try TokenRegistry(group: group)
     let view = try ViewContext(container: container, registry: registry, consumer: "CatchUp")
     try registry.reset("CatchUp", to: HistoryToken(storeID: container.storeID, value: 0))
@@ -95,7 +95,7 @@ func latencyCase(_ s: Settings) throws -> Report {
     let dir = scratch()
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let group = dir + "/group"
-    let container = try Container(group: group, model: benchModel)
+    let container = try openStore(group: group, model: benchModel)
     let context = container.newContext(name: "bench", author: "Writer")
     let (child, lines) = try spawnSelf(["latency-consumer", group, String(s.latencyCommits)])
     defer { if child.isRunning { child.terminate() } }
@@ -142,7 +142,7 @@ func writersCase(_ s: Settings, writers: Int, single: Double?) throws -> (Report
     let dir = scratch()
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let group = dir + "/group"
-    _ = try Container(group: group, model: benchModel)
+    _ = try openStore(group: group, model: benchModel)
     let start = now() + 0.5
     let children = try (0..<writers).map { w in try spawnSelf(["writer", group, String(s.writerSeconds), String(start), "W\(w)"]) }
     var saves = 0.0, failed = 0.0

@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 import SharedStore
 
@@ -60,7 +59,7 @@ while let a = args.first {
 }
 
 do {
-    show(.object([("case", .string("meta")), ("sqlite", .string(String(cString: sqlite3_libversion()))),
+    show(.object([("case", .string("meta")), ("sqlite", .string(sqliteVersion())),
                   ("pragmas", .string("journal_mode=WAL synchronous=NORMAL")), ("size", .string("\(settings.size)")),
                   ("rounds", .number(Double(settings.rounds))), ("cores", .number(Double(ProcessInfo.processInfo.activeProcessorCount)))]))
     if want("save-history") { show(try saveCase(settings, history: true)) }

@@ -1,6 +1,8 @@
 import Foundation
 import ReadLater
-@testable import SharedStore
+import SharedStore
+@testable import SharedStoreCore
+import SharedStoreSQLite
 import Testing
 
 /// Issue 9 at the library's level: tokens across a restore (invariant 2), group files (8), the
@@ -10,7 +12,7 @@ import Testing
 
     /// Copies the store file as SQLite's backup would leave it (after a checkpoint, no -wal).
     func snapshot(_ container: Container, to path: String) throws {
-        try container.writer.withLock { c in try c.execute("VACUUM INTO '\(path)'") }
+        try container.writer.withConnection { c in try c.execute("VACUUM INTO '\(path)'") }
     }
 
     @Test func aRestoredStoreNeverHandsOutATokenTwiceAndItsConsumersReload() throws {
@@ -60,7 +62,7 @@ import Testing
         let container = try group.open()
         let context = container.newContext(author: "A")
         try Fixtures.saveArticles(context, count: 1)
-        try container.write { c in
+        try container.writer.withConnection { c in
             try c.execute("""
                 INSERT INTO ss_history(token, timestamp, author, context, process, executable, entities, changes)
                 VALUES (9223372036854775807, 0, 'x', NULL, 0, 'x', 0, x'0100')

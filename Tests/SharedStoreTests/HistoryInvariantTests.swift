@@ -1,6 +1,6 @@
 import Foundation
 import ReadLater
-@testable import SharedStore
+import SharedStore
 import Testing
 
 /// Invariants 1, 2, 3 and 8 of DESIGN.md, in one process.

@@ -1,6 +1,8 @@
 import Foundation
 import ReadLater
-@testable import SharedStore
+import SharedStore
+@testable import SharedStoreCore
+import SharedStoreSQLite
 import Testing
 
 /// Each merge policy against each kind of conflict, with two contexts in one process and with a
@@ -187,7 +189,7 @@ import Testing
         let context = writer.newContext(author: "W")
         try context.insert(Fixtures.article("blocked"))
         // Another connection holds the write lock: the save waits 0.2 s, then reports busy.
-        try holder.writer.withLock { c in
+        try holder.writer.withConnection { c in
             try c.execute("BEGIN IMMEDIATE")
             defer { try? c.execute("ROLLBACK") }
             do {

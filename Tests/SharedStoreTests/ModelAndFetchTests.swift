@@ -1,6 +1,6 @@
 import Foundation
 import ReadLater
-@testable import SharedStore
+import SharedStore
 import Testing
 
 @Suite struct ModelAndFetchTests {

@@ -1,6 +1,8 @@
 import Foundation
 import ReadLater
-@testable import SharedStore
+import SharedStore
+@testable import SharedStoreCore
+import SharedStoreSQLite
 import Testing
 
 /// Opening group directories: permissions, schema checks, foreign and corrupt files (invariant 8).
@@ -93,8 +95,8 @@ import Testing
         let context = container.newContext(author: "A")
         try context.insert(Fixtures.article("x"))
         try context.save()
-        try container.writer.withLock { c in try c.execute("UPDATE ss_history SET changes = x'0105'") }
-        expectStoreError(.notAStore) { _ = try container.fetchHistory(HistoryRequest()) }
+        try container.writer.withConnection { c in try c.execute("UPDATE ss_history SET changes = x'0105'") }
+        expectStoreError(.historyCorrupt) { _ = try container.fetchHistory(HistoryRequest()) }
         #expect(try context.count(FetchRequest("Article")) == 1)
     }
 }

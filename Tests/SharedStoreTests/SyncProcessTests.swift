@@ -1,7 +1,10 @@
 import CLMDB
 import Foundation
 import ReadLater
-@testable import SharedStore
+import SharedStore
+@testable import SharedStoreCore
+import SharedStoreLMDB
+@testable import SharedStoreSync
 import Testing
 
 /// Invariants 3 to 7 across real processes: watchers, kills, the cleaner, the registry.
@@ -220,17 +223,15 @@ import Testing
         let before = registry.environment.mapSize
         let big = [UInt8](repeating: 7, count: 3000)
         try registry.environment.write { t in
-            for i in 0..<1000 { try t.put(big, for: "filler-\(i)", in: "filler") }
+            for i in 0..<1000 { try t.put(big, for: "filler-\(i)", in: "meta") }
         }
         #expect(registry.environment.mapSize > before)
-        #expect(try registry.environment.read { t in try t.get("filler-999", in: "filler") } == big)
+        #expect(try registry.environment.read { t in try t.get("filler-999", in: "meta") } == big)
     }
 
     @Test func aDroppedSignalIsCaughtByThePoll() throws {
         let group = TemporaryGroup()
-        var quiet = Container.Options()
-        quiet.signalChanges = false
-        let writer = try group.open(options: quiet)
+        let writer = try group.open(signal: false)
         let observer = try ChangeObserver(container: try group.open(), pollInterval: 0.05)
         #expect(observer.usesInotify)
         let context = writer.newContext(author: "Quiet")
@@ -243,7 +244,7 @@ import Testing
         let group = TemporaryGroup()
         let container = try group.open()
         let observer = try ChangeObserver(container: container, pollInterval: 60)
-        let called = Locked<[HistoryToken]>([])
+        let called = Protected<[HistoryToken]>([])
         observer.onChange { token in called.withLock { $0.append(token) } }
         let stream = observer.changes()
         let context = container.newContext(author: "Here")

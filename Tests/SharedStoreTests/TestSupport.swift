@@ -1,6 +1,6 @@
 import Foundation
 import ReadLater
-@testable import SharedStore
+import SharedStore
 import Testing
 
 /// A private temporary group directory per test, removed when the test ends.
@@ -16,8 +16,12 @@ final class TemporaryGroup {
 
     deinit { try? FileManager.default.removeItem(atPath: root) }
 
-    func open(_ model: Model = ReadLater.model, options: Container.Options = Container.Options()) throws -> Container {
-        try Container(group: path, model: model, options: options)
+    /// Opens the store as a target does, with the change signal attached (`signal: false`:
+    /// without it, as a writer whose signals are lost).
+    func open(_ model: Model = ReadLater.model, options: Container.Options = Container.Options(), signal: Bool = true) throws -> Container {
+        let container = try Container(group: path, model: model, options: options)
+        if signal { try ChangeSignal.attach(to: container) }
+        return container
     }
 
     var storePath: String { (path as NSString).appendingPathComponent(Container.storeFileName) }

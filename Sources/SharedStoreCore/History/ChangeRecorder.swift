@@ -1,0 +1,87 @@
+import Foundation
+import SharedStoreSupport
+
+/// How many objects a save inserted, updated and deleted (after coalescing).
+struct ChangeCounts: Hashable {
+    var inserted = 0, updated = 0, deleted = 0
+}
+
+/// Records the changes of one write transaction, object by object, and writes them as its one
+/// history transaction, in the same SQLite transaction as the data (invariant 1).
+struct ChangeRecorder {
+    private(set) var changes: [RecordedChange] = []
+
+    var isEmpty: Bool { changes.isEmpty }
+    var count: Int { changes.count }
+
+    mutating func inserted(_ entity: Int, _ pk: Int64) {
+        changes.append(RecordedChange(kind: .insert, entity: entity, primaryKey: pk))
+    }
+
+    mutating func updated(_ entity: Int, _ pk: Int64, properties: [Int]) {
+        changes.append(RecordedChange(kind: .update, entity: entity, primaryKey: pk, updated: properties))
+    }
+
+    mutating func deleted(_ entity: Int, _ pk: Int64, tombstone: [(Int, Value)]) {
+        changes.append(RecordedChange(kind: .delete, entity: entity, primaryKey: pk, tombstone: tombstone))
+    }
+
+    /// One change per object: an insert absorbs later updates, updates merge their properties,
+    /// a delete replaces what came before.
+    var coalesced: [RecordedChange] {
+        guard changes.count > 1 else { return changes }
+        var out: [RecordedChange] = []
+        var at: [ObjectKey: Int] = [:]
+        for change in changes {
+            let key = ObjectKey(entity: change.entity, pk: change.primaryKey)
+            guard let i = at[key] else {
+                at[key] = out.count
+                out.append(change)
+                continue
+            }
+            switch (out[i].kind, change.kind) {
+            case (.insert, .update), (.delete, .update): break
+            case (.update, .update): out[i].updated = Array(Set(out[i].updated).union(change.updated)).sorted()
+            case (_, .insert), (_, .delete), (.insert, _), (.delete, _): out[i] = change
+            }
+        }
+        return out
+    }
+
+    var counts: ChangeCounts {
+        coalesced.reduce(into: ChangeCounts()) { n, change in
+            switch change.kind {
+            case .insert: n.inserted += 1
+            case .update: n.updated += 1
+            case .delete: n.deleted += 1
+            }
+        }
+    }
+
+    /// Writes the history transaction of everything recorded. Returns its token, or nil when
+    /// nothing changed or history is off.
+    ///
+    /// - Throws: `.tokenSpaceExhausted` when SQLite had no higher row id to give (a damaged
+    ///   store holding the largest token): the whole save rolls back.
+    func write(_ s: SQLStore, author: String?, contextName: String?) throws -> HistoryToken? {
+        let container = s.container
+        guard container.options.historyTracking, !changes.isEmpty else { return nil }
+        let changes = coalesced
+        let token = try s.insertHistory(HistoryRow(
+            token: 0, timestamp: Date().timeIntervalSince1970, author: author, context: contextName,
+            process: container.process.pid, executable: container.process.executable,
+            entities: HistoryCodec.entityMask(changes), changes: HistoryCodec.encode(changes)))
+        // Tokens only grow; a lower one means SQLite ran out of row ids (see `newestSeen`).
+        guard token > container.newestSeen.load(ordering: .relaxed) else {
+            throw StoreError(.tokenSpaceExhausted, "token space exhausted: the store already holds the largest token; nothing was saved")
+        }
+        container.noteToken(token)
+        return HistoryToken(storeID: container.storeID, value: token)
+    }
+}
+
+/// An object by entity index and primary key.
+struct ObjectKey: Hashable {
+    let entity: Int
+    let pk: Int64
+}

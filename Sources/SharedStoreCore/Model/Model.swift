@@ -1,0 +1,236 @@
+import Foundation
+import SharedStoreSQLite
+import SharedStoreSupport
+
+/// The type of an attribute, mapped to a SQLite column.
+public enum AttributeType: String, Sendable, Hashable, Codable {
+    case string, integer, double, bool, date, data, uuid
+}
+
+/// What happens to related objects when an object is deleted (Core Data's delete rules).
+public enum DeleteRule: String, Sendable, Hashable, Codable {
+    /// The related objects' inverse is set to nil.
+    case nullify
+    /// The related objects are deleted too.
+    case cascade
+    /// The delete fails while any related object exists.
+    case deny
+}
+
+/// An attribute of an entity, with its validation rules.
+public struct Attribute: Sendable, Hashable {
+    public var name: String
+    public var type: AttributeType
+    public var isOptional: Bool
+    public var defaultValue: Value
+    public var minLength: Int?
+    public var maxLength: Int?
+    /// A regular expression the whole string must match.
+    public var pattern: String?
+    public var minValue: Double?
+    public var maxValue: Double?
+    /// Keep the value in the history tombstone when the object is deleted.
+    public var preservesValueInHistoryOnDeletion: Bool
+    /// Reject strings holding control characters (C0, DEL, C1) other than a tab: for single-line
+    /// text such as a title or a name, which must not carry a newline or a terminal escape.
+    public var isSingleLine: Bool
+
+    public init(
+        _ name: String, _ type: AttributeType, optional: Bool = false, default defaultValue: Value = .null,
+        minLength: Int? = nil, maxLength: Int? = nil, pattern: String? = nil,
+        minValue: Double? = nil, maxValue: Double? = nil, singleLine: Bool = false, preservedInHistory: Bool = false
+    ) {
+        self.isSingleLine = singleLine
+        self.name = name
+        self.type = type
+        self.isOptional = optional
+        self.defaultValue = defaultValue
+        self.minLength = minLength
+        self.maxLength = maxLength
+        self.pattern = pattern
+        self.minValue = minValue
+        self.maxValue = maxValue
+        self.preservesValueInHistoryOnDeletion = preservedInHistory
+    }
+}
+
+/// A relationship: to-one (stored as a column) or to-many (the inverse of a to-one).
+public struct Relationship: Sendable, Hashable {
+    public var name: String
+    public var destination: String
+    public var inverse: String
+    public var isToMany: Bool
+    public var deleteRule: DeleteRule
+
+    public static func toOne(_ name: String, _ destination: String, inverse: String, deleteRule: DeleteRule = .nullify) -> Relationship {
+        Relationship(name: name, destination: destination, inverse: inverse, isToMany: false, deleteRule: deleteRule)
+    }
+
+    public static func toMany(_ name: String, _ destination: String, inverse: String, deleteRule: DeleteRule = .nullify) -> Relationship {
+        Relationship(name: name, destination: destination, inverse: inverse, isToMany: true, deleteRule: deleteRule)
+    }
+}
+
+/// An entity: attributes, relationships and uniqueness constraints (each a list of attribute names).
+public struct Entity: Sendable, Hashable {
+    public var name: String
+    public var attributes: [Attribute]
+    public var relationships: [Relationship]
+    public var uniquenessConstraints: [[String]]
+
+    public init(_ name: String, attributes: [Attribute], relationships: [Relationship] = [], uniquenessConstraints: [[String]] = []) {
+        self.name = name
+        self.attributes = attributes
+        self.relationships = relationships
+        self.uniquenessConstraints = uniquenessConstraints
+    }
+
+    public func attribute(named name: String) -> Attribute? { attributes.first { $0.name == name } }
+    public func relationship(named name: String) -> Relationship? { relationships.first { $0.name == name } }
+
+    var toOneRelationships: [Relationship] { relationships.filter { !$0.isToMany } }
+    var toManyRelationships: [Relationship] { relationships.filter(\.isToMany) }
+
+    /// Names history refers to by index: attributes, to-one, then to-many relationships (a
+    /// to-many relationship shows as updated when a many-to-many link is made or broken).
+    var historyPropertyNames: [String] { storedPropertyNames + toManyRelationships.map(\.name) }
+
+    /// Checks that every name is an attribute of this entity.
+    ///
+    /// - Throws: `.unknownProperty` naming the first that is not (and `object`, when given).
+    func checkAttributes(_ names: some Sequence<String>, object: String? = nil) throws {
+        for name in names where attribute(named: name) == nil {
+            throw StoreError(.unknownProperty, (object.map { "\($0): " } ?? "") + "\(self.name) has no attribute '\(name)'")
+        }
+    }
+
+    /// The index history uses for property `name` (a precondition: the entity has it).
+    func historyIndex(of name: String) -> Int {
+        guard let i = historyPropertyNames.firstIndex(of: name) else {
+            preconditionFailure("\(self.name) has no property '\(name)' to record in history")
+        }
+        return i
+    }
+
+    /// Property names in a fixed order: attributes, then to-one relationships. History refers to
+    /// properties by their index in this list.
+    var storedPropertyNames: [String] { attributes.map(\.name) + toOneRelationships.map(\.name) }
+}
+
+/// A managed object model: the entities a store holds. Checked for consistency on creation.
+public struct Model: Sendable, Hashable {
+    public let entities: [Entity]
+    let entityIndex: [String: Int]
+
+    /// - Throws: ``StoreError`` with code `.invalidModel` naming the first inconsistency.
+    public init(_ entities: [Entity]) throws {
+        self.entities = entities
+        var index: [String: Int] = [:]
+        for (i, e) in entities.enumerated() { index[e.name] = i }
+        self.entityIndex = index
+        try validate()
+    }
+
+    public func entity(named name: String) -> Entity? { entityIndex[name].map { entities[$0] } }
+
+    /// The index of an entity of this model (a precondition: the entity comes from it).
+    func index(of e: Entity) -> Int {
+        guard let i = entityIndex[e.name] else { preconditionFailure("entity \(e.name) is not in this model") }
+        return i
+    }
+
+    func entity(_ name: String) throws -> Entity {
+        guard let e = entity(named: name) else { throw StoreError(.unknownEntity, "unknown entity '\(name)'") }
+        return e
+    }
+
+    private static let reserved: Set<String> = ["Z_PK", "Z_OPT", "id", "objectID"]
+
+    private func validate() throws {
+        func fail(_ message: String) -> StoreError { StoreError(.invalidModel, message) }
+        guard !entities.isEmpty else { throw fail("the model has no entities") }
+        guard entityIndex.count == entities.count else { throw fail("two entities share a name") }
+        for e in entities {
+            guard Self.isIdentifier(e.name), !e.name.hasPrefix("ss_"), !e.name.lowercased().hasPrefix("sqlite") else {
+                throw fail("entity name '\(e.name)' is not a plain identifier")
+            }
+            var names = Set<String>()
+            for n in e.attributes.map(\.name) + e.relationships.map(\.name) {
+                guard Self.isIdentifier(n), !Self.reserved.contains(n) else { throw fail("\(e.name).\(n) is not an allowed property name") }
+                guard names.insert(n).inserted else { throw fail("\(e.name).\(n) is declared twice") }
+            }
+            for a in e.attributes {
+                if let p = a.pattern {
+                    guard (try? NSRegularExpression(pattern: p)) != nil else { throw fail("\(e.name).\(a.name): invalid pattern '\(p)'") }
+                }
+                if !a.defaultValue.isNull, !Self.matches(a.defaultValue, a.type) {
+                    throw fail("\(e.name).\(a.name): default value \(a.defaultValue) is not of type \(a.type.rawValue)")
+                }
+            }
+            for r in e.relationships {
+                guard let d = entity(named: r.destination) else { throw fail("\(e.name).\(r.name): unknown destination '\(r.destination)'") }
+                guard let inv = d.relationship(named: r.inverse), inv.destination == e.name, inv.inverse == r.name else {
+                    throw fail("\(e.name).\(r.name): inverse '\(r.destination).\(r.inverse)' is missing or does not point back")
+                }
+                if !r.isToMany && !inv.isToMany {
+                    throw fail("\(e.name).\(r.name): one-to-one relationships are not supported; use a to-one with a to-many inverse")
+                }
+            }
+            for c in e.uniquenessConstraints {
+                guard !c.isEmpty else { throw fail("\(e.name): empty uniqueness constraint") }
+                for n in c where e.attribute(named: n) == nil && !(e.relationship(named: n).map { !$0.isToMany } ?? false) {
+                    throw fail("\(e.name): uniqueness constraint names unknown property '\(n)'")
+                }
+            }
+        }
+    }
+
+    /// The join table of a many-to-many relationship: one table per pair, owned by the side
+    /// whose `Entity.relationship` sorts first; column `a` holds the owner's keys, `b` the other's.
+    func joinTable(_ e: Entity, _ r: Relationship) -> JoinTable? {
+        guard r.isToMany, let d = entity(named: r.destination), let inv = d.relationship(named: r.inverse), inv.isToMany else { return nil }
+        let mine = "\(e.name).\(r.name)", theirs = "\(d.name).\(r.inverse)"
+        let owner = mine <= theirs
+        let name = owner ? "ss_m2m_\(e.name)_\(r.name)" : "ss_m2m_\(d.name)_\(r.inverse)"
+        return JoinTable(name: name, mine: owner ? "a" : "b", theirs: owner ? "b" : "a", isOwner: owner)
+    }
+
+    static func isIdentifier(_ s: String) -> Bool {
+        guard let first = s.unicodeScalars.first, first == "_" || (first.isASCII && CharacterSet.letters.contains(first)) else { return false }
+        return s.unicodeScalars.allSatisfy { $0.isASCII && ($0 == "_" || CharacterSet.alphanumerics.contains($0)) } && s.count <= 64
+    }
+
+    static func matches(_ v: Value, _ t: AttributeType) -> Bool {
+        switch (v, t) {
+        case (.string, .string), (.integer, .integer), (.double, .double), (.integer, .double), (.bool, .bool),
+             (.date, .date), (.data, .data), (.uuid, .uuid):
+            return true
+        default: return false
+        }
+    }
+
+    /// A canonical text of the parts of the model that shape the stored schema, one line per
+    /// property. Stored in the store and compared on every open.
+    var schemaDescription: String {
+        var lines: [String] = []
+        for e in entities {
+            lines.append("entity \(e.name)")
+            for a in e.attributes {
+                lines.append("  attribute \(e.name).\(a.name) \(a.type.rawValue)\(a.isOptional ? " optional" : "")")
+            }
+            for r in e.relationships {
+                lines.append("  relationship \(e.name).\(r.name) \(r.isToMany ? "to-many" : "to-one") \(r.destination).\(r.inverse)")
+            }
+            for c in e.uniquenessConstraints { lines.append("  unique \(e.name)(\(c.joined(separator: ",")))") }
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// Where the links of a many-to-many relationship live (see ``Model/joinTable(_:_:)``).
+struct JoinTable: Hashable {
+    let name: String
+    /// The column holding this side's keys, and the one holding the destination's.
+    let mine: String, theirs: String
+    let isOwner: Bool
+}

@@ -1,0 +1,37 @@
+import SharedStoreSQLite
+
+/// The SQL of one entity's hot statements, built once per container instead of on every save.
+struct EntitySQL: Sendable {
+    let index: Int
+    let insert: String
+    let select: String
+    let delete: String
+    let exists: String
+
+    init(_ e: Entity, index: Int) {
+        self.index = index
+        let table = SQLMapping.quote(e.name)
+        let names = e.storedPropertyNames
+        let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
+        insert = "INSERT INTO \(table)(\(names.map(SQLMapping.quote).joined(separator: ", "))) VALUES (\(placeholders))"
+        select = "SELECT \(Self.columns(of: e)) FROM \(table) AS t0 WHERE t0.Z_PK = ?"
+        delete = "DELETE FROM \(table) WHERE Z_PK = ?"
+        exists = "SELECT 1 FROM \(table) WHERE Z_PK = ?"
+    }
+
+    /// `t0.Z_PK, t0.Z_OPT, t0."attr"…, t0."toOne"…`: the columns a ``Snapshot`` is read from.
+    static func columns(of e: Entity) -> String {
+        (["t0.Z_PK", "t0.Z_OPT"] + e.storedPropertyNames.map { "t0.\(SQLMapping.quote($0))" }).joined(separator: ", ")
+    }
+
+    func statement(_ kind: EntityStatement, _ c: SQLiteConnection) throws -> SQLiteStatement {
+        let sql: String
+        switch kind {
+        case .insert: sql = insert
+        case .select: sql = select
+        case .delete: sql = delete
+        case .exists: sql = exists
+        }
+        return try c.statement(slot: StoreStatement.entity(index, kind).slot, sql)
+    }
+}

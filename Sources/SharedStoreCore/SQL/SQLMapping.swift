@@ -1,0 +1,172 @@
+import Foundation
+import SharedStoreSQLite
+import SharedStoreSupport
+
+/// How values of each attribute type are stored in SQLite, and how conditions become SQL.
+extension AttributeType {
+    var article: String { self == .integer ? "an" : "a" }
+}
+
+enum SQLMapping {
+    static func quote(_ identifier: String) -> String { "\"\(identifier)\"" }
+
+    static func columnType(_ t: AttributeType) -> String {
+        switch t {
+        case .string, .uuid: return "TEXT"
+        case .integer, .bool: return "INTEGER"
+        case .double, .date: return "REAL"
+        case .data: return "BLOB"
+        }
+    }
+
+    /// The stored form of `value` for an attribute of type `type`.
+    ///
+    /// - Throws: `.validation` when the value is of another type.
+    static func sqlValue(_ value: Value, _ type: AttributeType, name: @autoclosure () -> String) throws -> SQLValue {
+        switch (value, type) {
+        case (.null, _): return .null
+        case (.string(let s), .string): return .text(s)
+        case (.integer(let i), .integer): return .integer(i)
+        case (.integer(let i), .double): return .double(Double(i))
+        case (.double(let d), .double): return .double(d)
+        case (.bool(let b), .bool): return .integer(b ? 1 : 0)
+        case (.date(let d), .date): return .double(d.timeIntervalSince1970)
+        case (.data(let d), .data): return .blob([UInt8](d))
+        case (.uuid(let u), .uuid): return .text(u.uuidString.lowercased())
+        default:
+            throw StoreError(.validation, "\(name()) takes \(type.article) \(type.rawValue), not \(value)")
+        }
+    }
+
+    static func value(_ row: SQLiteRow, _ i: Int32, _ type: AttributeType) -> Value {
+        if row.isNull(i) { return .null }
+        switch type {
+        case .string: return .string(row.text(i))
+        case .integer: return .integer(row.int64(i))
+        case .double: return .double(row.double(i))
+        case .bool: return .bool(row.int64(i) != 0)
+        case .date: return .date(Date(timeIntervalSince1970: row.double(i)))
+        case .data: return .data(Data(row.blob(i)))
+        case .uuid: return UUID(uuidString: row.text(i)).map(Value.uuid) ?? .null
+        }
+    }
+}
+
+/// Builds the SQL of a fetch: columns, joins for to-one key paths, WHERE, ORDER BY.
+struct QueryBuilder {
+    let model: Model
+    let entity: Entity
+    let storeID: UUID
+    private(set) var joins: [String] = []
+    private var aliases: [String: String] = [:]
+    private(set) var bindings: [SQLValue] = []
+
+    init(model: Model, entity: Entity, storeID: UUID) {
+        self.model = model
+        self.entity = entity
+        self.storeID = storeID
+    }
+
+    /// The SQL expression for a key path and its attribute (nil for a relationship itself).
+    mutating func column(_ path: String) throws -> (sql: String, attribute: Attribute?) {
+        let parts = path.split(separator: ".").map(String.init)
+        guard parts.count == 1 || parts.count == 2 else {
+            throw StoreError(.unknownProperty, "key path '\(path)' has more than two parts")
+        }
+        if parts.count == 1 {
+            if let a = entity.attribute(named: parts[0]) { return ("t0.\(SQLMapping.quote(a.name))", a) }
+            if let r = entity.relationship(named: parts[0]), !r.isToMany { return ("t0.\(SQLMapping.quote(r.name))", nil) }
+            throw StoreError(.unknownProperty, "\(entity.name) has no attribute or to-one relationship '\(parts[0])'")
+        }
+        guard let r = entity.relationship(named: parts[0]), !r.isToMany else {
+            throw StoreError(.unknownProperty, "\(entity.name).\(parts[0]) is not a to-one relationship (in '\(path)')")
+        }
+        let dest = try model.entity(r.destination)
+        guard let a = dest.attribute(named: parts[1]) else {
+            throw StoreError(.unknownProperty, "\(dest.name) has no attribute '\(parts[1])' (in '\(path)')")
+        }
+        let alias: String
+        if let existing = aliases[r.name] {
+            alias = existing
+        } else {
+            alias = "j\(aliases.count + 1)"
+            aliases[r.name] = alias
+            joins.append("LEFT JOIN \(SQLMapping.quote(dest.name)) AS \(alias) ON \(alias).Z_PK = t0.\(SQLMapping.quote(r.name))")
+        }
+        return ("\(alias).\(SQLMapping.quote(a.name))", a)
+    }
+
+    private mutating func bind(_ v: Value, _ a: Attribute, _ path: String) throws -> String {
+        bindings.append(try SQLMapping.sqlValue(v, a.type, name: "\(entity.name).\(path)"))
+        return "?"
+    }
+
+    /// A WHERE expression that is never NULL, so that NOT and OR follow two-valued logic.
+    mutating func sql(_ c: Condition) throws -> String {
+        switch c {
+        case .always:
+            return "1"
+        case .compare(let path, let op, let v):
+            let (col, attr) = try column(path)
+            if v.isNull {
+                switch op {
+                case .equal: return "(\(col) IS NULL)"
+                case .notEqual: return "(\(col) IS NOT NULL)"
+                default: throw StoreError(.invalidArgument, "'\(path) \(op.rawValue) nil' has no meaning")
+                }
+            }
+            guard let attr else { throw StoreError(.invalidArgument, "compare '\(path)' to an object id or nil, not a value") }
+            let p = try bind(v, attr, path)
+            switch op {
+            case .equal: return "(\(col) IS \(p))"
+            case .notEqual: return "(\(col) IS NOT \(p))"
+            default: return "coalesce(\(col) \(op.rawValue) \(p), 0)"
+            }
+        case .among(let path, let values):
+            let (col, attr) = try column(path)
+            guard let attr else { throw StoreError(.invalidArgument, "IN on '\(path)' needs an attribute") }
+            guard !values.isEmpty else { return "0" }
+            let ps = try values.map { try bind($0, attr, path) }
+            return "coalesce(\(col) IN (\(ps.joined(separator: ","))), 0)"
+        case .between(let path, let low, let high):
+            let (col, attr) = try column(path)
+            guard let attr else { throw StoreError(.invalidArgument, "BETWEEN on '\(path)' needs an attribute") }
+            let a = try bind(low, attr, path), b = try bind(high, attr, path)
+            return "coalesce(\(col) BETWEEN \(a) AND \(b), 0)"
+        case .text(let path, let op, let pattern, let options):
+            let (col, attr) = try column(path)
+            guard attr?.type == .string else { throw StoreError(.invalidArgument, "\(op.rawValue) needs a string attribute, '\(path)' is not one") }
+            bindings.append(.text(pattern))
+            bindings.append(.integer(StringMatch(op, options).code))
+            return "ss_strop(\(col), ?, ?)"
+        case .related(let path, let id):
+            let (col, attr) = try column(path)
+            guard attr == nil, let r = entity.relationship(named: path) else {
+                throw StoreError(.invalidArgument, "'\(path)' is not a to-one relationship")
+            }
+            guard let id else { return "(\(col) IS NULL)" }
+            guard id.entity == r.destination, id.storeID == storeID, !id.isTemporary else {
+                throw StoreError(.invalidArgument, "\(id) cannot be the \(entity.name).\(path) of a stored object")
+            }
+            bindings.append(.integer(id.primaryKey))
+            return "(\(col) IS ?)"
+        case .and(let cs):
+            guard !cs.isEmpty else { return "1" }
+            return "(" + (try cs.map { try sql($0) }).joined(separator: " AND ") + ")"
+        case .or(let cs):
+            guard !cs.isEmpty else { return "0" }
+            return "(" + (try cs.map { try sql($0) }).joined(separator: " OR ") + ")"
+        case .not(let inner):
+            return "(NOT \(try sql(inner)))"
+        }
+    }
+
+    mutating func orderBy(_ keys: [SortKey]) throws -> String {
+        guard !keys.isEmpty else { return " ORDER BY t0.Z_PK" }
+        let parts = try keys.map { k -> String in
+            let (col, _) = try column(k.path)
+            return "\(col) \(k.ascending ? "ASC" : "DESC")"
+        }
+        return " ORDER BY " + parts.joined(separator: ", ") + ", t0.Z_PK"
+    }
+}

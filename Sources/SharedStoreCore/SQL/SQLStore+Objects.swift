@@ -1,0 +1,97 @@
+import Foundation
+import SharedStoreSQLite
+import SharedStoreSupport
+
+/// The rows of entities and join tables.
+extension SQLStore {
+    private func table(_ e: Entity) -> String { SQLMapping.quote(e.name) }
+
+    private func entityStatement(_ e: Entity, _ kind: EntityStatement) throws -> SQLiteStatement {
+        guard let i = model.entityIndex[e.name] else {
+            preconditionFailure("entity \(e.name) is not in the container's model")
+        }
+        return try container.entitySQL[i].statement(kind, c)
+    }
+
+    func exists(_ e: Entity, _ pk: Int64) throws -> Bool {
+        try entityStatement(e, .exists).firstRow([.integer(pk)]) { _ in true } ?? false
+    }
+
+    /// The stored object, or nil.
+    func snapshot(_ e: Entity, _ pk: Int64) throws -> Snapshot? {
+        try entityStatement(e, .select).firstRow([.integer(pk)]) { container.snapshot($0, e) }
+    }
+
+    /// Inserts a row: `bind` binds every stored property in order (``Entity/storedPropertyNames``)
+    /// to the prepared statement, starting at 1. Returns the new primary key.
+    func insertRow(_ e: Entity, bind: (SQLiteStatement) throws -> Void) throws -> Int64 {
+        let stmt = try entityStatement(e, .insert)
+        stmt.reset()
+        try bind(stmt)
+        try stmt.run()
+        return c.lastInsertRowID
+    }
+
+    /// Inserts a row with its primary key given (an object brought back under its own id).
+    func insertRow(_ e: Entity, primaryKey: Int64, values: [SQLValue]) throws {
+        let names = ["Z_PK"] + e.storedPropertyNames.map(SQLMapping.quote)
+        let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
+        try c.cached("INSERT INTO \(table(e))(\(names.joined(separator: ", "))) VALUES (\(placeholders))")
+            .execute([.integer(primaryKey)] + values)
+    }
+
+    /// Sets `columns` of one row to `values` and bumps its version.
+    func updateRow(_ e: Entity, _ pk: Int64, columns: [String], values: [SQLValue]) throws {
+        let set = columns.map { "\(SQLMapping.quote($0)) = ?" }.joined(separator: ", ")
+        try c.cached("UPDATE \(table(e)) SET \(set), Z_OPT = Z_OPT + 1 WHERE Z_PK = ?").execute(values + [.integer(pk)])
+    }
+
+    /// Sets one to-one relationship column, without a version bump (a reference fixed up within
+    /// the save that inserted the object).
+    func setRelationship(_ e: Entity, _ name: String, of pk: Int64, to target: Int64) throws {
+        try c.cached("UPDATE \(table(e)) SET \(SQLMapping.quote(name)) = ? WHERE Z_PK = ?").execute([.integer(target), .integer(pk)])
+    }
+
+    func deleteRow(_ e: Entity, _ pk: Int64) throws {
+        try entityStatement(e, .delete).execute([.integer(pk)])
+    }
+
+    /// The stored object whose `columns` (a uniqueness constraint) hold `values`, if any.
+    func objectMatching(_ e: Entity, columns: [String], values: [SQLValue]) throws -> Int64? {
+        let whereSQL = columns.map { "\(SQLMapping.quote($0)) = ?" }.joined(separator: " AND ")
+        return try c.cached("SELECT Z_PK FROM \(table(e)) WHERE \(whereSQL) LIMIT 1").firstRow(values) { $0.int64(0) }
+    }
+
+    /// The objects whose to-one relationship `inverse` (of entity `e`) points to `pk`, in key order.
+    func objects(_ e: Entity, whose inverse: String, is pk: Int64) throws -> [Int64] {
+        try c.cached("SELECT Z_PK FROM \(table(e)) WHERE \(SQLMapping.quote(inverse)) = ? ORDER BY Z_PK").rows([.integer(pk)]) { $0.int64(0) }
+    }
+
+    /// Clears the to-one relationship `inverse` of every object of `e` that points to `pk`.
+    func nullify(_ e: Entity, _ inverse: String, pointingTo pk: Int64) throws {
+        let column = SQLMapping.quote(inverse)
+        try c.cached("UPDATE \(table(e)) SET \(column) = NULL, Z_OPT = Z_OPT + 1 WHERE \(column) = ?").execute([.integer(pk)])
+    }
+
+    // MARK: - Join tables
+
+    /// The objects linked to `pk` through a many-to-many join table, in key order.
+    func linked(_ join: JoinTable, to pk: Int64) throws -> [Int64] {
+        try c.cached("SELECT \(join.theirs) FROM \(SQLMapping.quote(join.name)) WHERE \(join.mine) = ? ORDER BY \(join.theirs)")
+            .rows([.integer(pk)]) { $0.int64(0) }
+    }
+
+    /// Removes every link of `pk`.
+    func unlinkAll(_ join: JoinTable, from pk: Int64) throws {
+        try c.cached("DELETE FROM \(SQLMapping.quote(join.name)) WHERE \(join.mine) = ?").execute([.integer(pk)])
+    }
+
+    /// Makes (`linked`) or breaks the link between `pk` and `target`; true when it changed anything.
+    func setLink(_ join: JoinTable, _ pk: Int64, _ target: Int64, linked: Bool) throws -> Bool {
+        let sql = linked
+            ? "INSERT OR IGNORE INTO \(SQLMapping.quote(join.name))(\(join.mine), \(join.theirs)) VALUES (?, ?)"
+            : "DELETE FROM \(SQLMapping.quote(join.name)) WHERE \(join.mine) = ? AND \(join.theirs) = ?"
+        try c.cached(sql).execute([.integer(pk), .integer(target)])
+        return c.changes > 0
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import SharedStoreSQLite
+import SharedStoreSupport
+
+/// Fetches: `SELECT … FROM entity AS t0 <joins> WHERE … ORDER BY … LIMIT … OFFSET …`, built by
+/// ``QueryBuilder`` with every value bound.
+extension SQLStore {
+    func fetch(_ request: FetchRequest) throws -> [Snapshot] {
+        let e = try model.entity(request.entity)
+        let (sql, bindings) = try query(e, columns: EntitySQL.columns(of: e), where: request.condition, sort: request.sort, window: request)
+        return try c.cached(sql).rows(bindings) { container.snapshot($0, e) }
+    }
+
+    func count(_ request: FetchRequest) throws -> Int {
+        let e = try model.entity(request.entity)
+        let (sql, bindings) = try query(e, columns: "t0.Z_PK", where: request.condition, sort: nil, window: request)
+        return try c.cached("SELECT count(*) FROM (\(sql))").firstRow(bindings) { Int($0.int64(0)) } ?? 0
+    }
+
+    /// The primary keys matching a condition (batch update and delete).
+    func primaryKeys(_ e: Entity, _ condition: Condition) throws -> [Int64] {
+        let (sql, bindings) = try query(e, columns: "t0.Z_PK", where: condition, sort: [], window: nil)
+        return try c.cached(sql).rows(bindings) { $0.int64(0) }
+    }
+
+    /// `SELECT columns FROM entity AS t0 <joins> WHERE condition [ORDER BY …] [LIMIT … OFFSET …]`
+    /// and its bindings; `sort` nil leaves the order to SQLite.
+    private func query(_ e: Entity, columns: String, where condition: Condition, sort: [SortKey]?,
+                       window: FetchRequest?) throws -> (String, [SQLValue]) {
+        var q = QueryBuilder(model: model, entity: e, storeID: storeID)
+        let whereSQL = try q.sql(condition)
+        let order = try sort.map { try q.orderBy($0) } ?? ""
+        var sql = "SELECT \(columns) FROM \(SQLMapping.quote(e.name)) AS t0 \(q.joins.joined(separator: " ")) WHERE \(whereSQL)\(order)"
+        var bindings = q.bindings
+        if let window { try appendWindow(window, &sql, &bindings) }
+        return (sql, bindings)
+    }
+
+    private func appendWindow(_ request: FetchRequest, _ sql: inout String, _ bindings: inout [SQLValue]) throws {
+        guard request.offset >= 0, (request.limit ?? 0) >= 0 else {
+            throw StoreError(.invalidArgument, "fetch limit and offset must not be negative")
+        }
+        if request.limit != nil || request.offset > 0 {
+            sql += " LIMIT ? OFFSET ?"
+            bindings.append(.integer(Int64(request.limit ?? -1)))
+            bindings.append(.integer(Int64(request.offset)))
+        }
+    }
+}
+
+extension Container {
+    /// Reads a row selected with ``selectColumns(_:)``.
+    func snapshot(_ row: SQLiteRow, _ e: Entity) -> Snapshot {
+        var values: [String: Value] = [:]
+        values.reserveCapacity(e.attributes.count)
+        var column: Int32 = 2
+        for a in e.attributes {
+            values[a.name] = SQLMapping.value(row, column, a.type)
+            column += 1
+        }
+        var rels: [String: ObjectID] = [:]
+        for r in e.toOneRelationships {
+            if !row.isNull(column) {
+                rels[r.name] = ObjectID(storeID: storeID, entity: r.destination, primaryKey: row.int64(column))
+            }
+            column += 1
+        }
+        return Snapshot(id: ObjectID(storeID: storeID, entity: e.name, primaryKey: row.int64(0)),
+                        version: row.int64(1), values: values, relationships: rels)
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import SharedStoreSQLite
+import SharedStoreSupport
+
+/// The schema: SharedStore's own tables, one table per entity, join tables, indexes.
+extension SQLStore {
+    /// WAL mode and the synchronous level. `journal_mode` answers with a row; it fails here
+    /// first when the file is not a database.
+    static func configure(_ c: SQLiteConnection, synchronous: Container.Options.Synchronous) throws {
+        _ = try c.cached("PRAGMA journal_mode = WAL").firstRow { $0.text(0) }
+        switch synchronous {
+        case .normal: try c.execute("PRAGMA synchronous = NORMAL")
+        case .full: try c.execute("PRAGMA synchronous = FULL")
+        }
+    }
+
+    /// A connection that can only read (the container's reader).
+    static func makeQueryOnly(_ c: SQLiteConnection) throws {
+        try c.execute("PRAGMA query_only = 1")
+    }
+
+    /// The names of the database's tables.
+    static func tableNames(_ c: SQLiteConnection) throws -> [String] {
+        try c.cached("SELECT name FROM sqlite_schema WHERE type = 'table'").rows { $0.text(0) }
+    }
+
+    /// The table that marks a SharedStore store.
+    static let metaTable = "ss_meta"
+
+    /// Creates every table and index of `model` and writes `meta`.
+    static func createSchema(_ c: SQLiteConnection, model: Model, meta: [(MetaKey, String)]) throws {
+        var sql = """
+            CREATE TABLE ss_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+            CREATE TABLE ss_history(
+                token INTEGER PRIMARY KEY,
+                timestamp REAL NOT NULL,
+                author TEXT,
+                context TEXT,
+                process INTEGER NOT NULL,
+                executable TEXT NOT NULL,
+                entities INTEGER NOT NULL,
+                changes BLOB NOT NULL);
+
+            """
+        for e in model.entities { sql += entityTables(e, model: model) }
+        try c.execute(sql)
+        let insert = try c.cached("INSERT INTO ss_meta(key, value) VALUES (?, ?)")
+        for (key, value) in meta { try insert.execute([.text(key.rawValue), .text(value)]) }
+    }
+
+    /// The table of `e` (AUTOINCREMENT: a deleted object's id is never given to another), its
+    /// foreign-key indexes, the join tables it owns, its uniqueness indexes.
+    private static func entityTables(_ e: Entity, model: Model) -> String {
+        let q = SQLMapping.quote
+        var columns = ["Z_PK INTEGER PRIMARY KEY AUTOINCREMENT", "Z_OPT INTEGER NOT NULL DEFAULT 1"]
+        columns += e.attributes.map { "\(q($0.name)) \(SQLMapping.columnType($0.type))" }
+        columns += e.toOneRelationships.map { "\(q($0.name)) INTEGER" }
+        var sql = "CREATE TABLE \(q(e.name))(\(columns.joined(separator: ", ")));\n"
+        for r in e.toOneRelationships {
+            sql += "CREATE INDEX \(q("ss_fk_\(e.name)_\(r.name)")) ON \(q(e.name))(\(q(r.name)));\n"
+        }
+        for r in e.toManyRelationships {
+            guard let join = model.joinTable(e, r), join.isOwner else { continue }
+            sql += "CREATE TABLE \(q(join.name))(a INTEGER NOT NULL, b INTEGER NOT NULL, PRIMARY KEY (a, b)) WITHOUT ROWID;\n"
+            sql += "CREATE INDEX \(q(join.name + "_b")) ON \(q(join.name))(b, a);\n"
+        }
+        for (i, u) in e.uniquenessConstraints.enumerated() {
+            sql += "CREATE UNIQUE INDEX \(q("ss_unique_\(e.name)_\(i)")) ON \(q(e.name))(\(u.map(q).joined(separator: ", ")));\n"
+        }
+        return sql
+    }
+
+    /// `ss_strop(value, pattern, operator)`, the string matcher behind CONTAINS, BEGINSWITH,
+    /// ENDSWITH, LIKE and == with case- and diacritic-insensitive variants (``StringMatch``).
+    static func defineFunctions(_ c: SQLiteConnection) throws {
+        try c.defineFunction("ss_strop", argumentCount: 3) { args in
+            guard !args.isNull(0), !args.isNull(1), let match = StringMatch(code: args.int64(2)) else { return 0 }
+            return match.matches(args.text(0), args.text(1)) ? 1 : 0
+        }
+    }
+}

@@ -1,0 +1,196 @@
+import Foundation
+import SharedStoreSQLite
+import SharedStoreSupport
+
+/// Applies changes inside one write transaction: validates values, writes rows, and records
+/// each change for history. Merge policies are resolved by ``MergeResolver``, delete rules by
+/// ``DeleteRules``, history by ``ChangeRecorder``.
+///
+/// Shared by ``ObjectContext/save()`` and the batch operations so that both validate, apply delete
+/// rules and record history the same way.
+struct ChangeWriter {
+    let s: SQLStore
+    let resolver: MergeResolver
+    var recorder = ChangeRecorder()
+    /// Objects deleted in this transaction.
+    var deleted: Set<ObjectKey> = []
+    /// The state of each updated object after this transaction, so that a context can go on
+    /// from it without reading the object again.
+    var updatedSnapshots: [ObjectID: Snapshot] = [:]
+    /// Conflicts found under the `.error` policy; the caller fails the save when there are any.
+    var conflicts: [MergeConflict] = []
+
+    init(_ s: SQLStore, policy: MergePolicy = .objectTrump) {
+        self.s = s
+        self.resolver = MergeResolver(policy: policy)
+    }
+
+    var container: Container { s.container }
+    var model: Model { s.model }
+
+    // MARK: - Checks
+
+    func validate(_ value: Value, _ a: Attribute, object: @autoclosure () -> String) throws -> SQLValue {
+        try container.validate(value, a, object: object())
+    }
+
+    func exists(_ e: Entity, _ pk: Int64) throws -> Bool { try s.exists(e, pk) }
+
+    /// Runs a write, turning a broken uniqueness constraint into an error that names the object.
+    func unique<T>(_ object: @autoclosure () -> String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let e as SQLiteError where e.isUniqueViolation {
+            let columns = e.message.components(separatedBy: "failed: ").last ?? e.message
+            throw StoreError(.uniqueness, "\(object()) breaks a uniqueness constraint: another object already has the same \(columns)",
+                             resultCode: e.resultCode)
+        }
+    }
+
+    /// The stored object that has the same value as `changes` for one of the entity's uniqueness
+    /// constraints (a nil part never conflicts, as in SQLite's unique indexes).
+    func existingUnique(_ e: Entity, _ changes: PropertyChanges, object: @autoclosure () -> String) throws -> Int64? {
+        for constraint in e.uniquenessConstraints {
+            var bindings: [SQLValue] = []
+            for name in constraint {
+                if let a = e.attribute(named: name) {
+                    bindings.append(try SQLMapping.sqlValue(changes.values[name] ?? a.defaultValue, a.type, name: "\(object()).\(name)"))
+                } else {
+                    bindings.append(changes.relationships[name].flatMap { $0 }.map(SQLValue.integer) ?? .null)
+                }
+            }
+            if bindings.contains(.null) { continue }
+            if let pk = try s.objectMatching(e, columns: constraint, values: bindings) { return pk }
+        }
+        return nil
+    }
+
+    // MARK: - Rows
+
+    /// Inserts a validated row and records the insert; returns the new primary key.
+    mutating func insert(_ e: Entity, _ changes: PropertyChanges, object: @autoclosure () -> String) throws -> Int64 {
+        let pk = try unique(object()) {
+            try s.insertRow(e) { stmt in
+                var column: Int32 = 1
+                for a in e.attributes {
+                    try stmt.bind(try validate(changes.values[a.name] ?? a.defaultValue, a, object: object()), at: column)
+                    column += 1
+                }
+                for r in e.toOneRelationships {
+                    try stmt.bind(changes.relationships[r.name].flatMap { $0 }.map(SQLValue.integer) ?? .null, at: column)
+                    column += 1
+                }
+            }
+        }
+        recorder.inserted(model.index(of: e), pk)
+        return pk
+    }
+
+    /// Writes the properties that differ from the stored row and records them; a no-op when none do.
+    ///
+    /// With `read` (the snapshot the context read), an object whose version moved since is a
+    /// conflict, resolved by the merge policy property by property; under `.error` it is added
+    /// to ``conflicts`` and nothing is written for it.
+    mutating func update(_ e: Entity, pk: Int64, _ changes: PropertyChanges, object: @autoclosure () -> String,
+                         read: Snapshot? = nil) throws {
+        guard let current = try s.snapshot(e, pk) else {
+            guard let read else { throw StoreError(.objectNotFound, "no object \(object()) in the store (never saved, or deleted)") }
+            switch resolver.deleted(read: read) {
+            case .skip: return
+            case .conflict(let conflict): conflicts.append(conflict)
+            case .restore: try restore(e, read: read, changes)
+            }
+            return
+        }
+        var resolved = changes
+        if let read {
+            switch resolver.update(e, read: read, current: current, changes) {
+            case .write(let c): resolved = c
+            case .skip: return
+            case .conflict(let conflict):
+                conflicts.append(conflict)
+                return
+            }
+        }
+        try write(e, current: current, resolved, object: object())
+    }
+
+    /// Writes what differs between `current` and `changes`, records it, and keeps the result.
+    private mutating func write(_ e: Entity, current: Snapshot, _ changes: PropertyChanges, object: @autoclosure () -> String) throws {
+        var columns: [String] = [], bindings: [SQLValue] = [], indexes: [Int] = []
+        for (i, a) in e.attributes.enumerated() {
+            guard let v = changes.values[a.name], v != current[a.name] else { continue }
+            bindings.append(try validate(v, a, object: object()))
+            columns.append(a.name)
+            indexes.append(i)
+        }
+        for (i, r) in e.toOneRelationships.enumerated() {
+            guard let target = changes.relationships[r.name], target != current.relationships[r.name]?.primaryKey else { continue }
+            bindings.append(target.map(SQLValue.integer) ?? .null)
+            columns.append(r.name)
+            indexes.append(e.attributes.count + i)
+        }
+        guard !columns.isEmpty else {
+            updatedSnapshots[current.id] = current
+            return
+        }
+        let pk = current.id.primaryKey
+        try unique(object()) { try s.updateRow(e, pk, columns: columns, values: bindings) }
+        recorder.updated(model.index(of: e), pk, properties: indexes)
+        var after = Snapshot(id: current.id, version: current.version + 1, values: current.values, relationships: current.relationships)
+        for name in columns {
+            if let v = changes.values[name] { after.values[name] = v }
+            if let r = e.relationship(named: name), let target = changes.relationships[name] {
+                after.relationships[name] = target.map { ObjectID(storeID: container.storeID, entity: r.destination, primaryKey: $0) }
+            }
+        }
+        updatedSnapshots[current.id] = after
+    }
+
+    /// Brings back an object another save deleted, under its own id, with what the context read
+    /// and its changes on top. A related object deleted meanwhile is not brought back: the link
+    /// is dropped.
+    private mutating func restore(_ e: Entity, read: Snapshot, _ changes: PropertyChanges) throws {
+        let all = read.values.merging(changes.values) { $1 }
+        var bindings: [SQLValue] = []
+        for a in e.attributes { bindings.append(try validate(all[a.name] ?? a.defaultValue, a, object: read.id.description)) }
+        for r in e.toOneRelationships {
+            let target = changes.relationships[r.name] ?? read.relationships[r.name]?.primaryKey
+            let kept = try target.map { try exists(try model.entity(r.destination), $0) } ?? false
+            bindings.append(kept ? target.map(SQLValue.integer) ?? .null : .null)
+        }
+        try unique(read.id.description) { try s.insertRow(e, primaryKey: read.id.primaryKey, values: bindings) }
+        recorder.inserted(model.index(of: e), read.id.primaryKey)
+    }
+
+    /// Deletes objects with their delete rules (``DeleteRules``).
+    mutating func delete(_ e: Entity, pks: [Int64]) throws {
+        var rules = DeleteRules(s)
+        try rules.delete(e, pks: pks, deleted: &deleted, recorder: &recorder)
+    }
+
+    // MARK: - Many-to-many links
+
+    /// Makes (or, with `linked` false, breaks) the link between `pk` and `target` through
+    /// many-to-many relationship `r`; records an update of both objects when it changed anything.
+    mutating func link(_ e: Entity, _ pk: Int64, _ r: Relationship, _ target: Int64, linked: Bool) throws {
+        guard let join = model.joinTable(e, r) else {
+            throw StoreError(.unknownProperty, "\(e.name).\(r.name) is not a many-to-many relationship")
+        }
+        let dest = try model.entity(r.destination)
+        guard try exists(e, pk) else { throw StoreError(.objectNotFound, "no object \(e.name)/\(pk) in the store (never saved, or deleted)") }
+        guard try exists(dest, target) else {
+            throw StoreError(.objectNotFound, "no object \(dest.name)/\(target) in the store (never saved, or deleted)")
+        }
+        guard try s.setLink(join, pk, target, linked: linked) else { return }
+        recorder.updated(model.index(of: e), pk, properties: [e.historyIndex(of: r.name)])
+        recorder.updated(model.index(of: dest), target, properties: [dest.historyIndex(of: r.inverse)])
+    }
+
+    // MARK: - History
+
+    /// Writes the history transaction of everything recorded (see ``ChangeRecorder/write(_:author:contextName:)``).
+    func writeHistory(author: String?, contextName: String?) throws -> HistoryToken? {
+        try recorder.write(s, author: author, contextName: contextName)
+    }
+}

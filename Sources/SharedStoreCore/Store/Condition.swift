@@ -1,0 +1,95 @@
+import Foundation
+import SharedStoreSQLite
+import SharedStoreSupport
+
+/// A condition on objects of one entity: Core Data's fetch predicates, as a value.
+///
+/// Key paths are attribute names or a to-one relationship followed by an attribute of its
+/// destination (`category.name`). Values are always bound, never spliced into SQL.
+///
+/// For example:
+/// ```swift
+/// let c: Condition = Key("title").contains("cafe", .caseInsensitive, .diacriticInsensitive)
+///     && Key("isRead") == false && Key("category.name") == "Swift"
+/// ```
+public indirect enum Condition: Sendable, Hashable {
+    case always
+    case compare(String, Comparison, Value)
+    case among(String, [Value])
+    case between(String, Value, Value)
+    case text(String, TextOperator, String, TextOptions)
+    /// A to-one relationship is the object (or nil).
+    case related(String, ObjectID?)
+    case and([Condition])
+    case or([Condition])
+    case not(Condition)
+
+    public enum Comparison: String, Sendable, Hashable { case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">=" }
+    public enum TextOperator: String, Sendable, Hashable { case contains = "CONTAINS", beginsWith = "BEGINSWITH", endsWith = "ENDSWITH", like = "LIKE", equal = "==" }
+
+    public struct TextOptions: OptionSet, Sendable, Hashable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        /// `[c]`
+        public static let caseInsensitive = TextOptions(rawValue: 1)
+        /// `[d]`
+        public static let diacriticInsensitive = TextOptions(rawValue: 2)
+        static let all: TextOptions = [.caseInsensitive, .diacriticInsensitive]
+    }
+
+    public static func && (a: Condition, b: Condition) -> Condition { .and([a, b]) }
+    public static func || (a: Condition, b: Condition) -> Condition { .or([a, b]) }
+    public static prefix func ! (a: Condition) -> Condition { .not(a) }
+}
+
+/// A key path in a condition or a sort: `Key("title")`, `Key("category.name")`.
+public struct Key: Sendable, Hashable {
+    public let path: String
+    public init(_ path: String) { self.path = path }
+
+    public static func == (k: Key, v: Value) -> Condition { .compare(k.path, .equal, v) }
+    public static func != (k: Key, v: Value) -> Condition { .compare(k.path, .notEqual, v) }
+    public static func < (k: Key, v: Value) -> Condition { .compare(k.path, .less, v) }
+    public static func <= (k: Key, v: Value) -> Condition { .compare(k.path, .lessOrEqual, v) }
+    public static func > (k: Key, v: Value) -> Condition { .compare(k.path, .greater, v) }
+    public static func >= (k: Key, v: Value) -> Condition { .compare(k.path, .greaterOrEqual, v) }
+    public static func == (k: Key, id: ObjectID) -> Condition { .related(k.path, id) }
+
+    public func among(_ values: [Value]) -> Condition { .among(path, values) }
+    public func between(_ low: Value, _ high: Value) -> Condition { .between(path, low, high) }
+    public func contains(_ s: String, _ options: Condition.TextOptions...) -> Condition { .text(path, .contains, s, Condition.TextOptions(options)) }
+    public func beginsWith(_ s: String, _ options: Condition.TextOptions...) -> Condition { .text(path, .beginsWith, s, Condition.TextOptions(options)) }
+    public func endsWith(_ s: String, _ options: Condition.TextOptions...) -> Condition { .text(path, .endsWith, s, Condition.TextOptions(options)) }
+    public func like(_ s: String, _ options: Condition.TextOptions...) -> Condition { .text(path, .like, s, Condition.TextOptions(options)) }
+    public func equals(_ s: String, _ options: Condition.TextOptions...) -> Condition { .text(path, .equal, s, Condition.TextOptions(options)) }
+
+    public var ascending: SortKey { SortKey(path, ascending: true) }
+    public var descending: SortKey { SortKey(path, ascending: false) }
+}
+
+/// One sort criterion of a fetch.
+public struct SortKey: Sendable, Hashable {
+    public let path: String
+    public let ascending: Bool
+    public init(_ path: String, ascending: Bool = true) {
+        self.path = path
+        self.ascending = ascending
+    }
+}
+
+/// What to fetch: an entity, a condition, an order, a window.
+public struct FetchRequest: Sendable, Hashable {
+    public var entity: String
+    public var condition: Condition
+    public var sort: [SortKey]
+    public var limit: Int?
+    public var offset: Int
+
+    public init(_ entity: String, where condition: Condition = .always, sortedBy sort: [SortKey] = [], limit: Int? = nil, offset: Int = 0) {
+        self.entity = entity
+        self.condition = condition
+        self.sort = sort
+        self.limit = limit
+        self.offset = offset
+    }
+}

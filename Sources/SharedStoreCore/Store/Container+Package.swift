@@ -1,0 +1,99 @@
+import Foundation
+import SharedStoreSQLite
+import SharedStoreSupport
+
+/// What the sync layer (views, the verifier) asks the store, in one read transaction each.
+extension Container {
+    /// Every object of `entities` and the current token, from one consistent read.
+    package func loadAll(_ entities: [String]) throws -> (token: Int64, objects: [Snapshot]) {
+        try read { s in
+            let token = try s.currentToken()
+            var all: [Snapshot] = []
+            for e in entities { all += try s.fetch(FetchRequest(e)) }
+            return (token, all)
+        }
+    }
+
+    /// The stored state of each object (nil: it is gone), from one consistent read.
+    package func snapshots(_ ids: Set<ObjectID>) throws -> [ObjectID: Snapshot?] {
+        try read { s in
+            var out: [ObjectID: Snapshot?] = [:]
+            for id in ids { out[id] = try s.snapshot(try model.entity(id.entity), id.primaryKey) }
+            return out
+        }
+    }
+
+    // MARK: - Verification
+
+    /// SQLite's structural check: `["ok"]`, or the first problems.
+    package func quickCheck() throws -> [String] { try read { s in try s.quickCheck() } }
+
+    /// What history holds: the floor, the newest token ever, and the rows' extent.
+    package func historyExtent() throws -> (floor: Int64, newest: Int64, lowest: Int64, highest: Int64, rows: Int64, belowFloor: Int64) {
+        try read { s in
+            let floor = try s.historyMeta().floor
+            let e = try s.historyExtent(floor: floor)
+            return (floor, try s.currentToken(), e.lowest, e.highest, e.rows, e.belowFloor)
+        }
+    }
+
+    /// Each relationship with objects or links that point nowhere, and how many.
+    package func danglingRelationships() throws -> [String] {
+        try read { s in
+            var dangling: [String] = []
+            for e in model.entities {
+                for r in e.toOneRelationships {
+                    let n = try s.danglingReferences(e, r)
+                    if n > 0 { dangling.append("\(n) \(e.name).\(r.name)") }
+                }
+                for r in e.toManyRelationships {
+                    guard let join = model.joinTable(e, r) else { continue }
+                    let n = try s.danglingLinks(e, r, join)
+                    if n > 0 { dangling.append("\(n) links of \(e.name).\(r.name)") }
+                }
+            }
+            return dangling
+        }
+    }
+
+    /// Each uniqueness constraint that does not hold, and how many values are duplicated.
+    package func brokenUniqueness() throws -> [String] {
+        try read { s in
+            var broken: [String] = []
+            for e in model.entities {
+                for u in e.uniquenessConstraints {
+                    let n = try s.duplicates(e, u)
+                    if n > 0 { broken.append("\(n) duplicate \(e.name)(\(u.joined(separator: ",")))") }
+                }
+            }
+            return broken
+        }
+    }
+
+    /// Every stored object checked against its attributes' rules: how many, and the first
+    /// problems (at most `limit`).
+    package func invalidValues(limit: Int = 3) throws -> (objects: Int, problems: [String]) {
+        try read { s in
+            var n = 0
+            var problems: [String] = []
+            for e in model.entities {
+                for object in try s.fetch(FetchRequest(e.name)) {
+                    n += 1
+                    for a in e.attributes {
+                        do {
+                            _ = try validate(object[a.name], a, object: object.id.description)
+                        } catch let error as StoreError {
+                            if problems.count < limit { problems.append(error.message) }
+                        }
+                    }
+                }
+            }
+            return (n, problems)
+        }
+    }
+
+    /// Whether the write lock can be taken now (a frozen writer would hold it).
+    package func checkWriteLock() throws {
+        try write { _ in }
+    }
+}

@@ -1,0 +1,283 @@
+import Foundation
+import SharedStoreSQLite
+import SharedStoreSupport
+import Synchronization
+
+/// A store opened on an app-group directory: Core Data's `NSPersistentContainer`.
+///
+/// The directory holds `Store.sqlite` (with its `-wal` and `-shm`), created private (0700 for the
+/// directory, 0600 for the files). Many processes may open the same directory at once; SQLite's
+/// write lock serializes their saves.
+///
+/// For example:
+/// ```swift
+/// let container = try Container(group: "/tmp/group", model: model)
+/// let context = container.newContext(name: "share", author: "ShareExtension")
+/// ```
+public final class Container: Sendable {
+    public struct Options: Sendable, Hashable {
+        public enum Synchronous: String, Sendable, Hashable { case normal = "NORMAL", full = "FULL" }
+        /// Record every save as a history transaction (Core Data's NSPersistentHistoryTrackingKey).
+        public var historyTracking = true
+        /// Keep the store in memory (tests): nothing is written to the group directory.
+        public var inMemory = false
+        /// SQLite's `synchronous` level: NORMAL survives a process crash, FULL a power loss too.
+        public var synchronous = Synchronous.normal
+        /// How long a writer waits for the write lock before failing with `.busy`.
+        public var busyTimeout: TimeInterval = 5
+        public init() {}
+    }
+
+    public static let storeFileName = "Store.sqlite"
+
+    public let directory: String
+    public let model: Model
+    public let options: Options
+    /// The store's identity, made once when the store is created; tokens and ids carry it.
+    public let storeID: UUID
+    let storePath: String
+    let writer: ConnectionGuard
+    let reader: ConnectionGuard
+    let process: (pid: Int64, executable: String)
+    private let patterns = Mutex<[String: Regex]>([:])
+    /// Each entity's hot SQL, by entity index.
+    let entitySQL: [EntitySQL]
+    /// Run after every commit of this container (``addCommitHook(_:)``).
+    private let commitHooks = Mutex<[@Sendable (HistoryToken?) -> Void]>([])
+    /// The newest token this process has seen: a save must get a higher one. SQLite gives a row
+    /// id one above the largest, but at the largest possible one it picks a random unused id:
+    /// a token at Int64.max (only a damaged store has one) must fail the save, never hand out an
+    /// older number. Checked against a number in memory, so it costs a save nothing measurable.
+    let newestSeen = Atomic<Int64>(0)
+
+    /// Opens the store in `group`, creating the directory and the store on first use.
+    ///
+    /// - Throws: ``StoreError``: `.fileAccess` when the directory or file cannot be made or opened,
+    ///   `.notAStore` for a file that is not a SharedStore store, `.modelMismatch` when the store
+    ///   was made with another model. The files are left as they were.
+    public init(group: String, model: Model, options: Options = Options()) throws {
+        self.directory = group
+        self.model = model
+        self.options = options
+        self.process = (Int64(getpid()), ProcessInfo.processInfo.processName)
+        self.entitySQL = model.entities.enumerated().map { EntitySQL($1, index: $0) }
+        guard options.busyTimeout.isFinite, options.busyTimeout >= 0 else {
+            throw StoreError(.invalidArgument, "busy timeout must be a finite number of seconds, not \(options.busyTimeout)")
+        }
+        let timeout = Int32(min(options.busyTimeout, 3600) * 1000)
+        if options.inMemory {
+            let memoryPath = "file:sharedstore-\(UUID().uuidString)?mode=memory"
+            storePath = memoryPath
+            let connection = try StoreError.wrap(path: "memory") {
+                try SQLiteConnection(path: memoryPath, busyTimeoutMilliseconds: timeout)
+            }
+            try StoreError.wrap(path: "memory") { try SQLStore.defineFunctions(connection) }
+            storeID = try Schema.existingStoreID(connection, model: model, path: "memory") ?? Schema.create(connection, model: model, path: "memory")
+            writer = ConnectionGuard(connection)
+            reader = writer
+            return
+        }
+        try GroupDirectory.prepare(group)
+        let path = (group as NSString).appendingPathComponent(Self.storeFileName)
+        storePath = path
+        // SQLite opens the database with SQLITE_OPEN_NOFOLLOW, but its -wal, -shm and -journal
+        // files through plain open(2): each must be a regular file or absent.
+        try GroupDirectory.prepareFile(path)
+        for suffix in ["-wal", "-shm", "-journal"] { try GroupDirectory.checkFile(path + suffix) }
+        let (w, r, id) = try Self.openStore(path: path, model: model, options: options, timeout: timeout)
+        storeID = id
+        writer = ConnectionGuard(w)
+        reader = ConnectionGuard(r)
+        noteToken(try currentToken().value)
+    }
+
+    /// Opens the writer and reader connections, creating the schema on first use.
+    ///
+    /// Opening a brand-new file can meet SQLITE_BUSY where SQLite calls no busy handler
+    /// (switching to WAL, or the schema being made by another process at the same moment): the
+    /// whole open is retried in the busy wait's steps up to the busy timeout, like any write.
+    private static func openStore(path: String, model: Model, options: Options, timeout: Int32)
+        throws -> (SQLiteConnection, SQLiteConnection, UUID)
+    {
+        let start = Monotonic.seconds()
+        var attempt = 0
+        while true {
+            do {
+                let w = try StoreError.wrap(path: path) { try SQLiteConnection(path: path, busyTimeoutMilliseconds: timeout) }
+                // Check before configuring: WAL mode would rewrite the header of a foreign database.
+                let existing = try Schema.existingStoreID(w, model: model, path: path)
+                try StoreError.wrap(path: path) {
+                    try SQLStore.configure(w, synchronous: options.synchronous)
+                    try SQLStore.defineFunctions(w)
+                }
+                let id = try existing ?? Schema.create(w, model: model, path: path)
+                let r = try StoreError.wrap(path: path) { () throws -> SQLiteConnection in
+                    let r = try SQLiteConnection(path: path, busyTimeoutMilliseconds: timeout)
+                    try SQLStore.makeQueryOnly(r)
+                    try SQLStore.defineFunctions(r)
+                    return r
+                }
+                return (w, r, id)
+            } catch let error as StoreError where error.code == .busy && Monotonic.seconds() - start < options.busyTimeout {
+                usleep(BusyWait.step(attempt))
+                attempt += 1
+            }
+        }
+    }
+
+    /// Records that token `value` exists (the newest this process has seen).
+    func noteToken(_ value: Int64) {
+        _ = newestSeen.max(value, ordering: .relaxed)
+    }
+
+    /// Runs `hook` after every commit of this container, with the commit's token (nil for a
+    /// save that recorded no history). The sync layer installs the change signal this way
+    /// (`ChangeSignal.attach(to:)`). A hook runs on the committing thread and must be quick.
+    public func addCommitHook(_ hook: @escaping @Sendable (HistoryToken?) -> Void) {
+        commitHooks.withLock { $0.append(hook) }
+    }
+
+    /// Tells every hook that a commit happened.
+    func didCommit(_ token: HistoryToken?) {
+        for hook in commitHooks.withLock({ $0 }) { hook(token) }
+    }
+
+    /// A new context that records its saves under `author` (Core Data's transactionAuthor).
+    public func newContext(name: String? = nil, author: String? = nil) -> ObjectContext {
+        ObjectContext(container: self, name: name, author: author)
+    }
+
+    /// Parses `Entity/N` as an id of this store, checking that the entity exists.
+    public func objectID(parsing text: String) throws -> ObjectID {
+        let id = try ObjectID(parsing: text, storeID: storeID)
+        guard model.entity(named: id.entity) != nil else {
+            throw StoreError(.malformedID, "object id '\(text)' names unknown entity '\(id.entity)'")
+        }
+        return id
+    }
+
+    /// Parses a printed token and checks that it belongs to this store.
+    public func token(parsing text: String) throws -> HistoryToken {
+        let token = try HistoryToken(parsing: text)
+        try check(token)
+        return token
+    }
+
+    func check(_ token: HistoryToken) throws {
+        guard token.storeID == storeID else {
+            throw StoreError(.foreignToken, "token \(token) belongs to another store (this store is \(storeID.uuidString.lowercased()))")
+        }
+    }
+
+    // MARK: - Connections
+
+    /// Runs `body` in a write transaction (`BEGIN IMMEDIATE`: waits for the write lock up to the
+    /// busy timeout), committed when it returns, rolled back when it throws.
+    func write<T>(_ body: (SQLStore) throws -> T) throws -> T {
+        let path = storePath
+        return try writer.withConnection { c in
+            try StoreError.wrap(path: path) { try c.writeTransaction { try body(SQLStore(c: c, container: self)) } }
+        }
+    }
+
+    /// Runs `body` with the writer connection outside any transaction (a checkpoint).
+    func writeOutsideTransaction<T>(_ body: (SQLStore) throws -> T) throws -> T {
+        let path = storePath
+        return try writer.withConnection { c in try StoreError.wrap(path: path) { try body(SQLStore(c: c, container: self)) } }
+    }
+
+    /// Runs `body` in a read transaction: one consistent snapshot of the store.
+    func read<T>(_ body: (SQLStore) throws -> T) throws -> T {
+        let path = storePath
+        return try reader.withConnection { c in
+            try StoreError.wrap(path: path) { try c.readTransaction { try body(SQLStore(c: c, container: self)) } }
+        }
+    }
+
+    // MARK: - Validation
+
+    func regex(_ pattern: String) -> Regex? {
+        patterns.withLock { cache in
+            if let r = cache[pattern] { return r }
+            guard let r = Regex(pattern) else { return nil }
+            cache[pattern] = r
+            return r
+        }
+    }
+
+    /// Checks `values` for a new object of `entity` against the model's rules (required,
+    /// type, length, pattern, range), as a save would, without saving anything.
+    ///
+    /// - Throws: `.validation` naming `object`, the attribute and the rule; `.unknownProperty`.
+    public func validate(_ entity: String, _ values: [String: Value], object: String) throws {
+        let e = try model.entity(entity)
+        try e.checkAttributes(values.keys, object: object)
+        for a in e.attributes { _ = try validate(values[a.name] ?? a.defaultValue, a, object: object) }
+    }
+
+    /// Checks a value against its attribute's rules.
+    ///
+    /// - Throws: `.validation` naming the object, the attribute and the rule.
+    func validate(_ value: Value, _ a: Attribute, object: @autoclosure () -> String) throws -> SQLValue {
+        // Names are built only when a rule fails: this runs for every attribute of every save.
+        var name: String { "\(object()).\(a.name)" }
+        if value.isNull {
+            guard a.isOptional else { throw StoreError(.validation, "\(name) is required") }
+            return .null
+        }
+        let sql = try SQLMapping.sqlValue(value, a.type, name: name)
+        switch value {
+        case .string(let s):
+            let n = s.count
+            if let min = a.minLength, n < min { throw StoreError(.validation, "\(name) is \(n) characters long, at least \(min) required") }
+            if let max = a.maxLength, n > max { throw StoreError(.validation, "\(name) is \(n) characters long, at most \(max) allowed") }
+            if a.isSingleLine, TextSafety.containsControl(s, allowingTab: true) {
+                throw StoreError(.validation, "\(name) '\(TextSafety.visible(s))' holds a control character (a newline, an escape…)")
+            }
+            if let p = a.pattern {
+                guard let re = regex(p), re.matches(s) else {
+                    throw StoreError(.validation, "\(name) '\(TextSafety.visible(s))' does not match the pattern \(p)")
+                }
+            }
+        case .date(let d) where !d.timeIntervalSince1970.isFinite:
+            throw StoreError(.validation, "\(name) is not a valid date")
+        case .double(let d) where !d.isFinite:
+            throw StoreError(.validation, "\(name) is not a finite number")
+        case .integer, .double:
+            let d = value.doubleValue ?? 0
+            if let min = a.minValue, d < min { throw StoreError(.validation, "\(name) is \(value), at least \(min) required") }
+            if let max = a.maxValue, d > max { throw StoreError(.validation, "\(name) is \(value), at most \(max) allowed") }
+        default: break
+        }
+        return sql
+    }
+
+}
+
+/// A compiled validation pattern that matches a whole string. NSRegularExpression is immutable
+/// once made and safe to share between threads, which Foundation on Linux does not declare.
+struct Regex: @unchecked Sendable {
+    private let expression: NSRegularExpression
+
+    init?(_ pattern: String) {
+        guard let e = try? NSRegularExpression(pattern: "^(?:\(pattern))$") else { return nil }
+        expression = e
+    }
+
+    func matches(_ s: String) -> Bool {
+        expression.firstMatch(in: s, range: NSRange(s.startIndex..., in: s)) != nil
+    }
+}
+
+/// One SQLite connection and the lock that gives it to one thread at a time. A lock, not a
+/// `Mutex`: what runs under it (statements, rows) is not Sendable and never leaves it.
+final class ConnectionGuard: @unchecked Sendable {
+    private let lock = NSLock()
+    private let connection: SQLiteConnection
+
+    init(_ connection: SQLiteConnection) { self.connection = connection }
+
+    func withConnection<T>(_ body: (SQLiteConnection) throws -> T) rethrows -> T {
+        try lock.withLock { try body(connection) }
+    }
+}

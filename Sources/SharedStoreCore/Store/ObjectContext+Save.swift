@@ -1,0 +1,240 @@
+import Foundation
+import SharedStoreSQLite
+import SharedStoreSupport
+
+extension ObjectContext {
+    /// Writes every pending change and its history transaction in one SQLite transaction.
+    ///
+    /// Validation and delete rules run here. A failed save writes nothing, neither data nor
+    /// history, and keeps the pending changes so that they can be fixed and saved again.
+    ///
+    /// - Throws: ``StoreError``: `.validation`, `.uniqueness`, `.deleteDenied` or
+    ///   `.objectNotFound` naming the object and property; `.conflict` under the `.error` merge
+    ///   policy; `.busy`, `.diskFull`, `.fileAccess` when the store cannot be written.
+    @discardableResult
+    public func save() throws -> SaveResult {
+        guard hasChanges else {
+            return SaveResult(token: nil, permanentIDs: [:], insertedCount: 0, updatedCount: 0, deletedCount: 0)
+        }
+        let plan = SavePlan(self)
+        let outcome = try container.write { s in try plan.apply(s) }
+        rollback()
+        // What this save wrote is what the context has now read of those objects.
+        registered = outcome.snapshots
+        container.didCommit(outcome.token)
+        return SaveResult(token: outcome.token, permanentIDs: outcome.permanentIDs, insertedCount: outcome.counts.inserted,
+                          updatedCount: outcome.counts.updated, deletedCount: outcome.counts.deleted)
+    }
+}
+
+/// What a save did: its token, the permanent id of each inserted object, the counts, and the
+/// state of each object it updated.
+struct SaveOutcome {
+    let token: HistoryToken?
+    let permanentIDs: [ObjectID: ObjectID]
+    let counts: ChangeCounts
+    let snapshots: [ObjectID: Snapshot]
+}
+
+/// One save, planned from a context's pending changes and applied in one write transaction:
+/// inserts (references to objects inserted later in the save are set afterwards), updates,
+/// many-to-many links, deletes with their rules, then the history transaction.
+struct SavePlan {
+    let model: Model
+    let storeID: UUID
+    let inserts: [ObjectContext.PendingInsert]
+    let updates: [(ObjectID, ObjectContext.PendingUpdate)]
+    let links: [(id: ObjectID, relationship: String, target: ObjectID, linked: Bool)]
+    let deletes: [ObjectID]
+    let registered: [ObjectID: Snapshot]
+    let policy: MergePolicy
+    let author: String?
+    let contextName: String?
+
+    init(_ context: ObjectContext) {
+        model = context.model
+        storeID = context.container.storeID
+        inserts = context.inserts
+        updates = context.updateOrder.compactMap { id in context.updates[id].map { (id, $0) } }
+        links = context.links
+        deletes = context.deletes
+        registered = context.registered
+        policy = context.mergePolicy
+        author = context.transactionAuthor
+        contextName = context.name
+    }
+
+    /// Runs the plan; the caller's write transaction makes it all or nothing.
+    func apply(_ s: SQLStore) throws -> SaveOutcome {
+        var w = ChangeWriter(s, policy: policy)
+        var permanent: [ObjectID: ObjectID] = [:]
+        try insertAll(&w, &permanent)
+        try updateAll(&w, permanent)
+        if !w.conflicts.isEmpty {
+            throw StoreError(.conflict, "\(w.conflicts.count) object(s) changed in the store since this context read them: "
+                + w.conflicts.map(\.description).joined(separator: " | "), conflicts: w.conflicts)
+        }
+        for link in links {
+            let e = try model.entity(link.id.entity)
+            guard let r = e.relationship(named: link.relationship) else { continue }
+            try w.link(e, try key(link.id, permanent), r, try key(link.target, permanent), linked: link.linked)
+        }
+        for id in deletes { try w.delete(try model.entity(id.entity), pks: [id.primaryKey]) }
+        let token = try w.writeHistory(author: author, contextName: contextName)
+        return SaveOutcome(token: token, permanentIDs: permanent, counts: w.recorder.counts, snapshots: w.updatedSnapshots)
+    }
+
+    /// The inserts; a duplicate of a stored unique key becomes that object, by the policy.
+    private func insertAll(_ w: inout ChangeWriter, _ permanent: inout [ObjectID: ObjectID]) throws {
+        var deferred: [(Entity, Int64, String, ObjectID)] = []
+        for pending in inserts {
+            let e = try model.entity(pending.id.entity)
+            var changes = PropertyChanges(values: pending.values, relationships: [:])
+            for (name, target) in pending.relationships {
+                // A reference to an object inserted later in this save is set afterwards (nil now).
+                let key: Int64? = try target.flatMap { t in
+                    t.isTemporary ? permanent[t]?.primaryKey : try resolve(t, w, referencedBy: "\(pending.id).\(name)")
+                }
+                changes.relationships[name] = .some(key)
+            }
+            var takesReferences = true
+            let pk: Int64
+            if let existing = try duplicate(&w, e, changes, object: pending.id.description) {
+                pk = existing
+                takesReferences = w.resolver.duplicateTakesReferences
+            } else {
+                pk = try w.insert(e, changes, object: pending.id.description)
+            }
+            permanent[pending.id] = ObjectID(storeID: storeID, entity: e.name, primaryKey: pk)
+            for (name, target) in pending.relationships where takesReferences {
+                if let target, target.isTemporary, changes.relationships[name] == .some(nil) { deferred.append((e, pk, name, target)) }
+            }
+        }
+        for (e, pk, name, target) in deferred {
+            guard let p = permanent[target] else {
+                throw StoreError(.objectNotFound, "\(e.name)/\(pk).\(name) refers to \(target), which this context did not insert")
+            }
+            try w.s.setRelationship(e, name, of: pk, to: p.primaryKey)
+        }
+    }
+
+    /// A stored object with the same unique key, updated by the policy; nil: insert.
+    private func duplicate(_ w: inout ChangeWriter, _ e: Entity, _ changes: PropertyChanges, object: String) throws -> Int64? {
+        guard policy != .error, let existing = try w.existingUnique(e, changes, object: object) else { return nil }
+        switch w.resolver.duplicate(e, changes.values) {
+        case .keepStored:
+            break
+        case .update(let values):
+            let update = PropertyChanges(values: values, relationships: changes.relationships.filter { $0.value != nil })
+            try w.update(e, pk: existing, update, object: "\(e.name)/\(existing)")
+        }
+        return existing
+    }
+
+    /// The updates: only the properties that differ from the store are written and recorded.
+    private func updateAll(_ w: inout ChangeWriter, _ permanent: [ObjectID: ObjectID]) throws {
+        for (id, pending) in updates {
+            let e = try model.entity(id.entity)
+            var changes = PropertyChanges(values: pending.values, relationships: [:])
+            for (name, target) in pending.relationships {
+                guard let target else {
+                    changes.relationships[name] = .some(nil)
+                    continue
+                }
+                if target.isTemporary {
+                    guard let p = permanent[target] else {
+                        throw StoreError(.objectNotFound, "\(id).\(name) refers to \(target), which this context did not insert")
+                    }
+                    changes.relationships[name] = p.primaryKey
+                } else {
+                    changes.relationships[name] = try resolve(target, w, referencedBy: "\(id).\(name)")
+                }
+            }
+            try w.update(e, pk: id.primaryKey, changes, object: id.description, read: registered[id])
+        }
+    }
+
+    private func key(_ id: ObjectID, _ permanent: [ObjectID: ObjectID]) throws -> Int64 {
+        guard let p = id.isTemporary ? permanent[id] : id else {
+            throw StoreError(.objectNotFound, "\(id) is a temporary id this context did not insert")
+        }
+        return p.primaryKey
+    }
+
+    private func resolve(_ target: ObjectID, _ w: ChangeWriter, referencedBy: String) throws -> Int64 {
+        guard target.storeID == storeID, try w.exists(try model.entity(target.entity), target.primaryKey) else {
+            throw StoreError(.objectNotFound, "\(referencedBy) refers to \(target), which is not in the store")
+        }
+        return target.primaryKey
+    }
+}
+
+// MARK: - Batch operations
+
+/// What a batch operation did.
+public struct BatchResult: Sendable, Hashable {
+    public let count: Int
+    public let token: HistoryToken?
+    public let objectIDs: [ObjectID]
+}
+
+extension ObjectContext {
+    private func commitBatch(_ body: (inout ChangeWriter) throws -> [ObjectID]) throws -> BatchResult {
+        let author = transactionAuthor, contextName = name
+        let result = try container.write { s -> BatchResult in
+            var w = ChangeWriter(s)
+            let ids = try body(&w)
+            return BatchResult(count: ids.count, token: try w.writeHistory(author: author, contextName: contextName), objectIDs: ids)
+        }
+        container.didCommit(result.token)
+        return result
+    }
+
+    /// Inserts many objects in one transaction, recorded in history object by object. Needs no
+    /// pending changes in the context; does not touch them.
+    ///
+    /// - Throws: like ``save()``; a bad row rejects the whole batch, naming its index.
+    @discardableResult
+    public func batchInsert(_ entityName: String, _ rows: [[String: Value]]) throws -> BatchResult {
+        let e = try model.entity(entityName)
+        for row in rows { try e.checkAttributes(row.keys) }
+        return try commitBatch { w in
+            var ids: [ObjectID] = []
+            ids.reserveCapacity(rows.count)
+            for (i, row) in rows.enumerated() {
+                let pk = try w.insert(e, PropertyChanges(values: row, relationships: [:]), object: "\(e.name) (batch row \(i + 1))")
+                ids.append(ObjectID(storeID: container.storeID, entity: e.name, primaryKey: pk))
+            }
+            return ids
+        }
+    }
+
+    /// Sets `values` on every object matching `condition`, in one transaction, recorded in history
+    /// object by object (objects whose values already match are left alone).
+    @discardableResult
+    public func batchUpdate(_ entityName: String, where condition: Condition, set values: [String: Value]) throws -> BatchResult {
+        let e = try model.entity(entityName)
+        try e.checkAttributes(values.keys)
+        return try commitBatch { w in
+            var ids: [ObjectID] = []
+            for pk in try w.s.primaryKeys(e, condition) {
+                let before = w.recorder.count
+                try w.update(e, pk: pk, PropertyChanges(values: values, relationships: [:]), object: "\(e.name)/\(pk)")
+                if w.recorder.count > before { ids.append(ObjectID(storeID: container.storeID, entity: e.name, primaryKey: pk)) }
+            }
+            return ids
+        }
+    }
+
+    /// Deletes every object matching `condition` in one transaction, applying delete rules and
+    /// recording each deleted object (with its tombstone) in history.
+    @discardableResult
+    public func batchDelete(_ entityName: String, where condition: Condition) throws -> BatchResult {
+        let e = try model.entity(entityName)
+        return try commitBatch { w in
+            let pks = try w.s.primaryKeys(e, condition)
+            try w.delete(e, pks: pks)
+            return pks.map { ObjectID(storeID: container.storeID, entity: e.name, primaryKey: $0) }
+        }
+    }
+}

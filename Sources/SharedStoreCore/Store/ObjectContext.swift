@@ -1,0 +1,224 @@
+import Foundation
+import SharedStoreSQLite
+import SharedStoreSupport
+
+/// A unit of work on the store: Core Data's `NSManagedObjectContext`.
+///
+/// A context collects inserts, updates and deletes and writes them in one SQLite transaction on
+/// ``save()``, together with one history transaction that carries its ``name`` and
+/// ``transactionAuthor``. It is confined to the task that uses it (not Sendable); what crosses
+/// tasks are ``Snapshot`` values and ``ObjectID``s. Fetches read the store as last saved; pending
+/// changes show in ``hasChanges``, not in fetch results.
+///
+/// For example:
+/// ```swift
+/// let context = container.newContext(name: "share", author: "ShareExtension")
+/// let id = try context.insert("Article", ["title": "Hello", "url": "https://swift.org"])
+/// let result = try context.save()   // result.token, result.permanentID(for: id)
+/// ```
+public final class ObjectContext {
+    public let container: Container
+    public var name: String?
+    public var transactionAuthor: String?
+    /// How a save resolves conflicts with the store (default `.error`).
+    public var mergePolicy: MergePolicy = .error
+
+    struct PendingInsert {
+        var id: ObjectID
+        var values: [String: Value]
+        var relationships: [String: ObjectID?]
+    }
+
+    struct PendingUpdate {
+        var values: [String: Value] = [:]
+        var relationships: [String: ObjectID?] = [:]
+    }
+
+    private var nextTemporaryKey: Int64 = 1
+    var inserts: [PendingInsert] = []
+    var insertIndex: [ObjectID: Int] = [:]
+    var updates: [ObjectID: PendingUpdate] = [:]
+    var updateOrder: [ObjectID] = []
+    var deletes: [ObjectID] = []
+    var deleteSet: Set<ObjectID> = []
+    /// Many-to-many links to make (true) or break (false), in call order.
+    var links: [(id: ObjectID, relationship: String, target: ObjectID, linked: Bool)] = []
+    /// What this context last read of each object: the base of conflict detection on save.
+    var registered: [ObjectID: Snapshot] = [:]
+
+    init(container: Container, name: String?, author: String?) {
+        self.container = container
+        self.name = name
+        self.transactionAuthor = author
+    }
+
+    var model: Model { container.model }
+
+    public var hasChanges: Bool { !inserts.isEmpty || !updates.isEmpty || !deletes.isEmpty || !links.isEmpty }
+
+    /// Drops every pending change.
+    public func rollback() {
+        // Keep the storage: a context is usually saved again and again (one save per change).
+        inserts.removeAll(keepingCapacity: true)
+        insertIndex.removeAll(keepingCapacity: true)
+        updates.removeAll(keepingCapacity: true)
+        updateOrder.removeAll(keepingCapacity: true)
+        deletes.removeAll(keepingCapacity: true)
+        deleteSet.removeAll(keepingCapacity: true)
+        links.removeAll(keepingCapacity: true)
+        registered.removeAll()
+    }
+
+    // MARK: - Changes
+
+    /// Inserts a new object; returns its temporary id (``SaveResult`` maps it to the permanent one).
+    ///
+    /// - Throws: `.unknownEntity` or `.unknownProperty` at once; value rules are checked on save.
+    @discardableResult
+    public func insert(_ entityName: String, _ values: [String: Value], relationships: [String: ObjectID?] = [:]) throws -> ObjectID {
+        let entity = try model.entity(entityName)
+        try checkNames(entity, values: values, relationships: relationships)
+        let id = ObjectID(storeID: container.storeID, entity: entityName, primaryKey: -nextTemporaryKey)
+        nextTemporaryKey += 1
+        insertIndex[id] = inserts.count
+        inserts.append(PendingInsert(id: id, values: values, relationships: relationships))
+        return id
+    }
+
+    /// Sets attributes of an object (stored or inserted in this context).
+    public func update(_ id: ObjectID, _ values: [String: Value], relationships: [String: ObjectID?] = [:]) throws {
+        let entity = try checkID(id)
+        try checkNames(entity, values: values, relationships: relationships)
+        guard !deleteSet.contains(id) else { throw StoreError(.objectNotFound, "\(id) is deleted in this context") }
+        if let i = insertIndex[id] {
+            inserts[i].values.merge(values) { $1 }
+            inserts[i].relationships.merge(relationships) { $1 }
+            return
+        }
+        if registered[id] == nil {
+            // A blind update: what the store holds now is what this context "read".
+            _ = try object(with: id)
+        }
+        if updates[id] == nil { updateOrder.append(id) }
+        updates[id, default: PendingUpdate()].values.merge(values) { $1 }
+        updates[id, default: PendingUpdate()].relationships.merge(relationships) { $1 }
+    }
+
+    /// Sets a to-one relationship (nil clears it).
+    public func set(_ relationship: String, of id: ObjectID, to target: ObjectID?) throws {
+        try update(id, [:], relationships: [relationship: target])
+    }
+
+    /// Links `id` to `target` through many-to-many relationship `relationship` on save (and the
+    /// inverse with it); a link that exists already is left as it is.
+    ///
+    /// For example: `try context.relate(post, "topics", to: swift)`
+    public func relate(_ id: ObjectID, _ relationship: String, to target: ObjectID) throws {
+        try checkLink(id, relationship, target)
+        links.append((id, relationship, target, true))
+    }
+
+    /// Breaks the link between `id` and `target` through many-to-many `relationship` on save.
+    public func unrelate(_ id: ObjectID, _ relationship: String, from target: ObjectID) throws {
+        try checkLink(id, relationship, target)
+        links.append((id, relationship, target, false))
+    }
+
+    private func checkLink(_ id: ObjectID, _ relationship: String, _ target: ObjectID) throws {
+        let entity = try checkID(id)
+        _ = try checkID(target)
+        guard let r = entity.relationship(named: relationship), model.joinTable(entity, r) != nil else {
+            throw StoreError(.unknownProperty, "\(entity.name) has no many-to-many relationship '\(relationship)'")
+        }
+        guard target.entity == r.destination else {
+            throw StoreError(.validation, "\(entity.name).\(relationship) takes \(r.destination) objects, not \(target)")
+        }
+    }
+
+    /// Deletes an object on save, applying the delete rules of its relationships.
+    public func delete(_ id: ObjectID) throws {
+        _ = try checkID(id)
+        if let i = insertIndex[id] {
+            inserts.remove(at: i)
+            insertIndex = Dictionary(uniqueKeysWithValues: inserts.enumerated().map { ($1.id, $0) })
+            links.removeAll { $0.id == id || $0.target == id }
+            return
+        }
+        if updates.removeValue(forKey: id) != nil { updateOrder.removeAll { $0 == id } }
+        if deleteSet.insert(id).inserted { deletes.append(id) }
+    }
+
+    private func checkID(_ id: ObjectID) throws -> Entity {
+        guard id.storeID == container.storeID else { throw StoreError(.foreignID, "\(id) belongs to another store") }
+        let entity = try model.entity(id.entity)
+        if id.isTemporary, insertIndex[id] == nil {
+            throw StoreError(.objectNotFound, "\(id) is a temporary id this context did not insert (or already saved)")
+        }
+        return entity
+    }
+
+    private func checkNames(_ entity: Entity, values: [String: Value], relationships: [String: ObjectID?]) throws {
+        try entity.checkAttributes(values.keys)
+        for (key, target) in relationships {
+            guard let r = entity.relationship(named: key), !r.isToMany else {
+                throw StoreError(.unknownProperty, "\(entity.name) has no to-one relationship '\(key)'")
+            }
+            if let target, target.entity != r.destination {
+                throw StoreError(.validation, "\(entity.name).\(key) takes a \(r.destination), not \(target)")
+            }
+        }
+    }
+
+    // MARK: - Reading
+
+    /// The objects matching `request`, as stored.
+    public func fetch(_ request: FetchRequest) throws -> [Snapshot] {
+        let snapshots = try container.read { s in try s.fetch(request) }
+        for s in snapshots { registered[s.id] = s }
+        return snapshots
+    }
+
+    /// How many objects match `request`.
+    public func count(_ request: FetchRequest) throws -> Int {
+        try container.read { s in try s.count(request) }
+    }
+
+    /// The stored object with `id`.
+    ///
+    /// - Throws: `.objectNotFound` when there is none.
+    public func object(with id: ObjectID) throws -> Snapshot {
+        guard id.storeID == container.storeID, !id.isTemporary else { throw StoreError(.objectNotFound, "\(id) is not a stored object of this store") }
+        let entity = try model.entity(id.entity)
+        guard let s = try container.read({ s in try s.snapshot(entity, id.primaryKey) }) else {
+            throw StoreError(.objectNotFound, "no object \(id) in the store")
+        }
+        registered[id] = s
+        return s
+    }
+
+    /// The ids of the objects on the to-many side of `relationship` of `id`.
+    public func related(_ relationship: String, of id: ObjectID) throws -> [ObjectID] {
+        let entity = try model.entity(id.entity)
+        guard let r = entity.relationship(named: relationship), r.isToMany else {
+            throw StoreError(.unknownProperty, "\(entity.name) has no to-many relationship '\(relationship)'")
+        }
+        let dest = try model.entity(r.destination)
+        let keys = try container.read { s in
+            try model.joinTable(entity, r).map { try s.linked($0, to: id.primaryKey) } ?? s.objects(dest, whose: r.inverse, is: id.primaryKey)
+        }
+        return keys.map { ObjectID(storeID: container.storeID, entity: dest.name, primaryKey: $0) }
+    }
+}
+
+/// What a save did: its history token (nil when nothing changed or history is off) and the
+/// permanent ids of the inserted objects.
+public struct SaveResult: Sendable, Hashable {
+    public let token: HistoryToken?
+    public let permanentIDs: [ObjectID: ObjectID]
+    public let insertedCount: Int
+    public let updatedCount: Int
+    public let deletedCount: Int
+
+    /// The permanent id of an object inserted with temporary id `id` (or `id` itself).
+    public func permanentID(for id: ObjectID) -> ObjectID { permanentIDs[id] ?? id }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import SharedStoreSQLite
+import SharedStoreSupport
+
+/// The identity of an object: entity, primary key and the store it lives in.
+///
+/// Prints as `Article/42`; its URI form `x-sharedstore://<store-uuid>/Article/42` names the store
+/// too. An id made by `insert` before the save is temporary (negative key) until the save.
+public struct ObjectID: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
+    public let storeID: UUID
+    public let entity: String
+    public let primaryKey: Int64
+
+    public init(storeID: UUID, entity: String, primaryKey: Int64) {
+        self.storeID = storeID
+        self.entity = entity
+        self.primaryKey = primaryKey
+    }
+
+    public var isTemporary: Bool { primaryKey < 0 }
+
+    /// `Article/42` (`Article/t3` for a temporary id).
+    public var description: String {
+        isTemporary ? "\(entity)/t\(-primaryKey)" : "\(entity)/\(primaryKey)"
+    }
+
+    public var uri: String { "x-sharedstore://\(storeID.uuidString.lowercased())/\(description)" }
+
+    public static func < (a: ObjectID, b: ObjectID) -> Bool {
+        (a.entity, a.primaryKey) < (b.entity, b.primaryKey)
+    }
+
+    /// Parses `Entity/N` (or the URI form) as an id of the store `storeID`.
+    ///
+    /// - Throws: ``StoreError`` `.malformedID` for anything else, `.foreignID` when a URI names
+    ///   another store.
+    public init(parsing text: String, storeID: UUID) throws {
+        var body = Substring(text)
+        if body.hasPrefix("x-sharedstore://") {
+            body = body.dropFirst("x-sharedstore://".count)
+            guard let slash = body.firstIndex(of: "/"), let uuid = UUID(uuidString: String(body[..<slash])) else {
+                throw StoreError(.malformedID, "malformed object id '\(text)': expected Entity/N")
+            }
+            guard uuid == storeID else {
+                throw StoreError(.foreignID, "object id '\(text)' belongs to another store")
+            }
+            body = body[body.index(after: slash)...]
+        }
+        let parts = body.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, Model.isIdentifier(String(parts[0])), let pk = Int64(parts[1]), pk > 0,
+              parts[1].allSatisfy(\.isASCII), parts[1].first != "+" else {
+            throw StoreError(.malformedID, "malformed object id '\(text)': expected Entity/N with N a positive integer")
+        }
+        self.init(storeID: storeID, entity: String(parts[0]), primaryKey: pk)
+    }
+
+    public init(from decoder: Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard text.hasPrefix("x-sharedstore://"), let uuid = UUID(uuidString: String(text.dropFirst(16).prefix(36))) else {
+            throw StoreError(.malformedID, "malformed object id URI '\(text)'")
+        }
+        try self.init(parsing: text, storeID: uuid)
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(uri)
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+
+/// A string comparison of a condition: an operator with Core Data's `[c]` and `[d]` options.
+///
+/// It crosses into SQL as one integer argument of the `ss_strop` function (``code``), and comes
+/// back from it through ``init(code:)``; both directions switch over every operator.
+struct StringMatch: Hashable {
+    let op: Condition.TextOperator
+    let options: Condition.TextOptions
+
+    init(_ op: Condition.TextOperator, _ options: Condition.TextOptions) {
+        self.op = op
+        self.options = options
+    }
+
+    /// The operator in the low four bits, the options above them.
+    var code: Int64 {
+        let operatorCode: Int64
+        switch op {
+        case .equal: operatorCode = 0
+        case .contains: operatorCode = 1
+        case .beginsWith: operatorCode = 2
+        case .endsWith: operatorCode = 3
+        case .like: operatorCode = 4
+        }
+        return operatorCode | Int64(options.rawValue) << 4
+    }
+
+    init?(code: Int64) {
+        let op: Condition.TextOperator
+        switch code & 0x0f {
+        case 0: op = .equal
+        case 1: op = .contains
+        case 2: op = .beginsWith
+        case 3: op = .endsWith
+        case 4: op = .like
+        default: return nil
+        }
+        let options = Condition.TextOptions(rawValue: Int(code >> 4))
+        guard Condition.TextOptions.all.isSuperset(of: options) else { return nil }
+        self.init(op, options)
+    }
+
+    private func fold(_ s: String) -> String {
+        var compare: String.CompareOptions = []
+        if options.contains(.caseInsensitive) { compare.insert(.caseInsensitive) }
+        if options.contains(.diacriticInsensitive) { compare.insert(.diacriticInsensitive) }
+        guard !compare.isEmpty else { return s }
+        var folded = s.folding(options: compare, locale: nil)
+        // `folding` keeps case on some platforms; lowercasing makes it certain.
+        if options.contains(.caseInsensitive) { folded = folded.lowercased() }
+        return folded
+    }
+
+    func matches(_ text: String, _ pattern: String) -> Bool {
+        let a = fold(text), b = fold(pattern)
+        switch op {
+        case .equal: return a == b
+        case .contains: return b.isEmpty || a.contains(b)
+        case .beginsWith: return a.hasPrefix(b)
+        case .endsWith: return a.hasSuffix(b)
+        case .like: return Self.wildcard(Array(a), Array(b))
+        }
+    }
+
+    /// Core Data's LIKE: `*` matches any run, `?` one character.
+    private static func wildcard(_ s: [Character], _ p: [Character]) -> Bool {
+        var si = 0, pi = 0, star = -1, mark = 0
+        while si < s.count {
+            if pi < p.count, p[pi] == "?" || p[pi] == s[si] {
+                si += 1
+                pi += 1
+            } else if pi < p.count, p[pi] == "*" {
+                star = pi
+                mark = si
+                pi += 1
+            } else if star >= 0 {
+                pi = star + 1
+                mark += 1
+                si = mark
+            } else {
+                return false
+            }
+        }
+        while pi < p.count, p[pi] == "*" { pi += 1 }
+        return pi == p.count
+    }
+}

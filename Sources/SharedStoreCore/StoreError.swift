@@ -1,0 +1,115 @@
+import Foundation
+import SharedStoreSQLite
+import SharedStoreSupport
+
+/// Every error SharedStore throws: a code to match on, a message that names the problem, and
+/// the context it happened in (a path, an object id, a token, SQL).
+///
+/// For example:
+/// ```swift
+/// do { try context.save() }
+/// catch let error as StoreError where error.code == .validation { print(error.message) }
+/// ```
+public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable {
+        /// The model is inconsistent (unknown destination, bad name, …).
+        case invalidModel
+        /// The store was made with a different model; it was left untouched.
+        case modelMismatch
+        /// The file is not a SharedStore store (not a database, or a database of something else).
+        case notAStore
+        /// A history record of the store cannot be decoded (the store is damaged).
+        case historyCorrupt
+        /// The group directory or a file in it cannot be created, opened or written.
+        case fileAccess
+        /// The disk is full; the save was rolled back.
+        case diskFull
+        /// The store stayed locked past the busy deadline.
+        case busy
+        /// A value breaks its attribute's rules (type, required, length, pattern, range).
+        case validation
+        /// A uniqueness constraint would be broken.
+        case uniqueness
+        /// Objects changed in the store since the context read them (merge policy `.error`);
+        /// ``StoreError/conflicts`` lists them.
+        case conflict
+        /// A delete is denied by a `deny` delete rule.
+        case deleteDenied
+        /// The object does not exist (never did, or was deleted).
+        case objectNotFound
+        /// An unknown entity or property name.
+        case unknownEntity, unknownProperty
+        /// A malformed object id or token string.
+        case malformedID, malformedToken
+        /// The token is older than the retained history: reload in full.
+        case historyExpired
+        /// The token belongs to another store.
+        case foreignToken
+        /// The object id belongs to another store.
+        case foreignID
+        /// `storectl verify` found an invariant that does not hold.
+        case verificationFailed
+        /// The token registry (`tokens.lmdb`) is damaged: `storectl repair-registry` moves it
+        /// aside and starts an empty one (every consumer then reloads in full).
+        case registryDamaged
+        /// Every token number has been used (only a damaged store gets here): nothing was saved.
+        case tokenSpaceExhausted
+        /// A request or argument out of range.
+        case invalidArgument
+        /// Anything else SQLite or the system reported.
+        case storage
+    }
+
+    public let code: Code
+    public let message: String
+    /// Extra context: the SQL, path or token involved.
+    public let context: String?
+    /// For `.conflict`: each conflicting object with the values read, stored and being saved.
+    public let conflicts: [MergeConflict]
+    /// The SQLite result code behind the error, when SQLite reported it; match it with `~=`
+    /// (`case .constraint` matches every constraint code).
+    public let resultCode: ResultCode?
+
+    public init(_ code: Code, _ message: String, context: String? = nil, conflicts: [MergeConflict] = [],
+                resultCode: ResultCode? = nil) {
+        self.code = code
+        self.message = message
+        self.context = context
+        self.conflicts = conflicts
+        self.resultCode = resultCode
+    }
+
+    public var description: String {
+        context.map { "\(message) [\($0)]" } ?? message
+    }
+
+    /// Maps an SQLite failure to a store error, keeping SQLite's words and result code.
+    init(_ error: SQLiteError, path: String) {
+        let (code, message, context) = Self.describe(error, path: path)
+        self.init(code, message, context: context, resultCode: error.resultCode)
+    }
+
+    private static func describe(_ error: SQLiteError, path: String) -> (Code, String, String?) {
+        if error.isBusy {
+            return (.busy, "store busy: \(path) stayed locked past the busy timeout", error.description)
+        } else if error.isDiskFull {
+            return (.diskFull, "disk full while writing \(path); nothing was saved", error.description)
+        } else if error.isNotADatabase {
+            return (.notAStore, "\(path) is not a SharedStore store (\(error.message))", error.sql)
+        } else if error.isReadOnly {
+            let directory = (path as NSString).deletingLastPathComponent
+            if !directory.isEmpty, access(directory, W_OK) != 0 {
+                return (.fileAccess, "group directory \(directory) is read-only: \(error.message)", error.sql)
+            }
+            return (.fileAccess, "cannot write \(path): \(error.message)", error.sql)
+        }
+        return (.storage, "storage error in \(path): \(error.message)", error.sql)
+    }
+}
+
+extension StoreError {
+    static func wrap<T>(path: String, _ body: () throws -> T) throws -> T {
+        do { return try body() }
+        catch let e as SQLiteError { throw StoreError(e, path: path) }
+    }
+}

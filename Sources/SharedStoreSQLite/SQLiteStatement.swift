@@ -1,0 +1,138 @@
+import CSQLite
+import Foundation
+
+/// A prepared statement, owned by one ``SQLiteConnection`` and reset after each use.
+///
+/// No pointer leaves this type: values are copied into Swift memory as they are read.
+package final class SQLiteStatement {
+    let handle: OpaquePointer
+    package let sql: String
+    unowned let connection: SQLiteConnection
+
+    init(connection: SQLiteConnection, sql: String) throws {
+        var stmt: OpaquePointer?
+        let rc = sqlite3_prepare_v3(connection.handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
+        guard rc == SQLITE_OK, let stmt else {
+            sqlite3_finalize(stmt)
+            throw connection.error(rc, sql: sql)
+        }
+        self.handle = stmt
+        self.sql = sql
+        self.connection = connection
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    // MARK: - Binding
+
+    package func bind(_ values: [SQLValue]) throws {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+        for (offset, value) in values.enumerated() {
+            try bind(value, at: Int32(offset + 1))
+        }
+    }
+
+    package func bind(_ value: SQLValue, at index: Int32) throws {
+        let rc: Int32
+        switch value {
+        case .null: rc = sqlite3_bind_null(handle, index)
+        case .integer(let v): rc = sqlite3_bind_int64(handle, index, v)
+        case .double(let v): rc = sqlite3_bind_double(handle, index, v)
+        case .text(let v): rc = sqlite3_bind_text(handle, index, v, Int32(v.utf8.count), sharedstore_sqlite_transient())
+        case .blob(let v):
+            rc = v.withUnsafeBytes { raw in
+                sqlite3_bind_blob(handle, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(raw.count), sharedstore_sqlite_transient())
+            }
+        }
+        guard rc == SQLITE_OK else { throw connection.error(rc, sql: sql) }
+    }
+
+    /// Resets the statement and clears its bindings, before binding values one by one. (The
+    /// reset's result repeats the last step's error, which that step already threw.)
+    package func reset() {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+    }
+
+    /// Runs a statement whose values are bound, ignoring rows, and resets it.
+    package func run() throws {
+        defer { sqlite3_reset(handle) }
+        while try step() {}
+    }
+
+    // MARK: - Stepping
+
+    /// Runs the statement to completion, ignoring rows.
+    package func execute(_ values: [SQLValue] = []) throws {
+        try bind(values)
+        defer { sqlite3_reset(handle) }
+        while try step() {}
+    }
+
+    /// Runs the statement and calls `body` for each row.
+    package func forEachRow(_ values: [SQLValue] = [], _ body: (SQLiteRow) throws -> Void) throws {
+        try bind(values)
+        defer { sqlite3_reset(handle) }
+        while try step() {
+            try body(SQLiteRow(handle: handle))
+        }
+    }
+
+    /// The rows, each mapped by `transform`.
+    package func rows<T>(_ values: [SQLValue] = [], _ transform: (SQLiteRow) throws -> T) throws -> [T] {
+        var result: [T] = []
+        try forEachRow(values) { result.append(try transform($0)) }
+        return result
+    }
+
+    /// The first row mapped by `transform`, or nil.
+    package func firstRow<T>(_ values: [SQLValue] = [], _ transform: (SQLiteRow) throws -> T) throws -> T? {
+        try bind(values)
+        defer { sqlite3_reset(handle) }
+        guard try step() else { return nil }
+        return try transform(SQLiteRow(handle: handle))
+    }
+
+    /// Steps once: true when a row is available, false when done.
+    package func step() throws -> Bool {
+        while true {
+            let rc = sqlite3_step(handle)
+            switch rc {
+            case SQLITE_ROW: return true
+            case SQLITE_DONE: return false
+            default: throw connection.error(rc, sql: sql)
+            }
+        }
+    }
+}
+
+/// A value as SQLite stores it.
+package enum SQLValue: Equatable, Sendable {
+    case null
+    case integer(Int64)
+    case double(Double)
+    case text(String)
+    case blob([UInt8])
+}
+
+/// The current row of a statement; valid only inside the closure that receives it.
+package struct SQLiteRow {
+    let handle: OpaquePointer
+
+    package func isNull(_ i: Int32) -> Bool { sqlite3_column_type(handle, i) == SQLITE_NULL }
+    package func int64(_ i: Int32) -> Int64 { sqlite3_column_int64(handle, i) }
+    package func double(_ i: Int32) -> Double { sqlite3_column_double(handle, i) }
+
+    package func text(_ i: Int32) -> String {
+        guard let p = sqlite3_column_text(handle, i) else { return "" }
+        let n = Int(sqlite3_column_bytes(handle, i))
+        return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
+    }
+
+    package func blob(_ i: Int32) -> [UInt8] {
+        let n = Int(sqlite3_column_bytes(handle, i))
+        guard n > 0, let p = sqlite3_column_blob(handle, i) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: p, count: n))
+    }
+}

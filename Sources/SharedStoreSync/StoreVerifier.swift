@@ -1,0 +1,145 @@
+import Foundation
+import SharedStoreCore
+import SharedStoreLMDB
+import SharedStoreSupport
+
+/// One check of ``StoreVerifier``.
+public struct VerifyCheck: Sendable, Hashable {
+    public let name: String
+    public let ok: Bool
+    public let detail: String
+}
+
+/// Checks at rest what DESIGN.md's invariants promise about the files of a group directory.
+public enum StoreVerifier {
+    /// Runs every check. `registry` is nil when it could not be opened; `registryProblem` says why.
+    public static func verify(container: Container, registry: TokenRegistry?, registryProblem: String? = nil) -> [VerifyCheck] {
+        var checks: [VerifyCheck] = []
+        func run(_ name: String, _ body: () throws -> (Bool, String)) { checks.append(check(name, body)) }
+        let model = container.model
+        run("sqlite-integrity") {
+            let result = try container.quickCheck()
+            return (result == ["ok"], result.prefix(3).joined(separator: "; "))
+        }
+        run("schema") { (true, "store \(container.storeID.uuidString.lowercased()) matches the model (\(model.entities.count) entities)") }
+        run("history-order") {
+            let h = try container.historyExtent()
+            // At most one row at or below the floor: the newest-row marker that keeps tokens from being reused.
+            let ok = h.belowFloor <= 1 && h.highest <= h.newest && (h.rows == 0 || h.highest >= h.floor)
+            let retained = h.rows - h.belowFloor
+            return (ok, "\(retained) transactions, tokens \(retained == 0 ? "-" : "\(max(h.lowest, h.floor + 1))…\(h.highest)"), "
+                + "deleted through \(h.floor), newest ever \(h.newest)")
+        }
+        run("history-records") {
+            var count = 0
+            try container.history(HistoryRequest()) { count += $0.count }
+            return (true, "\(count) transactions decode and name known entities and properties")
+        }
+        run("relationships") {
+            let dangling = try container.danglingRelationships()
+            return (dangling.isEmpty, dangling.isEmpty ? "no dangling relationship or link" : "dangling: " + dangling.joined(separator: ", "))
+        }
+        run("uniqueness") {
+            let broken = try container.brokenUniqueness()
+            return (broken.isEmpty, broken.isEmpty ? "every uniqueness constraint holds" : broken.joined(separator: ", "))
+        }
+        run("values") {
+            let (n, bad) = try container.invalidValues()
+            return (bad.isEmpty, bad.isEmpty ? "\(n) objects obey the model's rules" : bad.joined(separator: "; "))
+        }
+        run("timeline") {
+            let lost = try container.lostTokenRanges()
+            return (true, lost.isEmpty ? "no token was lost"
+                : "tokens " + lost.map { "\($0.lowerBound)…\($0.upperBound)" }.joined(separator: ", ")
+                    + " were lost when the store was put back to an older copy; they are never handed out again")
+        }
+        guard let registry else {
+            checks.append(VerifyCheck(name: "registry", ok: false, detail: registryProblem ?? "the token registry cannot be opened"))
+            return checks + rest(container)
+        }
+        run("registry") {
+            let current = try container.currentToken().value
+            let lost = try container.lostTokenRanges()
+            var problems: [String] = []
+            let consumers = try registry.consumers()
+            for c in consumers {
+                guard let t = c.token else { continue }
+                if t.storeID != container.storeID {
+                    problems.append("\(c.name) holds a token of another store (it reloads in full at its next sync)")
+                } else if let range = lost.first(where: { $0.contains(t.value) }) {
+                    problems.append("\(c.name) holds token \(t.value), lost when the store was put back to an older copy "
+                        + "(tokens \(range.lowerBound)…\(range.upperBound)); it reloads in full at its next sync "
+                        + "(or run 'storectl reset-consumer \(c.name)')")
+                } else if t.value > current {
+                    problems.append("\(c.name) is ahead of the store (\(t.value) > \(current)): the store was put back to an older "
+                        + "copy or lost its last commits; any target that opens the group moves the tokens past it")
+                }
+            }
+            let high = try registry.highWater(storeID: container.storeID)
+            if high > current {
+                problems.append("the registry has seen token \(high), the store's newest is \(current): the store was put back to an "
+                    + "older copy; any target that opens the group moves the tokens past it")
+            }
+            let evicted = consumers.filter(\.isEvicted).map(\.name)
+            return (problems.isEmpty, problems.isEmpty
+                ? "\(consumers.count) consumers, tokens within the store" + (evicted.isEmpty ? "" : "; evicted: \(evicted.joined(separator: ", "))")
+                : problems.joined(separator: "; "))
+        }
+        run("registry-readers") {
+            let cleared = try registry.clearStaleReaders()
+            return (true, "no stale reader slot left (\(registry.clearedStaleReaders + cleared) cleared from dead processes)")
+        }
+        return checks + rest(container)
+    }
+
+    /// One check: a failure to run it is a failed check naming the error.
+    private static func check(_ name: String, _ body: () throws -> (Bool, String)) -> VerifyCheck {
+        do {
+            let (ok, detail) = try body()
+            return VerifyCheck(name: name, ok: ok, detail: detail)
+        } catch {
+            return VerifyCheck(name: name, ok: false, detail: "\(error)")
+        }
+    }
+
+    /// The checks that need no registry.
+    private static func rest(_ container: Container) -> [VerifyCheck] {
+        var checks: [VerifyCheck] = []
+        func run(_ name: String, _ body: () throws -> (Bool, String)) { checks.append(check(name, body)) }
+        run("store-lock") {
+            try container.checkWriteLock()
+            return (true, "the write lock is free")
+        }
+        run("files") {
+            var wrong: [String] = []
+            func mode(_ path: String) -> Int { ((try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions]) as? NSNumber)?.intValue ?? -1 }
+            if !container.options.inMemory {
+                if mode(container.directory) & 0o077 != 0 { wrong.append("directory is \(String(mode(container.directory), radix: 8))") }
+                for f in (try? FileManager.default.contentsOfDirectory(atPath: container.directory)) ?? [] {
+                    let m = mode((container.directory as NSString).appendingPathComponent(f))
+                    if m & 0o077 != 0 { wrong.append("\(f) is \(String(m, radix: 8))") }
+                }
+            }
+            return (wrong.isEmpty, wrong.isEmpty ? "group directory and files are private" : wrong.joined(separator: ", "))
+        }
+        return checks
+    }
+}
+
+/// The sizes of a group directory's files.
+public struct GroupFileSizes: Sendable, Hashable {
+    public let store: Int
+    public let wal: Int
+    public let tokens: Int
+}
+
+extension Container {
+    /// Sizes of the files of the group directory: store, write-ahead log, token registry.
+    public func fileSizes() -> GroupFileSizes {
+        func size(_ name: String) -> Int {
+            var st = stat()
+            return lstat((directory as NSString).appendingPathComponent(name), &st) == 0 ? Int(st.st_size) : 0
+        }
+        return GroupFileSizes(store: size(Container.storeFileName), wal: size(Container.storeFileName + "-wal"), tokens: size(TokenRegistry.fileName))
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import SharedStoreCore
+import SharedStoreLMDB
+import SharedStoreSupport
+
+/// What ``TokenRegistry/repair(group:force:)`` did.
+public struct RegistryRepair: Sendable, Hashable {
+    /// Where the damaged registry was moved (nil: nothing was moved).
+    public let moved: String?
+    /// How many consumers the moved registry held, as far as it could be read.
+    public let consumersLost: Int
+    /// Why it was moved: the damage found, or nil for a healthy registry.
+    public let damage: String?
+}
+
+extension TokenRegistry {
+    /// Checks the store against what the registry knows: when the registry has seen a token of
+    /// this store above the store's newest (the store was put back to an older copy, or lost its
+    /// last commits), the numbers in between are recorded as lost and never handed out again
+    /// (``Container/adoptHighWater(_:)``). Costs one registry read when all is well.
+    ///
+    /// - Returns: the token numbers recorded as lost now, or nil.
+    @discardableResult
+    public func reconcile(_ container: Container) throws -> ClosedRange<Int64>? {
+        try container.adoptHighWater(try highWater(storeID: container.storeID))
+    }
+
+    /// Checks `tokens.lmdb` of `group` page by page and reads every entry; nil when it is healthy.
+    public static func damage(group: String) -> String? {
+        let path = path(group: group)
+        do {
+            try LMDBFileCheck.check(path: path)
+            // The file's structure holds: let LMDB open it and decode every entry.
+            let registry = try TokenRegistry(group: group)
+            _ = try registry.consumers()
+            return nil
+        } catch let damage as LMDBFileCheck.Damage {
+            return damage.description
+        } catch let error as StoreError where [.registryDamaged, .notAStore, .storage].contains(error.code) {
+            return error.message
+        } catch {
+            return nil
+        }
+    }
+
+    /// Moves a damaged `tokens.lmdb` aside as `tokens.lmdb.damaged-<UTC time>` and starts an
+    /// empty registry that records when it was repaired: every consumer's next sync then
+    /// reloads in full and reports `expired`. A healthy registry is left alone unless `force`.
+    ///
+    /// - Throws: `.fileAccess` when the file cannot be moved.
+    public static func repair(group: String, force: Bool = false) throws -> RegistryRepair {
+        try GroupDirectory.check(group)
+        let path = path(group: group)
+        var st = stat()
+        guard lstat(path, &st) == 0 else {
+            _ = try TokenRegistry(group: group)
+            return RegistryRepair(moved: nil, consumersLost: 0, damage: nil)
+        }
+        let damage = (st.st_mode & S_IFMT == S_IFREG) ? Self.damage(group: group) : GroupDirectory.describe(st.st_mode & S_IFMT)
+        guard damage != nil || force else { return RegistryRepair(moved: nil, consumersLost: 0, damage: nil) }
+        let lost = LMDBFileCheck.entries(path: path, database: "consumers") ?? 0
+        let stamp = ISO8601.string(Date()).replacingOccurrences(of: ":", with: "")
+        let aside = path + ".damaged-" + stamp
+        guard rename(path, aside) == 0 else {
+            throw StoreError(.fileAccess, "cannot move \(path) aside: \(String(cString: strerror(errno)))")
+        }
+        // The lock file belongs to the old environment: the new one starts its own.
+        if unlink(path + "-lock") != 0, errno != ENOENT {
+            throw StoreError(.fileAccess, "cannot remove \(path)-lock: \(String(cString: strerror(errno)))")
+        }
+        let fresh = try TokenRegistry(group: group)
+        try fresh.markRepaired(at: Date())
+        return RegistryRepair(moved: aside, consumersLost: lost, damage: damage ?? "moved on request")
+    }
+}

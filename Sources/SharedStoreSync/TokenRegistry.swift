@@ -1,0 +1,354 @@
+import Foundation
+import SharedStoreCore
+import SharedStoreLMDB
+import SharedStoreSupport
+
+/// Where each consumer got to in the history of one store: Core Data's per-target
+/// `UserDefaults(suiteName:)` last token, as an LMDB environment in the group directory
+/// (`tokens.lmdb`, mode 0600, with LMDB's `tokens.lmdb-lock`).
+///
+/// Every process of the group shares it. Advances are monotonic inside the LMDB write
+/// transaction (invariant 6); only ``reset(_:to:)`` and ``remove(_:)`` move a consumer back.
+/// The live consumer that holds history back the most, and its position.
+public struct RegistryMinimum: Sendable, Hashable {
+    public let value: Int64
+    public let consumer: String
+}
+
+public final class TokenRegistry: Sendable {
+    public static let fileName = "tokens.lmdb"
+
+    /// One consumer's entry.
+    public struct Consumer: Sendable, Hashable {
+        public let name: String
+        /// Nil while the consumer has registered but never synced: it needs all history.
+        public let token: HistoryToken?
+        public let registeredAt: Date
+        public let updatedAt: Date
+        /// Evicted by the cleaner: its next sync reports expired and reloads in full.
+        public let isEvicted: Bool
+    }
+
+    /// How durable an advance is.
+    public enum Durability: Sendable {
+        /// Survives the crash of any process (the default, like SQLite's synchronous=NORMAL).
+        case processCrash
+        /// Survives a power loss too: every commit is fsynced (about 100 times slower).
+        case powerLoss
+    }
+
+    let environment: LMDBEnvironment
+    /// The path of `tokens.lmdb`.
+    public let path: String
+    private static let db = "consumers"
+    /// Per store: the highest token the registry has seen (``highWater(storeID:)``).
+    private static let storesDB = "stores"
+    /// Facts about the registry itself (when it was repaired).
+    private static let metaDB = "meta"
+
+    /// Opens (or creates) the registry in `group`. Opening takes no write lock unless the registry
+    /// is new: read-only commands never wait for a writer.
+    ///
+    /// - Parameter busyTimeout: how long a write waits for another process's write transaction
+    ///   before failing with `.busy` (the same deadline as the store's).
+    /// - Throws: `.fileAccess` when the directory or a file cannot be used (a symlink, a FIFO,
+    ///   a directory others can write), `.registryDamaged` for a damaged `tokens.lmdb`
+    ///   (``TokenRegistry/repair(group:force:)`` moves it aside).
+    public init(group: String, durability: Durability = .processCrash, busyTimeout: TimeInterval = 5) throws {
+        guard busyTimeout.isFinite, busyTimeout >= 0 else {
+            throw StoreError(.invalidArgument, "busy timeout must be a finite number of seconds, not \(busyTimeout)")
+        }
+        try GroupDirectory.prepare(group)
+        let path = Self.path(group: group)
+        self.path = path
+        // LMDB opens both files with plain open(2): each must be a regular file, made 0600 here.
+        try GroupDirectory.prepareFile(path)
+        try GroupDirectory.prepareFile(path + "-lock")
+        var flags: LMDBEnvironmentFlags = [.noSubdirectory]
+        if durability == .processCrash { flags.insert(.noSync) }
+        environment = try Self.wrap(path) {
+            try LMDBEnvironment.shared(path: path, flags: flags, busyTimeout: min(busyTimeout, 3600),
+                                       databases: [Self.db, Self.storesDB, Self.metaDB])
+        }
+    }
+
+    /// `tokens.lmdb` of `group`, spelled one way: LMDB must not be opened twice in a process, and
+    /// `dir`, `./dir` and a symlink to it name the same file.
+    static func path(group: String) -> String {
+        let canonical = realpath(group, nil).map { p in
+            defer { free(p) }
+            return String(cString: p)
+        } ?? group
+        return (canonical as NSString).appendingPathComponent(Self.fileName)
+    }
+
+    /// Runs `body`, turning LMDB's errors, a damaged file and a busy writer lock into
+    /// ``StoreError``s that name the registry.
+    static func wrap<T>(_ path: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as LMDBError {
+            throw storeError(error)
+        } catch let damage as LMDBFileCheck.Damage {
+            throw damaged(path, damage.description)
+        } catch let busy as LockBusy {
+            throw StoreError(.busy, "token registry \(TextSafety.visible(path)) busy: \(busy)")
+        } catch let error as StoreError where error.code == .notAStore {
+            throw damaged(path, error.message)
+        }
+    }
+
+    static func storeError(_ error: LMDBError) -> StoreError {
+        let path = TextSafety.visible(error.path)
+        if error.isDamage { return damaged(error.path, error.message) }
+        if error.isDiskFull { return StoreError(.diskFull, "token registry \(path) is full: \(error.message)", context: error.call) }
+        if error.isAccessDenied {
+            return StoreError(.fileAccess, "cannot write token registry \(path): \(error.message)", context: error.call)
+        }
+        return StoreError(.storage, "token registry error: \(TextSafety.visible(error.description))", context: error.call)
+    }
+
+    static func damaged(_ path: String, _ what: String) -> StoreError {
+        StoreError(.registryDamaged, "token registry \(TextSafety.visible(path)) is damaged (\(what)); "
+            + "run 'storectl repair-registry' to move it aside and start an empty one (every consumer then reloads in full)")
+    }
+
+    /// Reader slots of dead processes this process cleared when it opened the registry.
+    public var clearedStaleReaders: Int { environment.clearedStaleReaders }
+
+    static func checkName(_ name: String) throws {
+        guard !name.isEmpty, name.utf8.count <= 200, !name.contains("\0") else {
+            throw StoreError(.invalidArgument, "consumer name must be 1 to 200 bytes, not '\(name)'")
+        }
+    }
+
+    // MARK: - Reading
+
+    public func consumer(_ name: String) throws -> Consumer? {
+        try Self.checkName(name)
+        return try Self.wrap(path) {
+            try environment.read { t in try t.get(name, in: Self.db).map { try Self.decode(name, $0) } }
+        }
+    }
+
+    public func consumers() throws -> [Consumer] {
+        try Self.wrap(path) {
+            try environment.read { t in try t.all(in: Self.db).map { try Self.decode($0.0, $0.1) } }
+        }
+    }
+
+    /// The lowest position over live (non-evicted) consumers of store `storeID`: the history
+    /// through it has been merged by all of them. A consumer that never synced, whose token
+    /// belongs to another store, or whose token `isValid` rejects (lost in a restore) needs
+    /// everything (value 0). Nil when there is no live consumer.
+    public func minimum(storeID: UUID, excluding: Set<String> = [],
+                        isValid: (Int64) -> Bool = { _ in true }) throws -> RegistryMinimum? {
+        var lowest: RegistryMinimum?
+        for c in try consumers() where !c.isEvicted && !excluding.contains(c.name) {
+            let value = c.token.flatMap { $0.storeID == storeID && isValid($0.value) ? $0.value : nil } ?? 0
+            if lowest == nil || value < lowest!.value { lowest = RegistryMinimum(value: value, consumer: c.name) }
+        }
+        return lowest
+    }
+
+    /// The highest token of store `storeID` the registry has seen: any consumer's, or one a
+    /// target recorded (``noteHighWater(storeID:_:)``), or one a consumer held before it was
+    /// reset. The store must never hand out a number at or below it again.
+    public func highWater(storeID: UUID) throws -> Int64 {
+        try Self.wrap(path) {
+            try environment.read { t in
+                var high = try t.get(storeID.uuidString, in: Self.storesDB).map(Self.decodeHighWater) ?? 0
+                for (name, bytes) in try t.all(in: Self.db) {
+                    if let token = try Self.decode(name, bytes).token, token.storeID == storeID { high = max(high, token.value) }
+                }
+                return high
+            }
+        }
+    }
+
+    /// When the registry was moved aside and started empty by ``repair(group:force:)``.
+    public func repairedAt() throws -> Date? {
+        try Self.wrap(path) {
+            try environment.read { t in
+                try t.get("repaired_at", in: Self.metaDB).flatMap { $0.count == 8 ? Date(timeIntervalSince1970: Double(bitPattern: Self.u64($0, 0))) : nil }
+            }
+        }
+    }
+
+    // MARK: - Writing
+
+    /// Records that the registry was started anew by a repair (see ``repairedAt()``).
+    func markRepaired(at date: Date) throws {
+        var bytes: [UInt8] = []
+        withUnsafeBytes(of: date.timeIntervalSince1970.bitPattern.littleEndian) { bytes += $0 }
+        try Self.wrap(path) { try environment.write { t in try t.put(bytes, for: "repaired_at", in: Self.metaDB) } }
+    }
+
+    /// Adds `name` if it is not registered yet (with no token: it needs all history).
+    public func register(_ name: String) throws {
+        try Self.checkName(name)
+        // Most runs find themselves registered: look first, so that they take no write lock.
+        if try consumer(name) != nil { return }
+        try Self.wrap(path) {
+            try environment.write { t in
+                guard try t.get(name, in: Self.db) == nil else { return }
+                let now = Date()
+                try t.put(Self.encode(Consumer(name: name, token: nil, registeredAt: now, updatedAt: now, isEvicted: false)), for: name, in: Self.db)
+            }
+        }
+    }
+
+    /// Moves `name` forward to `token`. Inside one LMDB write transaction a lower token never
+    /// overwrites a higher one of the same store. Returns the stored token afterwards; an evicted
+    /// consumer is left as it is (its next sync must reload in full).
+    @discardableResult
+    public func advance(_ name: String, to token: HistoryToken) throws -> Consumer {
+        try Self.checkName(name)
+        return try Self.wrap(path) {
+            try environment.write { t in
+                let now = Date()
+                let old = try t.get(name, in: Self.db).map { try Self.decode(name, $0) }
+                if let old, old.isEvicted { return old }
+                if let old, let current = old.token, current.storeID == token.storeID, current.value >= token.value {
+                    // Still record that the consumer is alive.
+                    let touched = Consumer(name: name, token: current, registeredAt: old.registeredAt, updatedAt: now, isEvicted: false)
+                    try t.put(Self.encode(touched), for: name, in: Self.db)
+                    return touched
+                }
+                let new = Consumer(name: name, token: token, registeredAt: old?.registeredAt ?? now, updatedAt: now, isEvicted: false)
+                try t.put(Self.encode(new), for: name, in: Self.db)
+                return new
+            }
+        }
+    }
+
+    /// Sets `name` to exactly `token` (nil: never synced) and clears an eviction: the explicit
+    /// move backwards, for a consumer that reloaded in full. The token it held stays known as
+    /// the store's high-water mark.
+    public func reset(_ name: String, to token: HistoryToken?) throws {
+        try Self.checkName(name)
+        try Self.wrap(path) {
+            try environment.write { t in
+                let now = Date()
+                let old = try t.get(name, in: Self.db).map { try Self.decode(name, $0) }
+                if let held = old?.token { try Self.raiseHighWater(t, held) }
+                try t.put(Self.encode(Consumer(name: name, token: token, registeredAt: old?.registeredAt ?? now, updatedAt: now, isEvicted: false)),
+                          for: name, in: Self.db)
+            }
+        }
+    }
+
+    /// Removes `name`; false when it was not registered. The token it held stays known as the
+    /// store's high-water mark.
+    @discardableResult
+    public func remove(_ name: String) throws -> Bool {
+        try Self.checkName(name)
+        return try Self.wrap(path) {
+            try environment.write { t in
+                if let held = try t.get(name, in: Self.db).map({ try Self.decode(name, $0) })?.token {
+                    try Self.raiseHighWater(t, held)
+                }
+                return try t.delete(name, in: Self.db)
+            }
+        }
+    }
+
+    /// Records that the store of `token` has handed out `token` (a target that saved, or saw the
+    /// store at it). Takes the write lock only when the registry does not know it yet.
+    public func noteHighWater(_ token: HistoryToken) throws {
+        let known = try Self.wrap(path) {
+            try environment.read { t in try t.get(token.storeID.uuidString, in: Self.storesDB).map(Self.decodeHighWater) ?? 0 }
+        }
+        guard token.value > known else { return }
+        try Self.wrap(path) { try environment.write { t in try Self.raiseHighWater(t, token) } }
+    }
+
+    private static func raiseHighWater(_ t: LMDBTransaction, _ token: HistoryToken) throws {
+        let key = token.storeID.uuidString
+        let known = try t.get(key, in: storesDB).map(decodeHighWater) ?? 0
+        guard token.value > known else { return }
+        var bytes: [UInt8] = []
+        withUnsafeBytes(of: token.value.littleEndian) { bytes += $0 }
+        try t.put(bytes, for: key, in: storesDB)
+    }
+
+    private static func decodeHighWater(_ b: [UInt8]) throws -> Int64 {
+        guard b.count == 8 else {
+            throw StoreError(.registryDamaged, "a high-water entry is corrupt (\(b.count) bytes); run 'storectl repair-registry'")
+        }
+        return Int64(bitPattern: u64(b, 0))
+    }
+
+    /// Marks as evicted the live consumers that are behind `current` (the store's newest token)
+    /// and have not synced for `interval` seconds; returns their names. A consumer that is up to
+    /// date is never evicted, however long ago it synced: it needs no history.
+    public func evict(notSeenFor interval: TimeInterval, behind current: HistoryToken, dryRun: Bool = false) throws -> [String] {
+        let cutoff = Date().addingTimeInterval(-interval)
+        // A dry run only looks: a read transaction, no writer lock taken from other processes.
+        return try Self.wrap(path) {
+            try (dryRun ? environment.read : environment.write) { t in
+                var evicted: [String] = []
+                for (name, bytes) in try t.all(in: Self.db) {
+                    let c = try Self.decode(name, bytes)
+                    let upToDate = c.token.map { $0.storeID == current.storeID && $0.value >= current.value } ?? false
+                    guard !c.isEvicted, !upToDate, c.updatedAt < cutoff else { continue }
+                    evicted.append(name)
+                    if !dryRun {
+                        try t.put(Self.encode(Consumer(name: name, token: c.token, registeredAt: c.registeredAt, updatedAt: c.updatedAt, isEvicted: true)),
+                                  for: name, in: Self.db)
+                    }
+                }
+                return evicted
+            }
+        }
+    }
+
+    // MARK: - Encoding
+
+    /// version 1 | flags (1 evicted, 2 has token) | store uuid (16) | token (8) | registered (8) | updated (8)
+    static func encode(_ c: Consumer) -> [UInt8] {
+        var out: [UInt8] = [1, (c.isEvicted ? 1 : 0) | (c.token != nil ? 2 : 0)]
+        let uuid = c.token?.storeID.uuid ?? UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)).uuid
+        withUnsafeBytes(of: uuid) { out += $0 }
+        withUnsafeBytes(of: (c.token?.value ?? 0).littleEndian) { out += $0 }
+        withUnsafeBytes(of: c.registeredAt.timeIntervalSince1970.bitPattern.littleEndian) { out += $0 }
+        withUnsafeBytes(of: c.updatedAt.timeIntervalSince1970.bitPattern.littleEndian) { out += $0 }
+        return out
+    }
+
+    static func u64(_ b: [UInt8], _ at: Int) -> UInt64 { b[at..<(at + 8)].reversed().reduce(0) { $0 << 8 | UInt64($1) } }
+
+    static func decode(_ name: String, _ b: [UInt8]) throws -> Consumer {
+        guard b.count == 42, b[0] == 1 else {
+            throw StoreError(.registryDamaged, "the entry for '\(TextSafety.visible(name))' is corrupt (\(b.count) bytes); "
+                + "run 'storectl repair-registry' to start an empty registry")
+        }
+        func u64(_ at: Int) -> UInt64 { Self.u64(b, at) }
+        let uuid = UUID(uuid: (b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15], b[16], b[17]))
+        let token = b[1] & 2 != 0 ? HistoryToken(storeID: uuid, value: Int64(bitPattern: u64(18))) : nil
+        return Consumer(name: name, token: token,
+                        registeredAt: Date(timeIntervalSince1970: Double(bitPattern: u64(26))),
+                        updatedAt: Date(timeIntervalSince1970: Double(bitPattern: u64(34))),
+                        isEvicted: b[1] & 1 != 0)
+    }
+}
+
+extension TokenRegistry {
+    /// Runs `body` inside a registry write transaction (tests: a process stopped in here must
+    /// make the others fail with `.busy`, never hang them).
+    package func holdWriteTransactionForTesting(_ body: () throws -> Void) throws {
+        try Self.wrap(path) { try environment.write { t in _ = try t.all(in: Self.db); try body() } }
+    }
+
+    /// Runs `body` inside a registry read transaction (tests: a process killed in here must not
+    /// leave a stuck reader slot).
+    package func holdReadTransactionForTesting(_ body: () throws -> Void) throws {
+        try Self.wrap(path) { try environment.read { t in _ = try t.all(in: Self.db); try body() } }
+    }
+
+    /// Reader slots in use, live or stale.
+    public var readerSlotsInUse: Int { environment.readerSlotsInUse() }
+
+    /// Clears the reader slots of dead processes; returns how many.
+    public func clearStaleReaders() throws -> Int { try Self.wrap(path) { try environment.clearStaleReaders() } }
+}
