@@ -20,8 +20,10 @@ let package = Package(
         .target(name: "SharedStore", dependencies: ["SharedStoreCore", "SharedStoreSync", "SharedStoreSupport"]),
         // The read-later model the targets, the demo and the scenarios share.
         .target(name: "ReadLater", dependencies: ["SharedStore"]),
-        // Argument parsing, output and the commands of the targets, written once.
-        .target(name: "StoreCLI", dependencies: ["SharedStore", "ReadLater"]),
+        // The one argument parser of every executable.
+        .target(name: "ArgumentParsing"),
+        // Output and the commands of the targets, written once.
+        .target(name: "StoreCLI", dependencies: ["SharedStore", "ReadLater", "ArgumentParsing"]),
         // The targets of shared/docs/CLI.md: thin executables over StoreCLI.
         .executableTarget(name: "main-app", dependencies: ["StoreCLI"]),
         .executableTarget(name: "share-extension", dependencies: ["StoreCLI"]),
@@ -29,11 +31,11 @@ let package = Package(
         .executableTarget(name: "history-cleaner", dependencies: ["StoreCLI"]),
         .executableTarget(name: "storectl", dependencies: ["StoreCLI"]),
         // The benchmark: SharedStore against raw SQLite in the same run.
-        .executableTarget(name: "storebench", dependencies: ["SharedStore", "CSQLite"]),
+        .executableTarget(name: "storebench", dependencies: ["SharedStore", "CSQLite", "ArgumentParsing"]),
         // The parsers of outside input as fuzz targets (libFuzzer with -DFUZZING; else a corpus replayer).
         .executableTarget(name: "sharedstore-fuzz", dependencies: ["SharedStore", "ReadLater", "StoreCLI"]),
         // A small executable the tests and the demo drive as a real second process.
-        .executableTarget(name: "sharedstore-helper", dependencies: ["SharedStore", "ReadLater"]),
+        .executableTarget(name: "sharedstore-helper", dependencies: ["SharedStore", "ReadLater", "ArgumentParsing"]),
         .testTarget(name: "SharedStoreTests", dependencies: [
             "SharedStore", "SharedStoreCore", "SharedStoreSync", "SharedStoreSQLite", "SharedStoreLMDB", "ReadLater", "CLMDB",
         ]),

@@ -155,7 +155,7 @@ extension Targets {
         inv.output.table(checks.map { .object([("check", .string($0.name)), ("ok", .bool($0.ok)), ("detail", .string($0.detail))]) },
                          columns: [("check", "CHECK"), ("ok", "OK"), ("detail", "DETAIL")])
         let failed = checks.filter { !$0.ok }.map(\.name)
-        if !failed.isEmpty { throw StoreError(.storage, "verify failed: \(failed.joined(separator: ", "))") }
+        if !failed.isEmpty { throw StoreError(.verificationFailed, "verify failed: \(failed.joined(separator: ", "))") }
     }
 
     static func stress(_ inv: Invocation) throws {
@@ -191,7 +191,7 @@ extension Targets {
         let summary = try stress.run()
         inv.output.record(summary)
         if !stress.violations.isEmpty {
-            throw StoreError(.storage, "stress found \(stress.violations.count) violation(s); replay with --seed \(config.seed); logs in \(logs)")
+            throw StoreError(.verificationFailed, "stress found \(stress.violations.count) violation(s); replay with --seed \(config.seed); logs in \(logs)")
         }
         if explicit == nil { try? FileManager.default.removeItem(atPath: work) }
     }

@@ -78,7 +78,7 @@ struct Stress {
         for w in consumers { try launch(w) }
         let deadline = Date().addingTimeInterval(30)
         while try (0..<config.consumers).contains(where: { try registry.consumer("Consumer\($0)")?.token == nil }) {
-            guard Date() < deadline else { throw StoreError(.storage, "stress: the consumers did not start within 30 s (see \(logs))") }
+            guard Date() < deadline else { throw StoreError(.busy, "stress: the consumers did not start within 30 s (see \(logs))") }
             usleep(10_000)
         }
         for w in writers { try launch(w) }

@@ -1,3 +1,4 @@
+@_exported import ArgumentParsing
 import Foundation
 import ReadLater
 import SharedStore
@@ -26,45 +27,31 @@ public struct Tool: Sendable {
         self.handler = handler
     }
 
+    /// The parser of this tool's command line.
+    public var parser: CommandLineParser { CommandLineParser(tool: name, summary: summary, commands: commands, common: commonOptions) }
+
     /// Parses `argv`, runs the command and returns the exit status: 0 success, 1 the operation
     /// failed (one `error:` line on stderr), 2 a usage error naming the argument.
     public func run(_ argv: [String]) -> Int32 {
         // CommandLine.arguments replaces invalid UTF-8 with U+FFFD: a title or an id would change
         // silently. Check the raw bytes when `argv` is this process's own.
-        if argv == CommandLine.arguments, let bad = Self.invalidArgument() {
+        if argv == CommandLine.arguments, let bad = CommandLineParser.invalidUTF8Argument() {
             return usage("argument \(bad) is not valid UTF-8")
         }
-        var rest = Array(argv.dropFirst())
-        let command: Command
-        if let single = commands.first, commands.count == 1, single.name.isEmpty {
-            command = single
-        } else {
-            guard let word = rest.first, !word.hasPrefix("-") else {
-                if rest.contains("--help") || rest.isEmpty && isatty(0) == 1 {
-                    FileHandle.standardOutput.write(Data(help(nil).utf8))
-                    return rest.contains("--help") ? 0 : 2
-                }
-                return usage("'\(name)' needs a command: \(commands.map(\.name).joined(separator: ", ")); see '\(name) --help'")
-            }
-            guard let found = commands.first(where: { $0.name == word }) else {
-                return usage("unknown command '\(word)' for '\(name)'; commands: \(commands.map(\.name).joined(separator: ", "))")
-            }
-            command = found
-            rest.removeFirst()
-        }
         do {
-            let args = try Arguments(rest, command: command, tool: name)
-            if args.has("help") {
-                FileHandle.standardOutput.write(Data(help(command).utf8))
+            switch try parser.parse(Array(argv.dropFirst()), interactive: isatty(0) == 1) {
+            case .help(let command):
+                FileHandle.standardOutput.write(Data(parser.help(command).utf8))
+                return command != nil || argv.contains("--help") ? 0 : 2
+            case .run(let args):
+                let invocation = Invocation(tool: name, arguments: args)
+                try handler(invocation)
+                invocation.afterCommand(consumer: consumer, hasNoView: hasNoView)
+                for warning in invocation.warnings {
+                    FileHandle.standardError.write(Data("warning: \(TextSafety.visible(warning))\n".utf8))
+                }
                 return 0
             }
-            let invocation = Invocation(tool: name, arguments: args)
-            try handler(invocation)
-            invocation.afterCommand(consumer: consumer, hasNoView: hasNoView)
-            for warning in invocation.warnings {
-                FileHandle.standardError.write(Data("warning: \(TextSafety.visible(warning))\n".utf8))
-            }
-            return 0
         } catch let e as UsageError {
             return usage(e.message)
         } catch let e as StoreError where e.code == .malformedID || e.code == .malformedToken {
@@ -78,15 +65,6 @@ public struct Tool: Sendable {
 
     // Messages quote arguments and stored values: control characters are shown escaped, so that
     // one error is always one line and never drives the terminal.
-    /// The position (1-based) of the first command-line argument that is not valid UTF-8.
-    static func invalidArgument() -> Int? {
-        for i in 1..<Int(CommandLine.argc) {
-            guard let p = CommandLine.unsafeArgv[i] else { continue }
-            if String(validatingCString: p) == nil { return i }
-        }
-        return nil
-    }
-
     private func usage(_ message: String) -> Int32 {
         FileHandle.standardError.write(Data("error: \(TextSafety.visible(message))\n".utf8))
         return 2
@@ -96,23 +74,14 @@ public struct Tool: Sendable {
         FileHandle.standardError.write(Data("error: \(TextSafety.visible(message))\n".utf8))
         return 1
     }
-
-    func help(_ command: Command?) -> String {
-        var text = ""
-        if let command {
-            text += "usage: \(name) \(command.usageLine) [--group DIR] [--json]\n\n\(command.summary)\n\n"
-            for o in command.options + commonOptions {
-                let flag = "--\(o.name)\(o.valueName.map { " \($0)" } ?? "")"
-                text += "  \(flag.padding(toLength: 26, withPad: " ", startingAt: 0)) \(o.help)\n"
-            }
-        } else {
-            text += "\(name): \(summary)\n\nusage: \(name) COMMAND [flags]\n\ncommands:\n"
-            for c in commands { text += "  \(c.usageLine)\n      \(c.summary)\n" }
-            text += "\ncommon flags: --group DIR, --json, --help ('\(name) COMMAND --help' for one command)\n"
-        }
-        return text
-    }
 }
+
+/// Flags every command of the targets and storectl accepts.
+let commonOptions: [Option] = [
+    .value("group", "DIR", "the app-group directory (default: $SHAREDSTORE_GROUP, else $XDG_DATA_HOME/sharedstore/default)"),
+    .flag("json", "one JSON object per line on stdout"),
+    .flag("help", "show this help"),
+]
 
 /// One run of a command: its arguments, its output, and the store it works on (opened lazily).
 public final class Invocation {

@@ -23,10 +23,9 @@ enum FuzzTarget: String, CaseIterable {
         return try? Container(group: "", model: ReadLater.model, options: options)
     }()
 
-    /// Every command of every executable, for the argument parser.
-    private static let commands: [(String, Command)] = [Targets.mainApp, Targets.shareExtension, Targets.widget,
-                                                        Targets.historyCleaner, Targets.storectl]
-        .flatMap { tool in tool.commands.map { (tool.name, $0) } }
+    /// The parser of every executable, for the argument parser.
+    private static let parsers: [CommandLineParser] = [Targets.mainApp, Targets.shareExtension, Targets.widget,
+                                                       Targets.historyCleaner, Targets.storectl].map(\.parser)
 
     /// Runs the target on `bytes`. Errors are the expected answer to bad input; only a crash,
     /// a hang or an allocation without bound is a finding.
@@ -50,13 +49,18 @@ enum FuzzTarget: String, CaseIterable {
             guard let container = Self.container else { return }
             _ = try? ReadLater.parseBatch(String(decoding: bytes, as: UTF8.self), container: container)
         case .arguments:
-            // The first byte picks a command; NUL bytes separate the arguments.
-            guard let first = bytes.first, !Self.commands.isEmpty else { return }
-            let (tool, command) = Self.commands[Int(first) % Self.commands.count]
+            // The first byte picks an executable; NUL bytes separate the words after its name.
+            guard let first = bytes.first, !Self.parsers.isEmpty else { return }
+            let parser = Self.parsers[Int(first) % Self.parsers.count]
             let words = bytes.dropFirst().split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
-            if let parsed = try? Arguments(words, command: command, tool: tool) {
+            switch try? parser.parse(words) {
+            case .run(let parsed):
                 _ = try? parsed.integer("limit", in: 0...Int.max)
                 _ = try? parsed.seconds("for", in: 0...31_536_000)
+            case .help(let command):
+                _ = parser.help(command)
+            case nil:
+                break
             }
         }
     }

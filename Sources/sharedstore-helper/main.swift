@@ -1,18 +1,38 @@
+import ArgumentParsing
 import Foundation
 import ReadLater
 import SharedStore
 
-// A second process for the tests and the demo. Commands:
-//   write    --group DIR --author A --count N [--times]      one save per article
-//   history  --group DIR [--after TOKEN] [--exclude-author A]
-//   watch    --group DIR --consumer C [--count N] [--seconds S] [--times] [--poll S]
-//   sync     --group DIR --consumer C
-//   advance  --group DIR --consumer C --tokens 3,1,2         advance one consumer, in that order
-//   register --group DIR --consumer C
-//   hold-read --group DIR                                     open a registry read, print, wait to be killed
-//   hold-write --group DIR                                    open a registry write, print, wait to be killed
-//   clean    --group DIR [--evict-after S] [--dry-run]
-//   tokens   --group DIR
+// A second process for the tests and the demo: one command per run (see `--help`).
+
+let consumerOption = Option.value("consumer", "C", "the consumer name", required: true)
+let helperCommands: [Command] = [
+    Command("write", "one save per article", options: [
+        .value("author", "A", "the transaction author", required: true), .value("count", "N", "how many saves", required: true),
+        .flag("times", "print each token with a monotonic time"),
+    ]),
+    Command("history", "print the history", options: [.value("after", "TOKEN", "after this token"), .value("exclude-author", "A", "skip")]),
+    Command("watch", "follow the store as a view", options: [
+        consumerOption, .value("count", "N", "stop after N transactions"), .value("seconds", "S", "stop after S seconds"),
+        .flag("times", "print each token with a monotonic time"), .value("poll", "S", "the observer's poll interval"),
+    ]),
+    Command("sync", "sync a view once", options: [consumerOption]),
+    Command("advance", "advance one consumer to each token, in that order",
+            options: [consumerOption, .value("tokens", "3,1,2", "token values", required: true)]),
+    Command("register", "register a consumer", options: [consumerOption]),
+    Command("hold-read", "open a registry read transaction, print, wait to be killed"),
+    Command("hold-write", "open a registry write transaction, print, wait to be killed (a frozen writer)"),
+    Command("clean", "run the cleaner", options: [.value("evict-after", "S", "evict after S seconds"), .flag("dry-run", "delete nothing")]),
+    Command("set-title", "another process's save of one title", options: [
+        .value("id", "ID", "the article", required: true), .value("title", "T", "the new title", required: true),
+    ]),
+    Command("delete", "another process's delete", options: [.value("id", "ID", "the object", required: true)]),
+    Command("add-category", "another process's insert of a category", options: [.value("name", "N", "its name", required: true)]),
+    Command("readers", "the registry's reader slots"),
+    Command("tokens", "every consumer's token"),
+]
+let parser = CommandLineParser(tool: "sharedstore-helper", summary: "a second process for the tests and the demo", commands: helperCommands,
+                               common: [.value("group", "DIR", "the group directory", required: true), .flag("help", "show this help")])
 
 func fail(_ message: String, code: Int32) -> Never {
     FileHandle.standardError.write(Data("error: \(message)\n".utf8))
@@ -28,21 +48,28 @@ func emit(_ pairs: [(String, JSONValue)]) { line(.object(pairs)) }
 
 func monotonicNanoseconds() -> Double { Double(Monotonic.nanoseconds()) }
 
-var arguments = Array(CommandLine.arguments.dropFirst())
-guard let command = arguments.first else { fail("usage: sharedstore-helper COMMAND --group DIR …", code: 2) }
-arguments.removeFirst()
-var options: [String: String] = [:]
-let switches: Set<String> = ["times", "dry-run"]
-while !arguments.isEmpty {
-    let flag = arguments.removeFirst()
-    guard flag.hasPrefix("--") else { fail("bad argument '\(flag)'", code: 2) }
-    let name = String(flag.dropFirst(2))
-    if switches.contains(name) { options[name] = "1"; continue }
-    guard !arguments.isEmpty else { fail("missing value for \(flag)", code: 2) }
-    options[name] = arguments.removeFirst()
+let arguments: Arguments
+do {
+    switch try parser.parse(Array(CommandLine.arguments.dropFirst())) {
+    case .help(let command):
+        print(parser.help(command), terminator: "")
+        exit(0)
+    case .run(let parsed): arguments = parsed
+    }
+} catch {
+    fail("\(error)", code: 2)
 }
-guard let group = options["group"] else { fail("missing --group", code: 2) }
+let command = arguments.command.name
+let options = HelperOptions(arguments)
+guard let group = options["group"] else { fail("'\(command)' needs --group", code: 2) }
 let times = options["times"] != nil
+
+/// The parsed flags by name: values as given, flags as "1".
+struct HelperOptions {
+    let arguments: Arguments
+    init(_ arguments: Arguments) { self.arguments = arguments }
+    subscript(name: String) -> String? { arguments.value(name) ?? (arguments.has(name) ? "1" : nil) }
+}
 
 do {
     let container = try Container(group: group, model: ReadLater.model)

@@ -1,3 +1,4 @@
+import ArgumentParsing
 import Foundation
 import SharedStore
 
@@ -7,45 +8,59 @@ import SharedStore
 var settings = Settings()
 var json = false
 var only: Set<String>?
-var args = Array(CommandLine.arguments.dropFirst())
 
 func usage(_ message: String) -> Never {
     FileHandle.standardError.write(Data("error: \(message)\nusage: storebench [--quick|--smoke] [--json] [--rounds N] [--cases a,b]\n".utf8))
     exit(2)
 }
 
-if args.first == "--child" {
+/// `storebench --child MODE …`: a process of a cross-process case (see Processes.swift).
+let childParser = CommandLineParser(tool: "storebench --child", summary: "a child process of a case", commands: [
+    Command("latency-consumer", "follow the store, print each merge", positionals: ["GROUP", "COUNT"]),
+    Command("writer", "save until the end time", positionals: ["GROUP", "SECONDS", "START", "AUTHOR"]),
+    Command("catch-up", "merge everything, print the peak memory", positionals: ["GROUP"]),
+])
+let benchParser = CommandLineParser(tool: "storebench", summary: "SharedStore against raw SQLite in the same run", commands: [
+    Command("", "run the cases", options: [
+        .flag("quick", "about a minute"), .flag("smoke", "a few hundred operations"), .flag("json", "JSON lines"),
+        .value("rounds", "N", "rounds per case (1 to 100)"), .value("cases", "a,b", "only these cases (or prefixes)"),
+        .flag("help", "show this help"),
+    ]),
+])
+
+let words = Array(CommandLine.arguments.dropFirst())
+if words.first == "--child" {
     do {
-        switch args.dropFirst().first {
-        case "latency-consumer": try latencyConsumer(group: args[2], count: Int64(args[3]) ?? 0)
-        case "writer": try writerChild(group: args[2], seconds: Double(args[3]) ?? 1, start: Double(args[4]) ?? 0, author: args[5])
-        case "catch-up": try catchUpChild(group: args[2])
-        default: usage("unknown child mode")
+        guard case .run(let child) = try childParser.parse(Array(words.dropFirst())) else { exit(0) }
+        let p = child.positionals
+        switch child.command.name {
+        case "latency-consumer": try latencyConsumer(group: p[0], count: Int64(p[1]) ?? 0)
+        case "writer": try writerChild(group: p[0], seconds: Double(p[1]) ?? 1, start: Double(p[2]) ?? 0, author: p[3])
+        default: try catchUpChild(group: p[0])
         }
         exit(0)
+    } catch let error as UsageError {
+        usage(error.message)
     } catch {
         FileHandle.standardError.write(Data("error: \(error)\n".utf8))
         exit(1)
     }
 }
 
-while let a = args.first {
-    args.removeFirst()
-    switch a {
-    case "--quick": settings.size = .quick; settings.rounds = 3
-    case "--smoke": settings.size = .smoke; settings.rounds = 1
-    case "--json": json = true
-    case "--rounds":
-        guard let v = args.first.flatMap(Int.init), (1...100).contains(v) else { usage("--rounds takes 1 to 100") }
-        settings.rounds = v
-        args.removeFirst()
-    case "--cases":
-        guard let v = args.first else { usage("--cases needs a list") }
-        only = Set(v.split(separator: ",").map(String.init))
-        args.removeFirst()
-    case "--help": print("usage: storebench [--quick|--smoke] [--json] [--rounds N] [--cases a,b]"); exit(0)
-    default: usage("unknown argument '\(a)'")
+do {
+    switch try benchParser.parse(words) {
+    case .help(let command):
+        print(benchParser.help(command), terminator: "")
+        exit(0)
+    case .run(let a):
+        if a.has("quick") { settings.size = .quick; settings.rounds = 3 }
+        if a.has("smoke") { settings.size = .smoke; settings.rounds = 1 }
+        json = a.has("json")
+        settings.rounds = try a.integer("rounds", in: 1...100) ?? settings.rounds
+        only = a.value("cases").map { Set($0.split(separator: ",").map(String.init)) }
     }
+} catch {
+    usage("\(error)")
 }
 
 @MainActor func want(_ name: String) -> Bool { only.map { $0.contains(name) || $0.contains(where: { name.hasPrefix($0) }) } ?? true }

@@ -1,3 +1,5 @@
+// The one argument parser of every executable: the targets and storectl (through StoreCLI),
+// sharedstore-helper and storebench. Hand-written: no package outside the toolchain.
 import Foundation
 
 /// A usage error: exit status 2, one line naming the offending argument.
@@ -24,6 +26,9 @@ public struct Option: Sendable {
     public static func flag(_ name: String, _ help: String) -> Option {
         Option(name: name, valueName: nil, help: help)
     }
+
+    /// `--name VALUE` as help shows it.
+    public var display: String { "--\(name)\(valueName.map { " \($0)" } ?? "")" }
 }
 
 /// A command of a tool: its flags and positional arguments, and its help text.
@@ -40,7 +45,7 @@ public struct Command: Sendable {
         self.options = options
     }
 
-    var usageLine: String {
+    public var usageLine: String {
         var parts = [name]
         parts += positionals
         parts += options.map { o in
@@ -51,13 +56,6 @@ public struct Command: Sendable {
     }
 }
 
-/// Flags every executable accepts.
-let commonOptions: [Option] = [
-    .value("group", "DIR", "the app-group directory (default: $SHAREDSTORE_GROUP, else $XDG_DATA_HOME/sharedstore/default)"),
-    .flag("json", "one JSON object per line on stdout"),
-    .flag("help", "show this help"),
-]
-
 /// The parsed arguments of one command.
 public struct Arguments {
     public let command: Command
@@ -65,13 +63,14 @@ public struct Arguments {
     private(set) var flags: Set<String> = []
     public private(set) var positionals: [String] = []
 
-    /// Parses `arguments` (after the command name) against `command`.
+    /// Parses `arguments` (after the command name) against `command` and the flags every
+    /// command of the tool takes (`common`).
     ///
-    /// - Throws: ``UsageError`` for an unknown flag, a missing value or a wrong number of
-    ///   positional arguments.
-    public init(_ arguments: [String], command: Command, tool: String) throws {
+    /// - Throws: ``UsageError`` for an unknown flag, a flag given twice, a missing value or a
+    ///   wrong number of positional arguments.
+    public init(_ arguments: [String], command: Command, tool: String, common: [Option] = []) throws {
         self.command = command
-        let known = Dictionary((command.options + commonOptions).map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        let known = Dictionary((command.options + common).map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         let label = command.name.isEmpty ? tool : "\(tool) \(command.name)"
         var i = 0
         var onlyPositionals = false

@@ -1,0 +1,76 @@
+import Foundation
+
+/// The commands of one executable and the flags all of them take: picks the command from the
+/// first word (a tool with one command named "" takes none), parses the rest, writes help.
+public struct CommandLineParser: Sendable {
+    public let tool: String
+    public let summary: String
+    public let commands: [Command]
+    /// Flags every command takes.
+    public let common: [Option]
+
+    public init(tool: String, summary: String, commands: [Command], common: [Option] = []) {
+        self.tool = tool
+        self.summary = summary
+        self.commands = commands
+        self.common = common
+    }
+
+    /// What the words ask for.
+    public enum Parsed {
+        /// Help, for one command or the tool.
+        case help(Command?)
+        case run(Arguments)
+    }
+
+    /// Parses the words after the executable's name.
+    ///
+    /// - Parameter interactive: standard input is a terminal (no command at all then shows help).
+    /// - Throws: ``UsageError`` naming the offending word.
+    public func parse(_ words: [String], interactive: Bool = false) throws -> Parsed {
+        var rest = words
+        let command: Command
+        if let single = commands.first, commands.count == 1, single.name.isEmpty {
+            command = single
+        } else {
+            guard let word = rest.first, !word.hasPrefix("-") else {
+                if rest.contains("--help") || rest.isEmpty && interactive { return .help(nil) }
+                throw UsageError("'\(tool)' needs a command: \(commands.map(\.name).joined(separator: ", ")); see '\(tool) --help'")
+            }
+            guard let found = commands.first(where: { $0.name == word }) else {
+                throw UsageError("unknown command '\(word)' for '\(tool)'; commands: \(commands.map(\.name).joined(separator: ", "))")
+            }
+            command = found
+            rest.removeFirst()
+        }
+        let arguments = try Arguments(rest, command: command, tool: tool, common: common)
+        return arguments.has("help") ? .help(command) : .run(arguments)
+    }
+
+    /// The position (1-based) of the first argument of this process that is not valid UTF-8
+    /// (`CommandLine.arguments` would have replaced its bytes with U+FFFD).
+    public static func invalidUTF8Argument() -> Int? {
+        for i in 1..<Int(CommandLine.argc) {
+            guard let p = CommandLine.unsafeArgv[i] else { continue }
+            if String(validatingCString: p) == nil { return i }
+        }
+        return nil
+    }
+
+    /// Usage for one command (its flags, then the common ones), or for the tool.
+    public func help(_ command: Command?) -> String {
+        var text = ""
+        if let command {
+            let commonUsage = common.filter { $0.name != "help" }.map { "[\($0.display)]" }.joined(separator: " ")
+            text += "usage: \(tool) \(command.usageLine) \(commonUsage)\n\n\(command.summary)\n\n"
+            for o in command.options + common {
+                text += "  \(o.display.padding(toLength: 26, withPad: " ", startingAt: 0)) \(o.help)\n"
+            }
+        } else {
+            text += "\(tool): \(summary)\n\nusage: \(tool) COMMAND [flags]\n\ncommands:\n"
+            for c in commands { text += "  \(c.usageLine)\n      \(c.summary)\n" }
+            text += "\ncommon flags: \(common.map(\.display).joined(separator: ", ")) ('\(tool) COMMAND --help' for one command)\n"
+        }
+        return text
+    }
+}
