@@ -14,6 +14,17 @@ public struct VerifyCheck: Sendable, Hashable {
 public enum StoreVerifier {
     /// Runs every check. `registry` is nil when it could not be opened; `registryProblem` says why.
     public static func verify(container: Container, registry: TokenRegistry?, registryProblem: String? = nil) -> [VerifyCheck] {
+        var checks = storeChecks(container)
+        if let registry {
+            checks += registryChecks(container, registry)
+        } else {
+            checks.append(VerifyCheck(name: "registry", ok: false, detail: registryProblem ?? "the token registry cannot be opened"))
+        }
+        return checks + rest(container)
+    }
+
+    /// The store's own structure, history, relationships, constraints, values and timeline.
+    private static func storeChecks(_ container: Container) -> [VerifyCheck] {
         var checks: [VerifyCheck] = []
         func run(_ name: String, _ body: () throws -> (Bool, String)) { checks.append(check(name, body)) }
         let model = container.model
@@ -53,10 +64,13 @@ public enum StoreVerifier {
                 : "tokens " + lost.map { "\($0.lowerBound)…\($0.upperBound)" }.joined(separator: ", ")
                     + " were lost when the store was put back to an older copy; they are never handed out again")
         }
-        guard let registry else {
-            checks.append(VerifyCheck(name: "registry", ok: false, detail: registryProblem ?? "the token registry cannot be opened"))
-            return checks + rest(container)
-        }
+        return checks
+    }
+
+    /// Every consumer's token against the store, and the registry's reader table.
+    private static func registryChecks(_ container: Container, _ registry: TokenRegistry) -> [VerifyCheck] {
+        var checks: [VerifyCheck] = []
+        func run(_ name: String, _ body: () throws -> (Bool, String)) { checks.append(check(name, body)) }
         run("registry") {
             let current = try container.currentToken().value
             let lost = try container.lostTokenRanges()
@@ -89,7 +103,7 @@ public enum StoreVerifier {
             let cleared = try registry.clearStaleReaders()
             return (true, "no stale reader slot left (\(registry.clearedStaleReaders + cleared) cleared from dead processes)")
         }
-        return checks + rest(container)
+        return checks
     }
 
     /// One check: a failure to run it is a failed check naming the error.

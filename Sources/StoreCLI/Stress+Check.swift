@@ -12,119 +12,174 @@ extension Stress {
 
     /// Checks DESIGN.md's invariants against the store, the registry and every process's log.
     mutating func check(container: Container, registry: TokenRegistry, writers: Int, consumers: Int) throws -> [(String, JSONValue)] {
-        let current = try container.currentToken().value
-        var all: [Int64: Seen] = [:]
-        func add(_ token: Int64, _ seen: Seen, from source: String) {
-            if let known = all[token], known != seen {
-                violations.append("transaction \(token) differs between logs (\(source))")
-            }
-            all[token] = seen
+        var checker = StressChecker(container: container, logs: logs, current: try container.currentToken().value)
+        try checker.collectRetainedHistory()
+        for i in 0..<consumers { try checker.checkConsumer(i) }
+        checker.checkNoGap()
+        for i in 0..<writers { checker.collectAcknowledgements(writer: i) }
+        try checker.checkAcknowledgedSaves()
+        let cleared = try checker.checkAtRest(registry)
+        violations += checker.violations
+        let deleted = Self.lines("\(logs)/cleaner.jsonl").reduce(0) { $0 + Int($1["deleted"] as? Double ?? 0) }
+        return [
+            ("transactions", .number(Double(checker.current))), ("delivered_or_retained", .number(Double(checker.all.count))),
+            ("acknowledged_objects", .number(Double(checker.acks.count))), ("checked_in_store", .number(Double(checker.checkedInStore))),
+            ("history_deleted", .number(Double(deleted))), ("retained", .number(Double(try container.historyCount()))),
+            ("expired", .number(Double(checker.expiredCount))), ("stale_reader_slots_cleared", .number(Double(cleared))),
+        ]
+    }
+}
+
+/// The checks of a stress run, one invariant at a time, over what every process logged.
+struct StressChecker {
+    let container: Container
+    let logs: String
+    /// The store's newest token.
+    let current: Int64
+    /// Every transaction, as retained history or as some consumer received it.
+    private(set) var all: [Int64: Stress.Seen] = [:]
+    private(set) var violations: [String] = []
+    private(set) var expiredCount = 0
+    private(set) var acks: [Ack] = []
+    private(set) var checkedInStore = 0
+    /// Every token a writer acknowledged.
+    private var acknowledged = Set<Int64>()
+
+    /// One object of a save a writer acknowledged.
+    struct Ack { let token: Int64; let id: String; let kind: String; let values: [String: Any] }
+
+    init(container: Container, logs: String, current: Int64) {
+        self.container = container
+        self.logs = logs
+        self.current = current
+    }
+
+    private mutating func add(_ token: Int64, _ seen: Stress.Seen, from source: String) {
+        if let known = all[token], known != seen {
+            violations.append("transaction \(token) differs between logs (\(source))")
         }
+        all[token] = seen
+    }
+
+    mutating func collectRetainedHistory() throws {
         for t in try container.fetchHistory(HistoryRequest()) {
-            add(t.token.value, Seen(author: t.author, changes: t.changes.map {
+            add(t.token.value, Stress.Seen(author: t.author, changes: t.changes.map {
                 .init(id: $0.objectID.description, kind: $0.kind.rawValue, updated: $0.updatedProperties)
             }), from: "retained history")
         }
+    }
 
-        // Consumers: every run delivers exactly the tokens after where it started, in order.
-        var expiredCount = 0
-        for i in 0..<consumers {
-            // One run at a time, streamed: a soak's consumer logs run to millions of lines.
-            var run: [[String: Any]] = []
-            var r = 0
-            func checkRun() {
-                guard !run.isEmpty else { return }
-                defer { run.removeAll(keepingCapacity: true); r += 1 }
-                var received: [Int64] = []
-                var base = (run.first?["start"] as? Double).map(Int64.init)
-                var final: Int64?
-                for line in run {
-                    if let t = line["token"] as? String {
-                        let token = Int64(t.split(separator: ".").first ?? "") ?? -1
-                        received.append(token)
-                        let changes = (line["changes"] as? [[String: Any]] ?? []).map {
-                            Seen.Change(id: $0["id"] as? String ?? "", kind: $0["type"] as? String ?? "", updated: $0["updated"] as? [String] ?? [])
-                        }
-                        add(token, Seen(author: line["author"] as? String, changes: changes), from: "consumer\(i)")
-                    } else if let e = line["expired"] as? Double {
-                        expiredCount += 1
-                        violations.append("consumer\(i) run \(r + 1) got 'history expired' at \(Int64(e)): history it had not merged was deleted")
-                    } else if let reloaded = line["reloaded"] as? Double, base == nil {
-                        base = Int64(reloaded)
-                    } else if let f = line["final"] as? Double {
-                        final = Int64(f)
-                    }
-                }
-                guard let from = base else { return }  // killed before its first sync
-                if let last = received.last {
-                    let expected = last > from ? Array((from + 1)...last) : []
-                    if received != expected {
-                        let missing = Set(expected).subtracting(received).sorted().prefix(5)
-                        violations.append("consumer\(i) run \(r + 1) from \(from): received \(received.count) tokens, expected \(expected.count) (missing \(Array(missing)), duplicates \(received.count - Set(received).count))")
-                    }
-                }
-                if let final, final != current || (received.last ?? from) != current {
-                    violations.append("consumer\(i) ended at \(received.last ?? from), final sync at \(final), store at \(current)")
-                }
+    // MARK: - Consumers
+
+    /// Every run of consumer `i` delivers exactly the tokens after where it started, in order,
+    /// and the view of its last run equals a fresh fetch.
+    mutating func checkConsumer(_ i: Int) throws {
+        // One run at a time, streamed: a soak's consumer logs run to millions of lines.
+        var run: [[String: Any]] = []
+        var number = 0
+        Stress.forEachLine("\(logs)/consumer\(i).jsonl") { text in
+            guard let line = Stress.parse(text) else { return }
+            if line.keys.contains("start"), !run.isEmpty {
+                number += 1
+                checkRun(run, consumer: i, number: number)
+                run.removeAll(keepingCapacity: true)
             }
-            Self.forEachLine("\(logs)/consumer\(i).jsonl") { text in
-                guard let line = Self.parse(text) else { return }
-                if line.keys.contains("start") { checkRun() }
-                run.append(line)
-            }
-            checkRun()
-            // The view of the last run equals a fresh fetch.
-            let view = (try? String(contentsOfFile: "\(logs)/consumer\(i).view", encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
-            let context = container.newContext()
-            let fresh = try container.model.entities.flatMap { try context.fetch(FetchRequest($0.name)) }.sorted { $0.id < $1.id }.map { "\($0.id)@\($0.version)" }
-            if view != fresh { violations.append("consumer\(i)'s view (\(view.count) objects) differs from a fresh fetch (\(fresh.count) objects)") }
+            run.append(line)
         }
+        if !run.isEmpty { checkRun(run, consumer: i, number: number + 1) }
+        let view = (try? String(contentsOfFile: "\(logs)/consumer\(i).view", encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
+        let context = container.newContext()
+        let fresh = try container.model.entities.flatMap { try context.fetch(FetchRequest($0.name)) }
+            .sorted { $0.id < $1.id }.map { "\($0.id)@\($0.version)" }
+        if view != fresh { violations.append("consumer\(i)'s view (\(view.count) objects) differs from a fresh fetch (\(fresh.count) objects)") }
+    }
 
-        // Every committed transaction was seen by a consumer or is still retained: no gap.
-        if current > 0 {
-            let missing = (1...current).filter { all[$0] == nil }
-            if !missing.isEmpty { violations.append("\(missing.count) transactions were neither delivered nor retained, e.g. \(Array(missing.prefix(5)))") }
-        }
-
-        // Writers: one transaction per acknowledged save, with its author and objects, in order.
-        struct Ack { let token: Int64; let id: String; let kind: String; let values: [String: Any] }
-        var acks: [Ack] = []
-        var seenTokens = Set<Int64>()
-        for i in 0..<writers {
-            var last: Int64 = 0
-            for line in Self.lines("\(logs)/writer\(i).jsonl") {
-                let token = Int64(line["token"] as? Double ?? 0)
-                if token <= last { violations.append("writer\(i): token \(token) after \(last), not in commit order") }
-                last = token
-                if !seenTokens.insert(token).inserted { violations.append("token \(token) acknowledged twice") }
-                guard let tx = all[token] else { violations.append("writer\(i)'s acknowledged save \(token) is lost"); continue }
-                if tx.author != "Writer\(i)" { violations.append("transaction \(token) has author \(tx.author ?? "nil"), writer\(i) acknowledged it") }
-                for o in line["objects"] as? [[String: Any]] ?? [] {
-                    let id = o["id"] as? String ?? "", kind = o["kind"] as? String ?? ""
-                    guard let change = tx.changes.first(where: { $0.id == id && $0.kind == kind }) else {
-                        violations.append("transaction \(token) lacks the \(kind) of \(id) writer\(i) acknowledged"); continue
-                    }
-                    var values = o["values"] as? [String: Any] ?? [:]
-                    if kind == "update" { values = values.filter { change.updated.contains($0.key) } }
-                    acks.append(Ack(token: token, id: id, kind: kind, values: values))
+    private mutating func checkRun(_ run: [[String: Any]], consumer i: Int, number r: Int) {
+        var received: [Int64] = []
+        var base = (run.first?["start"] as? Double).map(Int64.init)
+        var final: Int64?
+        for line in run {
+            if let t = line["token"] as? String {
+                let token = Int64(t.split(separator: ".").first ?? "") ?? -1
+                received.append(token)
+                let changes = (line["changes"] as? [[String: Any]] ?? []).map {
+                    Stress.Seen.Change(id: $0["id"] as? String ?? "", kind: $0["type"] as? String ?? "", updated: $0["updated"] as? [String] ?? [])
                 }
+                add(token, Stress.Seen(author: line["author"] as? String, changes: changes), from: "consumer\(i)")
+            } else if let e = line["expired"] as? Double {
+                expiredCount += 1
+                violations.append("consumer\(i) run \(r) got 'history expired' at \(Int64(e)): history it had not merged was deleted")
+            } else if let reloaded = line["reloaded"] as? Double, base == nil {
+                base = Int64(reloaded)
+            } else if let f = line["final"] as? Double {
+                final = Int64(f)
             }
         }
+        guard let from = base else { return }  // killed before its first sync
+        if let last = received.last {
+            let expected = last > from ? Array((from + 1)...last) : []
+            if received != expected {
+                let missing = Set(expected).subtracting(received).sorted().prefix(5)
+                violations.append("consumer\(i) run \(r) from \(from): received \(received.count) tokens, expected \(expected.count) "
+                    + "(missing \(Array(missing)), duplicates \(received.count - Set(received).count))")
+            }
+        }
+        if let final, final != current || (received.last ?? from) != current {
+            violations.append("consumer\(i) ended at \(received.last ?? from), final sync at \(final), store at \(current)")
+        }
+    }
 
-        // Every acknowledged save is in the store, or a later transaction touched the object.
+    /// Every committed transaction was seen by a consumer or is still retained.
+    mutating func checkNoGap() {
+        guard current > 0 else { return }
+        let missing = (1...current).filter { all[$0] == nil }
+        if !missing.isEmpty { violations.append("\(missing.count) transactions were neither delivered nor retained, e.g. \(Array(missing.prefix(5)))") }
+    }
+
+    // MARK: - Writers
+
+    /// One transaction per acknowledged save of writer `i`, with its author and objects, in order.
+    mutating func collectAcknowledgements(writer i: Int) {
+        var last: Int64 = 0
+        for line in Stress.lines("\(logs)/writer\(i).jsonl") {
+            let token = Int64(line["token"] as? Double ?? 0)
+            if token <= last { violations.append("writer\(i): token \(token) after \(last), not in commit order") }
+            last = token
+            if !acknowledged.insert(token).inserted { violations.append("token \(token) acknowledged twice") }
+            guard let tx = all[token] else {
+                violations.append("writer\(i)'s acknowledged save \(token) is lost")
+                continue
+            }
+            if tx.author != "Writer\(i)" { violations.append("transaction \(token) has author \(tx.author ?? "nil"), writer\(i) acknowledged it") }
+            for o in line["objects"] as? [[String: Any]] ?? [] {
+                let id = o["id"] as? String ?? "", kind = o["kind"] as? String ?? ""
+                guard let change = tx.changes.first(where: { $0.id == id && $0.kind == kind }) else {
+                    violations.append("transaction \(token) lacks the \(kind) of \(id) writer\(i) acknowledged")
+                    continue
+                }
+                var values = o["values"] as? [String: Any] ?? [:]
+                if kind == "update" { values = values.filter { change.updated.contains($0.key) } }
+                acks.append(Ack(token: token, id: id, kind: kind, values: values))
+            }
+        }
+    }
+
+    /// Every acknowledged save is in the store, or a later transaction touched the object.
+    mutating func checkAcknowledgedSaves() throws {
         var touched: [String: Int64] = [:]
         for (token, seen) in all { for c in seen.changes { touched[c.id] = max(touched[c.id] ?? 0, token) } }
-        let context = container.newContext()
-        let stored = Dictionary(uniqueKeysWithValues: try context.fetch(FetchRequest("Article")).map { ($0.id.description, $0) })
-        var checkedFinal = 0
+        let stored = Dictionary(uniqueKeysWithValues: try container.newContext().fetch(FetchRequest("Article")).map { ($0.id.description, $0) })
         for ack in acks where (touched[ack.id] ?? 0) <= ack.token {
-            checkedFinal += 1
+            checkedInStore += 1
             let object = stored[ack.id]
             if ack.kind == "delete" {
                 if object != nil { violations.append("\(ack.id) was deleted at \(ack.token) but is in the store") }
                 continue
             }
-            guard let object else { violations.append("\(ack.id) saved at \(ack.token) is missing from the store"); continue }
+            guard let object else {
+                violations.append("\(ack.id) saved at \(ack.token) is missing from the store")
+                continue
+            }
             for (name, value) in ack.values {
                 let actual = object[name]
                 let same: Bool
@@ -136,8 +191,12 @@ extension Stress {
                 if !same { violations.append("\(ack.id).\(name) is \(actual) in the store, \(value) was acknowledged at \(ack.token)") }
             }
         }
+    }
 
-        // At rest: verify, stale reader slots, locks.
+    // MARK: - At rest
+
+    /// verify, stale reader slots, the registry's write lock. Returns the reader slots cleared.
+    mutating func checkAtRest(_ registry: TokenRegistry) throws -> Int {
         for check in StoreVerifier.verify(container: container, registry: registry) where !check.ok {
             violations.append("storectl verify: \(check.name): \(check.detail)")
         }
@@ -145,12 +204,6 @@ extension Stress {
         if try registry.clearStaleReaders() != 0 { violations.append("stale LMDB reader slots remain after clearing") }
         try registry.register("StressProbe")
         try registry.remove("StressProbe")
-        let deleted = Self.lines("\(logs)/cleaner.jsonl").reduce(0) { $0 + Int($1["deleted"] as? Double ?? 0) }
-        return [
-            ("transactions", .number(Double(current))), ("delivered_or_retained", .number(Double(all.count))),
-            ("acknowledged_objects", .number(Double(acks.count))), ("checked_in_store", .number(Double(checkedFinal))),
-            ("history_deleted", .number(Double(deleted))), ("retained", .number(Double(try container.historyCount()))),
-            ("expired", .number(Double(expiredCount))), ("stale_reader_slots_cleared", .number(Double(cleared))),
-        ]
+        return cleared
     }
 }

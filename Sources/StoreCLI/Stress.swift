@@ -62,94 +62,12 @@ struct Stress {
         let container = try Container(group: group, model: ReadLater.model)
         // Held open for the whole run: killed readers' slots stay visible to mdb_reader_check.
         let registry = try TokenRegistry(group: group)
-        let common = ["--group", group]
-        let writers: [Worker] = (0..<config.writers).map { i in
-            var args = ["stress-writer", "--author", "Writer\(i)", "--log", "\(logs)/writer\(i).jsonl", "--seed", String(config.seed &+ UInt64(i) &* 1_000_003 % UInt64(Int.max))]
-            if let saves = config.saves { args += ["--saves", String(max(1, saves / max(1, config.writers)))] }
-            return Worker(role: "writer", name: "writer\(i)", arguments: args + common)
-        }
-        let consumers: [Worker] = (0..<config.consumers).map { i in
-            Worker(role: "consumer", name: "consumer\(i)", arguments: ["stress-consumer", "--consumer", "Consumer\(i)", "--log", "\(logs)/consumer\(i).jsonl",
-                                                                        "--view", "\(logs)/consumer\(i).view"] + common)
-        }
-        for i in 0..<config.consumers { try registry.register("Consumer\(i)") }
-        // Consumers first, and writers only once each has made its first sync: a consumer's first
-        // sync loads the view in full, and transactions before it would reach no consumer's log.
-        for w in consumers { try launch(w) }
-        let deadline = Date().addingTimeInterval(30)
-        while try (0..<config.consumers).contains(where: { try registry.consumer("Consumer\($0)")?.token == nil }) {
-            guard Date() < deadline else { throw StoreError(.busy, "stress: the consumers did not start within 30 s (see \(logs))") }
-            usleep(10_000)
-        }
+        let (writers, consumers) = workers()
+        let cleaner = Worker(role: "cleaner", name: "cleaner", arguments: ["--json", "--group", group])
+        try startConsumers(consumers, registry)
         for w in writers { try launch(w) }
-        let cleaner = Worker(role: "cleaner", name: "cleaner", arguments: ["--json"] + common)
-
-        let start = Date()
-        var nextKill = config.killEvery.map { start.addingTimeInterval($0) }
-        var nextClean = config.cleanEvery.map { start.addingTimeInterval($0) }
-        let progress = Progress("stress")
-        var nextProgress = start
-        while true {
-            let elapsed = Date().timeIntervalSince(start)
-            // Reap: a writer that reached its quota is done; any other exit is restarted.
-            for w in writers + consumers where w.process?.isRunning == false && !w.finished {
-                let status = w.process?.terminationStatus ?? 0
-                let killed = w.process?.terminationReason == .uncaughtSignal
-                if w.role == "writer" && status == 0 && !killed { w.finished = true; continue }
-                if !killed { violations.append("\(w.name) exited with status \(status) (see \(logs)/\(w.name).stderr)") }
-                w.restarts += 1
-                try launch(w)
-            }
-            if cleaner.process?.isRunning == false { cleaner.process = nil }
-            if let t = nextClean, Date() >= t {
-                if cleaner.process == nil { try launch(cleaner, executable: "history-cleaner"); cleans += 1 }
-                nextClean = t.addingTimeInterval(config.cleanEvery ?? 1)
-            }
-            if let t = nextKill, Date() >= t {
-                let victims = (writers + consumers + [cleaner]).filter { $0.process?.isRunning == true && !$0.finished }
-                if !victims.isEmpty {
-                    let v = victims[random.below(victims.count)]
-                    if let pid = v.process?.processIdentifier { kill(pid, SIGKILL); kills += 1 }
-                }
-                nextKill = t.addingTimeInterval(config.killEvery ?? 1)
-            }
-            if Date() >= nextProgress {
-                let saves = acknowledgedCount(writers)
-                progress.update(text: "\(saves) saves, \(Int(Double(saves) / max(elapsed, 0.001))) saves/s, \(kills) kills, \(cleans) cleans")
-                nextProgress = Date().addingTimeInterval(0.5)
-            }
-            if config.saves == nil, let s = config.seconds, elapsed >= s { break }
-            if config.saves != nil, writers.allSatisfy(\.finished) { break }
-            if elapsed > 3600 * 24 { break }
-            usleep(20_000)
-        }
-        progress.finish()
-        let elapsed = Date().timeIntervalSince(start)
-
-        // Stop: writers first (SIGTERM ends them after the save in flight), then the cleaner,
-        // then the consumers, which make a final sync and write their view.
-        for w in writers where w.process?.isRunning == true { w.process?.terminate() }
-        for w in writers { w.process?.waitUntilExit() }
-        cleaner.process?.waitUntilExit()
-        for c in consumers where c.process?.isRunning != true {
-            // Killed at the very end: bring it back so that it can make its final sync.
-            c.restarts += 1
-            try launch(c)
-        }
-        // SIGTERM asks for the final sync; a consumer only handles it once it has started (it
-        // logs "start" after installing its handler), so wait for every run's start line first.
-        for (i, c) in consumers.enumerated() {
-            let deadline = Date().addingTimeInterval(30)
-            while Self.starts("\(logs)/consumer\(i).jsonl") < c.restarts + 1,
-                  c.process?.isRunning == true, Date() < deadline {
-                usleep(10_000)
-            }
-        }
-        for c in consumers { c.process?.terminate() }
-        for c in consumers {
-            c.process?.waitUntilExit()
-            if c.process?.terminationStatus != 0 { violations.append("\(c.name) failed its final sync (see \(logs)/\(c.name).stderr)") }
-        }
+        let elapsed = try drive(writers: writers, consumers: consumers, cleaner: cleaner)
+        try stop(writers: writers, consumers: consumers, cleaner: cleaner)
 
         let report = try check(container: container, registry: registry, writers: writers.count, consumers: consumers.count)
         let saves = acknowledgedCount(writers)
@@ -164,6 +82,124 @@ struct Stress {
         fields.append(("violations", .array(violations.prefix(50).map(JSONValue.string))))
         fields.append(("ok", .bool(violations.isEmpty)))
         return .object(fields)
+    }
+
+    /// The writer and consumer processes of the run (not started).
+    private func workers() -> ([Worker], [Worker]) {
+        let common = ["--group", group]
+        let writers: [Worker] = (0..<config.writers).map { i in
+            let seed = String(config.seed &+ UInt64(i) &* 1_000_003 % UInt64(Int.max))
+            var args = ["stress-writer", "--author", "Writer\(i)", "--log", "\(logs)/writer\(i).jsonl", "--seed", seed]
+            if let saves = config.saves { args += ["--saves", String(max(1, saves / max(1, config.writers)))] }
+            return Worker(role: "writer", name: "writer\(i)", arguments: args + common)
+        }
+        let consumers: [Worker] = (0..<config.consumers).map { i in
+            Worker(role: "consumer", name: "consumer\(i)", arguments: [
+                "stress-consumer", "--consumer", "Consumer\(i)", "--log", "\(logs)/consumer\(i).jsonl", "--view", "\(logs)/consumer\(i).view",
+            ] + common)
+        }
+        return (writers, consumers)
+    }
+
+    /// Consumers first, and writers only once each has made its first sync: a consumer's first
+    /// sync loads the view in full, and transactions before it would reach no consumer's log.
+    private mutating func startConsumers(_ consumers: [Worker], _ registry: TokenRegistry) throws {
+        for i in 0..<config.consumers { try registry.register("Consumer\(i)") }
+        for w in consumers { try launch(w) }
+        let deadline = Date().addingTimeInterval(30)
+        while try (0..<config.consumers).contains(where: { try registry.consumer("Consumer\($0)")?.token == nil }) {
+            guard Date() < deadline else { throw StoreError(.busy, "stress: the consumers did not start within 30 s (see \(logs))") }
+            usleep(10_000)
+        }
+    }
+
+    /// Restarts what exits, cleans and kills on schedule, until the time or the saves are done.
+    /// Returns the seconds it ran.
+    private mutating func drive(writers: [Worker], consumers: [Worker], cleaner: Worker) throws -> Double {
+        let start = Date()
+        var nextKill = config.killEvery.map { start.addingTimeInterval($0) }
+        var nextClean = config.cleanEvery.map { start.addingTimeInterval($0) }
+        let progress = Progress("stress")
+        var nextProgress = start
+        while true {
+            let elapsed = Date().timeIntervalSince(start)
+            try reap(writers + consumers)
+            if cleaner.process?.isRunning == false { cleaner.process = nil }
+            if let t = nextClean, Date() >= t {
+                if cleaner.process == nil {
+                    try launch(cleaner, executable: "history-cleaner")
+                    cleans += 1
+                }
+                nextClean = t.addingTimeInterval(config.cleanEvery ?? 1)
+            }
+            if let t = nextKill, Date() >= t {
+                killOne(of: writers + consumers + [cleaner])
+                nextKill = t.addingTimeInterval(config.killEvery ?? 1)
+            }
+            if Date() >= nextProgress {
+                let saves = acknowledgedCount(writers)
+                progress.update(text: "\(saves) saves, \(Int(Double(saves) / max(elapsed, 0.001))) saves/s, \(kills) kills, \(cleans) cleans")
+                nextProgress = Date().addingTimeInterval(0.5)
+            }
+            if config.saves == nil, let s = config.seconds, elapsed >= s { break }
+            if config.saves != nil, writers.allSatisfy(\.finished) { break }
+            if elapsed > 3600 * 24 { break }
+            usleep(20_000)
+        }
+        progress.finish()
+        return Date().timeIntervalSince(start)
+    }
+
+    /// A writer that reached its quota is done; any other exit is restarted (a non-kill exit is
+    /// a violation).
+    private mutating func reap(_ workers: [Worker]) throws {
+        for w in workers where w.process?.isRunning == false && !w.finished {
+            let status = w.process?.terminationStatus ?? 0
+            let killed = w.process?.terminationReason == .uncaughtSignal
+            if w.role == "writer" && status == 0 && !killed {
+                w.finished = true
+                continue
+            }
+            if !killed { violations.append("\(w.name) exited with status \(status) (see \(logs)/\(w.name).stderr)") }
+            w.restarts += 1
+            try launch(w)
+        }
+    }
+
+    private mutating func killOne(of workers: [Worker]) {
+        let victims = workers.filter { $0.process?.isRunning == true && !$0.finished }
+        guard !victims.isEmpty else { return }
+        let v = victims[random.below(victims.count)]
+        if let pid = v.process?.processIdentifier {
+            kill(pid, SIGKILL)
+            kills += 1
+        }
+    }
+
+    /// Writers first (SIGTERM ends them after the save in flight), then the cleaner, then the
+    /// consumers, which make a final sync and write their view.
+    private mutating func stop(writers: [Worker], consumers: [Worker], cleaner: Worker) throws {
+        for w in writers where w.process?.isRunning == true { w.process?.terminate() }
+        for w in writers { w.process?.waitUntilExit() }
+        cleaner.process?.waitUntilExit()
+        for c in consumers where c.process?.isRunning != true {
+            // Killed at the very end: bring it back so that it can make its final sync.
+            c.restarts += 1
+            try launch(c)
+        }
+        // SIGTERM asks for the final sync; a consumer only handles it once it has started (it
+        // logs "start" after installing its handler), so wait for every run's start line first.
+        for (i, c) in consumers.enumerated() {
+            let deadline = Date().addingTimeInterval(30)
+            while Self.starts("\(logs)/consumer\(i).jsonl") < c.restarts + 1, c.process?.isRunning == true, Date() < deadline {
+                usleep(10_000)
+            }
+        }
+        for c in consumers { c.process?.terminate() }
+        for c in consumers {
+            c.process?.waitUntilExit()
+            if c.process?.terminationStatus != 0 { violations.append("\(c.name) failed its final sync (see \(logs)/\(c.name).stderr)") }
+        }
     }
 
     func acknowledgedCount(_ writers: [Worker]) -> Int {

@@ -65,89 +65,14 @@ enum StressWorkers {
         let stop = stopOnSignals()
         let done = (try? String(contentsOfFile: logPath, encoding: .utf8))?.split(separator: "\n").count ?? 0
         let log = try StressWorkers.Log(path: logPath, sync: true)
-        var random = Random(seed: seed &+ UInt64(done) &* 7919)
-        let context = try inv.context(author: author)
+        var writer = StressWriter(author: author, context: try inv.context(author: author),
+                                  random: Random(seed: seed &+ UInt64(done) &* 7919), n: done * 10)
         var acknowledged = done
-        var n = done * 10
-        var pool: [ObjectID] = []
         while !stop.isSet, quota.map({ acknowledged < $0 }) ?? true {
-            n += 1
-            var logged: [JSONValue] = []
-            var op = "insert"
-            do {
-                // Targets come from a pool of known ids, refreshed now and then: picking one by a
-                // random OFFSET each time would scan the table and slow a long soak to a crawl.
-                if pool.isEmpty || n % 100 == 0 {
-                    let total = try context.count(FetchRequest("Article"))
-                    pool = try context.fetch(FetchRequest("Article", limit: 200, offset: random.below(max(1, total - 200)))).map(\.id)
-                    context.rollback()
-                }
-                let roll = pool.isEmpty ? 0 : random.below(100)
-                if roll < 40 {
-                    let links = (0..<(random.below(100) < 20 ? 2 + random.below(4) : 1)).map { i in
-                        ReadLater.Link(url: "https://stress.example/\(author)/\(n)/\(i)", title: "\(author)-\(n)-\(i)",
-                                       category: random.below(3) == 0 ? nil : categories[random.below(categories.count)])
-                    }
-                    op = links.count > 1 ? "batch" : "insert"
-                    let temps = try ReadLater.insert(links, in: context)
-                    let result = try context.save()
-                    guard let token = result.token else { continue }
-                    pool += temps.map(result.permanentID(for:))
-                    logged = zip(temps, links).map { temp, link in
-                        .object([("id", .string(result.permanentID(for: temp).description)), ("kind", .string("insert")),
-                                 ("values", .object([("title", .string(link.title)), ("isRead", .bool(false))]))])
-                    }
-                    try log.write(.object([("token", .number(Double(token.value))), ("op", .string(op)), ("objects", .array(logged))]))
-                    acknowledged += 1
-                    continue
-                }
-                if roll >= 90 {
-                    // Set-based batch operations on the links of one earlier insert of this writer
-                    // (titles "<author>-<n>-<i>"): at most a handful of objects each.
-                    let prefix = "\(author)-\(max(1, n - 1 - random.below(50)))-"
-                    let result: BatchResult
-                    var values: [(String, JSONValue)] = []
-                    if roll < 95 {
-                        op = "batch-update"
-                        let isRead = random.below(2) == 0
-                        values = [("isRead", .bool(isRead))]
-                        result = try context.batchUpdate("Article", where: Key("title").beginsWith(prefix), set: ["isRead": .bool(isRead)])
-                    } else {
-                        op = "batch-delete"
-                        result = try context.batchDelete("Article", where: Key("title").beginsWith(prefix))
-                    }
-                    guard let token = result.token else { continue }
-                    let kind = op == "batch-update" ? "update" : "delete"
-                    logged = result.objectIDs.map { .object([("id", .string($0.description)), ("kind", .string(kind)), ("values", .object(values))]) }
-                    try log.write(.object([("token", .number(Double(token.value))), ("op", .string(op)), ("objects", .array(logged))]))
-                    acknowledged += 1
-                    continue
-                }
-                switch roll {
-                case 40..<75:
-                    op = "update"
-                    let target = try context.object(with: pool[random.below(pool.count)])
-                    let values: [String: Value] = ["title": .string("\(author)-u\(n)"), "isRead": .bool(random.below(2) == 0)]
-                    try context.update(target.id, values)
-                    logged = [.object([("id", .string(target.id.description)), ("kind", .string("update")),
-                                       ("values", .object(values.sorted { $0.key < $1.key }.map { ($0.key, $0.value.jsonValue) }))])]
-                default:
-                    op = "delete"
-                    let target = try context.object(with: pool[random.below(pool.count)])
-                    try context.delete(target.id)
-                    logged = [.object([("id", .string(target.id.description)), ("kind", .string("delete")), ("values", .object([]))])]
-                }
-                let result = try context.save()
-                guard let token = result.token else { continue }  // nothing changed: not a save to check
-                try log.write(.object([("token", .number(Double(token.value))), ("op", .string(op)), ("objects", .array(logged))]))
-                acknowledged += 1
-            } catch let e as StoreError where e.code == .objectNotFound {
-                context.rollback()  // another writer deleted the target first: not a save
-                pool.removeAll()
-            } catch let e as StoreError {
-                context.rollback()
-                FileHandle.standardError.write(Data("failed \(op): \(e.message)\n".utf8))
-            }
+            // Only a save that made a transaction is acknowledged, and only after it is logged.
+            guard let entry = writer.step() else { continue }
+            try log.write(entry)
+            acknowledged += 1
         }
     }
 
@@ -181,5 +106,117 @@ enum StressWorkers {
         let lines = view.objects.values.sorted { $0.id < $1.id }.map { "\($0.id)@\($0.version)" }
         try (lines.joined(separator: "\n") + "\n").write(toFile: viewPath, atomically: true, encoding: .utf8)
         try log.write(.object([("final", .number(Double(result.token.value)))]))
+    }
+}
+
+/// One writer process of `storectl stress`: a random mix of single and batch inserts, updates,
+/// deletes and set-based batch operations, each logged with what it saved.
+struct StressWriter {
+    let author: String
+    let context: ObjectContext
+    var random: StressWorkers.Random
+    var n: Int
+    /// Known article ids to update and delete.
+    var pool: [ObjectID] = []
+
+    init(author: String, context: ObjectContext, random: StressWorkers.Random, n: Int) {
+        self.author = author
+        self.context = context
+        self.random = random
+        self.n = n
+    }
+
+    /// Makes one save; returns its log entry, or nil when it saved nothing (or failed).
+    mutating func step() -> JSONValue? {
+        n += 1
+        do {
+            // Targets come from a pool of known ids, refreshed now and then: picking one by a
+            // random OFFSET each time would scan the table and slow a long soak to a crawl.
+            if pool.isEmpty || n % 100 == 0 { try refreshPool() }
+            let roll = pool.isEmpty ? 0 : random.below(100)
+            switch roll {
+            case 0..<40: return try insertLinks()
+            case 90...: return try batchOperation(roll)
+            default: return try updateOrDelete(roll)
+            }
+        } catch let e as StoreError where e.code == .objectNotFound {
+            context.rollback()  // another writer deleted the target first: not a save
+            pool.removeAll()
+        } catch {
+            context.rollback()
+            FileHandle.standardError.write(Data("failed save \(n): \(error)\n".utf8))
+        }
+        return nil
+    }
+
+    private mutating func refreshPool() throws {
+        let total = try context.count(FetchRequest("Article"))
+        pool = try context.fetch(FetchRequest("Article", limit: 200, offset: random.below(max(1, total - 200)))).map(\.id)
+        context.rollback()
+    }
+
+    private func entry(_ token: HistoryToken, _ op: String, _ objects: [JSONValue]) -> JSONValue {
+        .object([("token", .number(Double(token.value))), ("op", .string(op)), ("objects", .array(objects))])
+    }
+
+    /// One link, or a few in one save.
+    private mutating func insertLinks() throws -> JSONValue? {
+        let count = random.below(100) < 20 ? 2 + random.below(4) : 1
+        let links = (0..<count).map { i in
+            ReadLater.Link(url: "https://stress.example/\(author)/\(n)/\(i)", title: "\(author)-\(n)-\(i)",
+                           category: random.below(3) == 0 ? nil : StressWorkers.categories[random.below(StressWorkers.categories.count)])
+        }
+        let temps = try ReadLater.insert(links, in: context)
+        let result = try context.save()
+        guard let token = result.token else { return nil }
+        pool += temps.map(result.permanentID(for:))
+        let logged: [JSONValue] = zip(temps, links).map { temp, link in
+            .object([("id", .string(result.permanentID(for: temp).description)), ("kind", .string("insert")),
+                     ("values", .object([("title", .string(link.title)), ("isRead", .bool(false))]))])
+        }
+        return entry(token, links.count > 1 ? "batch" : "insert", logged)
+    }
+
+    /// A set-based batch update or delete of the links of one earlier insert of this writer
+    /// (titles "<author>-<n>-<i>"): at most a handful of objects each.
+    private mutating func batchOperation(_ roll: Int) throws -> JSONValue? {
+        let prefix = "\(author)-\(max(1, n - 1 - random.below(50)))-"
+        let result: BatchResult
+        var values: [(String, JSONValue)] = []
+        let isUpdate = roll < 95
+        if isUpdate {
+            let isRead = random.below(2) == 0
+            values = [("isRead", .bool(isRead))]
+            result = try context.batchUpdate("Article", where: Key("title").beginsWith(prefix), set: ["isRead": .bool(isRead)])
+        } else {
+            result = try context.batchDelete("Article", where: Key("title").beginsWith(prefix))
+        }
+        guard let token = result.token else { return nil }
+        let kind = isUpdate ? "update" : "delete"
+        let logged: [JSONValue] = result.objectIDs.map {
+            .object([("id", .string($0.description)), ("kind", .string(kind)), ("values", .object(values))])
+        }
+        return entry(token, isUpdate ? "batch-update" : "batch-delete", logged)
+    }
+
+    /// An update of a known article (most of the time) or its delete.
+    private mutating func updateOrDelete(_ roll: Int) throws -> JSONValue? {
+        let target = try context.object(with: pool[random.below(pool.count)])
+        let op: String
+        let logged: JSONValue
+        if roll < 75 {
+            op = "update"
+            let values: [String: Value] = ["title": .string("\(author)-u\(n)"), "isRead": .bool(random.below(2) == 0)]
+            try context.update(target.id, values)
+            logged = .object([("id", .string(target.id.description)), ("kind", .string("update")),
+                              ("values", .object(values.sorted { $0.key < $1.key }.map { ($0.key, $0.value.jsonValue) }))])
+        } else {
+            op = "delete"
+            try context.delete(target.id)
+            logged = .object([("id", .string(target.id.description)), ("kind", .string("delete")), ("values", .object([]))])
+        }
+        // Nothing changed: not a save to check.
+        guard let token = try context.save().token else { return nil }
+        return entry(token, op, [logged])
     }
 }

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import SharedStore
+import Synchronization
 
 extension Invocation {
     /// Runs a target's `watch`: syncs on every change until `--for` seconds, `--count`
@@ -42,9 +43,8 @@ let watchOptions: [Option] = [
 ]
 
 /// Set once by a signal handler, read by the watch loop.
-final class StopFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    func set() { lock.withLock { value = true } }
-    var isSet: Bool { lock.withLock { value } }
+final class StopFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .relaxed) }
+    var isSet: Bool { value.load(ordering: .relaxed) }
 }

@@ -170,7 +170,7 @@ func cleanerCase(_ s: Settings) throws -> Report {
             do {
                 try context.insert("Item", item(i))
                 try context.save()
-            } catch { stalls.failed += 1 }
+            } catch { stalls.fail() }
             stalls.record(now() - t0)
         }
         stop.done()
@@ -197,13 +197,15 @@ final class StopBox: @unchecked Sendable {
     func waitDone() { lock.withLock { while !finished { lock.wait() } } }
 }
 
-final class StallBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var _max = 0.0, _count = 0
-    var failed = 0
-    func record(_ d: Double) { lock.withLock { _max = Swift.max(_max, d); _count += 1 } }
-    var max: Double { lock.withLock { _max } }
-    var count: Int { lock.withLock { _count } }
+/// The writer thread's stalls and failures, read by the measuring thread.
+final class StallBox: Sendable {
+    private struct Figures { var max = 0.0, count = 0, failed = 0 }
+    private let figures = Protected(Figures())
+    func record(_ d: Double) { figures.withLock { $0.max = Swift.max($0.max, d); $0.count += 1 } }
+    func fail() { figures.withLock { $0.failed += 1 } }
+    var max: Double { figures.withLock { $0.max } }
+    var count: Int { figures.withLock { $0.count } }
+    var failed: Int { figures.withLock { $0.failed } }
 }
 
 // MARK: - Token registry
