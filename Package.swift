@@ -4,7 +4,7 @@ import PackageDescription
 let package = Package(
     name: "SharedStore",
     products: [
-        .library(name: "SharedStore", targets: ["SharedStore"]),
+        .library(name: "SharedStore", targets: ["SharedStore"])
     ],
     targets: [
         // C libraries from Debian's packages: a module map and a shim header each, nothing else.
@@ -36,9 +36,12 @@ let package = Package(
         .executableTarget(name: "sharedstore-fuzz", dependencies: ["SharedStore", "ReadLater", "StoreCLI"]),
         // A small executable the tests and the demo drive as a real second process.
         .executableTarget(name: "sharedstore-helper", dependencies: ["SharedStore", "ReadLater", "ArgumentParsing"]),
-        .testTarget(name: "SharedStoreTests", dependencies: [
-            "SharedStore", "SharedStoreCore", "SharedStoreSync", "SharedStoreSQLite", "SharedStoreLMDB", "ReadLater", "CLMDB",
-        ]),
+        .testTarget(
+            name: "SharedStoreTests",
+            dependencies: [
+                "SharedStore", "SharedStoreCore", "SharedStoreSync", "SharedStoreSQLite", "SharedStoreLMDB",
+                "ReadLater", "CLMDB",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

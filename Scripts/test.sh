@@ -7,8 +7,15 @@ cd "$(dirname "$0")/.."
 sharedstore_ensure_packages
 
 echo "== build (debug, with tests)"
-swift build --build-tests 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\]' || true
-swift build --build-tests >/dev/null
+# One build; its progress lines are left out, its errors and warnings shown, its status kept.
+set +e
+swift build --build-tests 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\]'
+build_status=${PIPESTATUS[0]}
+set -e
+[ "$build_status" -eq 0 ] || { echo "error: the build failed" >&2; exit 1; }
+
+echo "== lint (formatting, line and function lengths, SQL and C calls in their layers)"
+bash Scripts/lint.sh
 
 echo "== swift tests"
 swift test --skip-build

@@ -84,7 +84,10 @@ public struct Arguments {
                 positionals.append(arg)
                 continue
             }
-            if arg == "--" { onlyPositionals = true; continue }
+            if arg == "--" {
+                onlyPositionals = true
+                continue
+            }
             var name = String(arg.dropFirst(2))
             var inline: String?
             if let eq = name.firstIndex(of: "=") {
@@ -142,7 +145,8 @@ public struct Arguments {
     public func integer(_ name: String, in range: ClosedRange<Int>) throws -> Int? {
         guard let text = values[name] else { return nil }
         guard let v = Int(text), range.contains(v) else {
-            throw UsageError("--\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+            throw UsageError(
+                "--\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
         }
         return v
     }
@@ -151,7 +155,8 @@ public struct Arguments {
     public func seconds(_ name: String, in range: ClosedRange<Double>) throws -> Double? {
         guard let text = values[name] else { return nil }
         guard let v = Double(text), v.isFinite, range.contains(v) else {
-            throw UsageError("--\(name) must be a number of seconds from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+            throw UsageError(
+                "--\(name) must be a number of seconds from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
         }
         return v
     }

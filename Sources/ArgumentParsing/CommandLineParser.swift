@@ -35,10 +35,13 @@ public struct CommandLineParser: Sendable {
         } else {
             guard let word = rest.first, !word.hasPrefix("-") else {
                 if rest.contains("--help") || rest.isEmpty && interactive { return .help(nil) }
-                throw UsageError("'\(tool)' needs a command: \(commands.map(\.name).joined(separator: ", ")); see '\(tool) --help'")
+                throw UsageError(
+                    "'\(tool)' needs a command: \(commands.map(\.name).joined(separator: ", ")); see '\(tool) --help'")
             }
             guard let found = commands.first(where: { $0.name == word }) else {
-                throw UsageError("unknown command '\(word)' for '\(tool)'; commands: \(commands.map(\.name).joined(separator: ", "))")
+                throw UsageError(
+                    "unknown command '\(word)' for '\(tool)'; commands: \(commands.map(\.name).joined(separator: ", "))"
+                )
             }
             command = found
             rest.removeFirst()
@@ -69,7 +72,9 @@ public struct CommandLineParser: Sendable {
         } else {
             text += "\(tool): \(summary)\n\nusage: \(tool) COMMAND [flags]\n\ncommands:\n"
             for c in commands { text += "  \(c.usageLine)\n      \(c.summary)\n" }
-            text += "\ncommon flags: \(common.map(\.display).joined(separator: ", ")) ('\(tool) COMMAND --help' for one command)\n"
+            text +=
+                "\ncommon flags: \(common.map(\.display).joined(separator: ", ")) ('\(tool) COMMAND --help' "
+                + "for one command)\n"
         }
         return text
     }

@@ -23,7 +23,9 @@ extension ReadLater {
         return try links.map { link in
             var category: ObjectID?
             if let name = link.category {
-                if let known = categories[name] { category = known } else {
+                if let known = categories[name] {
+                    category = known
+                } else {
                     category = try context.insert(Category(name: name))
                     categories[name] = category
                 }
@@ -36,7 +38,9 @@ extension ReadLater {
     ///
     /// - Throws: ``StoreError`` `.validation` naming `place` and the broken rule.
     public static func validate(_ link: Link, in container: Container, place: String) throws {
-        try container.validate("Article", ["title": .string(link.title), "url": .string(link.url), "createdAt": .date(Date())], object: place)
+        try container.validate(
+            "Article", ["title": .string(link.title), "url": .string(link.url), "createdAt": .date(Date())],
+            object: place)
         if let c = link.category { try container.validate("Category", ["name": .string(c)], object: place) }
     }
 
@@ -47,13 +51,17 @@ extension ReadLater {
         var links: [Link] = []
         // "\r\n" is one Character in Swift, not "\n" after "\r": split on both, so that a file
         // with CRLF endings gives the same articles as one with LF.
-        for (i, line) in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }).enumerated() {
+        for (i, line) in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
+            .enumerated()
+        {
             if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
             guard fields.count == 2 || fields.count == 3 else {
-                throw StoreError(.validation, "line \(i + 1): expected url<TAB>title[<TAB>category], found \(fields.count) field(s)")
+                throw StoreError(
+                    .validation, "line \(i + 1): expected url<TAB>title[<TAB>category], found \(fields.count) field(s)")
             }
-            let link = Link(url: fields[0], title: fields[1], category: fields.count == 3 && !fields[2].isEmpty ? fields[2] : nil)
+            let link = Link(
+                url: fields[0], title: fields[1], category: fields.count == 3 && !fields[2].isEmpty ? fields[2] : nil)
             try validate(link, in: container, place: "line \(i + 1)")
             links.append(link)
         }
@@ -62,7 +70,8 @@ extension ReadLater {
 
     /// Articles of a view, oldest first, as the `main-app list` lines of CLI.md.
     public static func articleLines(_ view: ViewContext, unreadOnly: Bool = false) -> [JSONValue] {
-        let names = Dictionary(uniqueKeysWithValues: view.objects(of: "Category").map { ($0.id, $0["name"].stringValue ?? "") })
+        let names = Dictionary(
+            uniqueKeysWithValues: view.objects(of: "Category").map { ($0.id, $0["name"].stringValue ?? "") })
         return sortedArticles(view)
             .filter { !unreadOnly || $0["isRead"] != .bool(true) }
             .map { a in
@@ -84,12 +93,15 @@ extension ReadLater {
         let latest = articles.suffix(3).reversed().map { a in
             JSONValue.object([("id", .string(a.id.description)), ("title", a["title"].jsonValue)])
         }
-        return .object([("unread", .number(Double(unread))), ("total", .number(Double(articles.count))), ("latest", .array(latest))])
+        return .object([
+            ("unread", .number(Double(unread))), ("total", .number(Double(articles.count))), ("latest", .array(latest)),
+        ])
     }
 
     private static func sortedArticles(_ view: ViewContext) -> [Snapshot] {
         view.objects(of: "Article").sorted {
-            let a = $0["createdAt"].dateValue ?? .distantPast, b = $1["createdAt"].dateValue ?? .distantPast
+            let a = $0["createdAt"].dateValue ?? .distantPast
+            let b = $1["createdAt"].dateValue ?? .distantPast
             return a != b ? a < b : $0.id < $1.id
         }
     }

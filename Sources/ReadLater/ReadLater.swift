@@ -3,21 +3,30 @@ import SharedStore
 
 /// The shared read-later model of the targets (shared/docs/CLI.md): articles in categories.
 public enum ReadLater {
+    /// An absolute http(s) URL without white space or control characters.
+    static let urlPattern = #"https?://[^\s/?#\p{Cc}]+[^\s\p{Cc}]*"#
+
     /// `Article` (title, url, createdAt, isRead, category) and `Category` (unique name).
     public static let model: Model = {
         do {
             return try Model([
-                Entity("Article", attributes: [
-                    Attribute("title", .string, minLength: 1, maxLength: 500, singleLine: true, preservedInHistory: true),
-                    // No white space and no control character (C0, DEL, C1) anywhere.
-                    Attribute("url", .string, pattern: #"https?://[^\s/?#\p{Cc}]+[^\s\p{Cc}]*"#, preservedInHistory: true),
-                    Attribute("createdAt", .date),
-                    Attribute("isRead", .bool, default: false),
-                ], relationships: [.toOne("category", "Category", inverse: "articles", deleteRule: .nullify)]),
-                Entity("Category", attributes: [
-                    Attribute("name", .string, minLength: 1, maxLength: 200, singleLine: true, preservedInHistory: true),
-                ], relationships: [.toMany("articles", "Article", inverse: "category", deleteRule: .nullify)],
-                   uniquenessConstraints: [["name"]]),
+                Entity(
+                    "Article",
+                    attributes: [
+                        Attribute(
+                            "title", .string, minLength: 1, maxLength: 500, singleLine: true, preservedInHistory: true),
+                        // No white space and no control character (C0, DEL, C1) anywhere.
+                        Attribute("url", .string, pattern: urlPattern, preservedInHistory: true),
+                        Attribute("createdAt", .date),
+                        Attribute("isRead", .bool, default: false),
+                    ], relationships: [.toOne("category", "Category", inverse: "articles", deleteRule: .nullify)]),
+                Entity(
+                    "Category",
+                    attributes: [
+                        Attribute(
+                            "name", .string, minLength: 1, maxLength: 200, singleLine: true, preservedInHistory: true)
+                    ], relationships: [.toMany("articles", "Article", inverse: "category", deleteRule: .nullify)],
+                    uniquenessConstraints: [["name"]]),
             ])
         } catch {
             // The declaration above is a constant; a test opens it on every run.
@@ -34,7 +43,9 @@ public enum ReadLater {
         public var isRead: Bool
         public var category: ObjectID?
 
-        public init(title: String, url: String, createdAt: Date = Date(), isRead: Bool = false, category: ObjectID? = nil) {
+        public init(
+            title: String, url: String, createdAt: Date = Date(), isRead: Bool = false, category: ObjectID? = nil
+        ) {
             self.title = title
             self.url = url
             self.createdAt = createdAt

@@ -70,8 +70,10 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// (`case .constraint` matches every constraint code).
     public let resultCode: ResultCode?
 
-    public init(_ code: Code, _ message: String, context: String? = nil, conflicts: [MergeConflict] = [],
-                resultCode: ResultCode? = nil) {
+    public init(
+        _ code: Code, _ message: String, context: String? = nil, conflicts: [MergeConflict] = [],
+        resultCode: ResultCode? = nil
+    ) {
         self.code = code
         self.message = message
         self.context = context
@@ -109,7 +111,6 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
 
 extension StoreError {
     static func wrap<T>(path: String, _ body: () throws -> T) throws -> T {
-        do { return try body() }
-        catch let e as SQLiteError { throw StoreError(e, path: path) }
+        do { return try body() } catch let e as SQLiteError { throw StoreError(e, path: path) }
     }
 }

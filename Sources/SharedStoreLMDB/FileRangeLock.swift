@@ -43,7 +43,9 @@ package final class FileRangeLock: @unchecked Sendable {
             var l = request(Int32(F_WRLCK))
             if fcntl(fd, F_SETLK, &l) == 0 { return }
             let err = errno
-            guard err == EAGAIN || err == EACCES || err == EINTR else { throw LMDBError(code: err, call: "fcntl(F_SETLK)", path: path) }
+            guard err == EAGAIN || err == EACCES || err == EINTR else {
+                throw LMDBError(code: err, call: "fcntl(F_SETLK)", path: path)
+            }
             if Monotonic.seconds() - start >= timeout { throw LockBusy(path: path, holder: holder(), timeout: timeout) }
             usleep(UInt32(min(100 << min(attempt, 6), 2000)))
             attempt += 1

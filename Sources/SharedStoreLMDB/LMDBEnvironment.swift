@@ -45,17 +45,21 @@ package final class LMDBEnvironment: @unchecked Sendable {
     /// - Throws: ``LMDBFileCheck/Damage`` for a damaged file, ``LMDBError`` when LMDB fails or
     ///   the environment is already open here with other flags, ``LockBusy`` when creating a
     ///   missing database waits for a frozen writer.
-    package static func shared(path: String, flags: LMDBEnvironmentFlags, busyTimeout: Double, databases: [String],
-                               mapSize: Int = 1 << 20) throws -> LMDBEnvironment {
+    package static func shared(
+        path: String, flags: LMDBEnvironmentFlags, busyTimeout: Double, databases: [String],
+        mapSize: Int = 1 << 20
+    ) throws -> LMDBEnvironment {
         try registry.withLock { envs in
             if let env = envs[path]?.environment {
                 guard env.flags == flags else {
-                    throw LMDBError(code: EINVAL, call: "mdb_env_open (open in this process with other flags)", path: path)
+                    throw LMDBError(
+                        code: EINVAL, call: "mdb_env_open (open in this process with other flags)", path: path)
                 }
                 return env
             }
             try LMDBFileCheck.check(path: path)
-            let env = try LMDBEnvironment(path: path, flags: flags, busyTimeout: busyTimeout, names: databases, mapSize: mapSize)
+            let env = try LMDBEnvironment(
+                path: path, flags: flags, busyTimeout: busyTimeout, names: databases, mapSize: mapSize)
             let box = WeakEnvironment()
             box.environment = env
             envs[path] = box
@@ -74,7 +78,9 @@ package final class LMDBEnvironment: @unchecked Sendable {
         do {
             try LMDBError.check(mdb_env_set_maxdbs(handle, 8), "mdb_env_set_maxdbs", path: path)
             try LMDBError.check(mdb_env_set_mapsize(handle, mapSize), "mdb_env_set_mapsize", path: path)
-            try LMDBError.check(mdb_env_open(handle, path, flags.union(.noThreadLocalStorage).rawValue, 0o600), "mdb_env_open", path: path)
+            try LMDBError.check(
+                mdb_env_open(handle, path, flags.union(.noThreadLocalStorage).rawValue, 0o600), "mdb_env_open",
+                path: path)
             var dead: Int32 = 0
             try LMDBError.check(mdb_reader_check(handle, &dead), "mdb_reader_check", path: path)
             clearedStaleReaders = Int(dead)
@@ -96,7 +102,8 @@ package final class LMDBEnvironment: @unchecked Sendable {
     private func openDatabases(create: Bool) throws {
         try transactions.withShared {
             var txn: OpaquePointer?
-            try LMDBError.check(mdb_txn_begin(env, nil, create ? 0 : UInt32(MDB_RDONLY), &txn), "mdb_txn_begin", path: path)
+            try LMDBError.check(
+                mdb_txn_begin(env, nil, create ? 0 : UInt32(MDB_RDONLY), &txn), "mdb_txn_begin", path: path)
             guard let txn else { throw LMDBError(code: EINVAL, call: "mdb_txn_begin", path: path) }
             var opened: [String: MDB_dbi] = [:]
             for name in names {
@@ -167,7 +174,9 @@ package final class LMDBEnvironment: @unchecked Sendable {
         try writer.withLock {
             try writerLock.acquire(timeout: busyTimeout)
             defer { writerLock.release() }
-            if databases.withLock({ $0.count }) < names.count { try opening.withLock { try openDatabases(create: true) } }
+            if databases.withLock({ $0.count }) < names.count {
+                try opening.withLock { try openDatabases(create: true) }
+            }
             while true {
                 do {
                     return try transactions.withShared { try transaction(readOnly: false, body) }
@@ -255,7 +264,9 @@ package struct LMDBTransaction {
 
     /// The handle of `db` for a write (a write transaction always has one).
     private func writable(_ db: String) throws -> MDB_dbi {
-        guard let dbi = try dbi(db) else { throw LMDBError(code: EACCES, call: "mdb_dbi_open(\(db))", path: environment.path) }
+        guard let dbi = try dbi(db) else {
+            throw LMDBError(code: EACCES, call: "mdb_dbi_open(\(db))", path: environment.path)
+        }
         return dbi
     }
 
@@ -303,7 +314,8 @@ package struct LMDBTransaction {
         try LMDBError.check(mdb_cursor_open(txn, dbi, &cursor), "mdb_cursor_open", path: environment.path)
         defer { mdb_cursor_close(cursor) }
         var out: [(String, [UInt8])] = []
-        var k = MDB_val(), v = MDB_val()
+        var k = MDB_val()
+        var v = MDB_val()
         var rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST)
         while rc == MDB_SUCCESS {
             let key = String(decoding: UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size), as: UTF8.self)

@@ -78,7 +78,9 @@ package struct LMDBFileCheck {
         var out = [UInt8](repeating: 0, count: count)
         var done = 0
         while done < count {
-            let n = out.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done)) }
+            let n = out.withUnsafeMutableBytes {
+                pread(fd, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done))
+            }
             if n < 0, errno == EINTR { continue }
             guard n > 0 else { throw Damage(description: "the file cannot be read at byte \(offset)") }
             done += n
@@ -151,7 +153,11 @@ package struct LMDBFileCheck {
         // The data pages of a commit are written before its meta page: read the size after it.
         refreshSize()
         guard self.size >= (lastPage + 1) * UInt64(pageSize) else {
-            throw Damage(description: "the file is truncated (\(self.size) bytes; its meta page needs \((lastPage + 1) * UInt64(pageSize)))")
+            throw Damage(
+                description:
+                    "the file is truncated (\(self.size) bytes; its meta page needs "
+                    + "\((lastPage + 1) * UInt64(pageSize)))"
+            )
         }
         try tree(root: current.freeRoot, depth: current.freeDepth, isMain: false)
         try tree(root: current.mainRoot, depth: current.mainDepth, isMain: true)
@@ -205,14 +211,18 @@ package struct LMDBFileCheck {
         let p = try read(pageSize, at: number * UInt64(pageSize))
         guard u64(p, 0) == number else { throw Damage(description: "page \(number) says it is page \(u64(p, 0))") }
         let flags = u16(p, 10)
-        let isLeaf = flags & Self.leaf != 0, isBranch = flags & Self.branch != 0
+        let isLeaf = flags & Self.leaf != 0
+        let isBranch = flags & Self.branch != 0
         guard isLeaf != isBranch, flags & (Self.overflow | Self.meta | Self.leaf2) == 0 else {
             throw Damage(description: "page \(number) has invalid flags \(flags)")
         }
         guard isLeaf == (level == depth) else {
-            throw Damage(description: "page \(number) is a \(isLeaf ? "leaf" : "branch") at level \(level) of a tree of depth \(depth)")
+            throw Damage(
+                description:
+                    "page \(number) is a \(isLeaf ? "leaf" : "branch") at level \(level) of a tree of depth \(depth)")
         }
-        let lower = Int(u16(p, 12)), upper = Int(u16(p, 14))
+        let lower = Int(u16(p, 12))
+        let upper = Int(u16(p, 14))
         guard lower >= Self.pageHeader, (lower - Self.pageHeader) % 2 == 0, lower <= upper, upper <= pageSize else {
             throw Damage(description: "page \(number) has invalid bounds \(lower)…\(upper)")
         }
@@ -223,7 +233,9 @@ package struct LMDBFileCheck {
             guard at >= upper, at + Self.nodeHeader <= pageSize else {
                 throw Damage(description: "page \(number) has node \(i) outside the page")
             }
-            let lo = UInt64(u16(p, at)), hi = UInt64(u16(p, at + 2)), nodeFlags = u16(p, at + 4)
+            let lo = UInt64(u16(p, at))
+            let hi = UInt64(u16(p, at + 2))
+            let nodeFlags = u16(p, at + 4)
             let keySize = Int(u16(p, at + 6))
             let data = at + Self.nodeHeader + keySize
             guard data <= pageSize else { throw Damage(description: "page \(number) has a key outside the page") }
@@ -232,26 +244,35 @@ package struct LMDBFileCheck {
                 try page(child, level: level + 1, depth: depth, isMain: isMain)
                 continue
             }
-            let dataSize = Int(lo | hi << 16)
-            if nodeFlags & Self.bigData != 0 {
-                guard data + 8 <= pageSize else { throw Damage(description: "page \(number) has a node outside the page") }
-                try overflowPages(u64(p, data), bytes: dataSize)
-                continue
-            }
-            guard dataSize <= pageSize - data else {
-                throw Damage(description: "page \(number) has a value outside the page")
-            }
-            guard nodeFlags & Self.dupData == 0 else {
-                throw Damage(description: "page \(number) holds duplicate values, which the registry never writes")
-            }
-            if nodeFlags & Self.subData != 0 {
-                // A named database: its MDB_db record.
-                guard isMain, dataSize == 48 else { throw Damage(description: "page \(number) has an invalid database record") }
-                let name = String(decoding: p[(at + Self.nodeHeader)..<(at + Self.nodeHeader + keySize)], as: UTF8.self)
-                namedEntries[name] = Int(clamping: u64(p, data + 32))
-                try tree(root: u64(p, data + 40), depth: u16(p, data + 6), isMain: false)
-            }
+            try leafNode(
+                p, number, at: at, dataSize: Int(lo | hi << 16), flags: nodeFlags, keySize: keySize, isMain: isMain)
         }
+    }
+
+    /// One node of leaf page `number` at offset `at`: its value inside the page, on overflow
+    /// pages, or (in the main tree) the record of a named database, whose tree is walked too.
+    private mutating func leafNode(
+        _ p: [UInt8], _ number: UInt64, at: Int, dataSize: Int, flags: UInt16, keySize: Int,
+        isMain: Bool
+    ) throws {
+        let data = at + Self.nodeHeader + keySize
+        if flags & Self.bigData != 0 {
+            guard data + 8 <= pageSize else { throw Damage(description: "page \(number) has a node outside the page") }
+            try overflowPages(u64(p, data), bytes: dataSize)
+            return
+        }
+        guard dataSize <= pageSize - data else {
+            throw Damage(description: "page \(number) has a value outside the page")
+        }
+        guard flags & Self.dupData == 0 else {
+            throw Damage(description: "page \(number) holds duplicate values, which the registry never writes")
+        }
+        guard flags & Self.subData != 0 else { return }
+        // A named database: its MDB_db record.
+        guard isMain, dataSize == 48 else { throw Damage(description: "page \(number) has an invalid database record") }
+        let name = String(decoding: p[(at + Self.nodeHeader)..<data], as: UTF8.self)
+        namedEntries[name] = Int(clamping: u64(p, data + 32))
+        try tree(root: u64(p, data + 40), depth: u16(p, data + 6), isMain: false)
     }
 
     private mutating func overflowPages(_ first: UInt64, bytes: Int) throws {
@@ -261,7 +282,8 @@ package struct LMDBFileCheck {
         let p = try read(Self.pageHeader, at: first * UInt64(pageSize))
         let pages = UInt64(u32(p, 12))
         guard u64(p, 0) == first, u16(p, 10) & Self.overflow != 0, pages >= 1, pages <= lastPage - first + 1,
-              UInt64(bytes) <= pages * UInt64(pageSize) - UInt64(Self.pageHeader) else {
+            UInt64(bytes) <= pages * UInt64(pageSize) - UInt64(Self.pageHeader)
+        else {
             throw Damage(description: "overflow page \(first) is invalid")
         }
         for n in first..<(first + pages) {
@@ -271,5 +293,9 @@ package struct LMDBFileCheck {
 }
 
 private func u16(_ b: [UInt8], _ at: Int) -> UInt16 { UInt16(b[at]) | UInt16(b[at + 1]) << 8 }
-private func u32(_ b: [UInt8], _ at: Int) -> UInt32 { (0..<4).reduce(0) { $0 | UInt32(b[at + $1]) << (8 * UInt32($1)) } }
-private func u64(_ b: [UInt8], _ at: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(b[at + $1]) << (8 * UInt64($1)) } }
+private func u32(_ b: [UInt8], _ at: Int) -> UInt32 {
+    (0..<4).reduce(0) { $0 | UInt32(b[at + $1]) << (8 * UInt32($1)) }
+}
+private func u64(_ b: [UInt8], _ at: Int) -> UInt64 {
+    (0..<8).reduce(0) { $0 | UInt64(b[at + $1]) << (8 * UInt64($1)) }
+}

@@ -39,11 +39,13 @@ package final class SQLiteConnection {
     /// 2 ms) up to the busy timeout. SQLite's own handler sleeps 1, 2, 5, 10… ms, so a writer
     /// that arrives just after another took the lock could wait far longer than the lock is held.
     private func installBusyHandler() {
-        sqlite3_busy_handler(handle, { context, count in
-            guard let context else { return 0 }
-            let wait = Unmanaged<BusyWait>.fromOpaque(context).takeUnretainedValue()
-            return wait.shouldRetry(attempt: Int(count)) ? 1 : 0
-        }, Unmanaged.passUnretained(busy).toOpaque())
+        sqlite3_busy_handler(
+            handle,
+            { context, count in
+                guard let context else { return 0 }
+                let wait = Unmanaged<BusyWait>.fromOpaque(context).takeUnretainedValue()
+                return wait.shouldRetry(attempt: Int(count)) ? 1 : 0
+            }, Unmanaged.passUnretained(busy).toOpaque())
     }
 
     deinit {
@@ -91,7 +93,9 @@ package final class SQLiteConnection {
     private lazy var begin = Result { try SQLiteStatement(connection: self, sql: "BEGIN IMMEDIATE") }
     private lazy var beginRead = Result { try SQLiteStatement(connection: self, sql: "BEGIN DEFERRED") }
     private lazy var commit = Result { try SQLiteStatement(connection: self, sql: "COMMIT") }
-    private lazy var snapshot = Result { try SQLiteStatement(connection: self, sql: "SELECT 1 FROM sqlite_schema LIMIT 1") }
+    private lazy var snapshot = Result {
+        try SQLiteStatement(connection: self, sql: "SELECT 1 FROM sqlite_schema LIMIT 1")
+    }
 
     /// Runs one or more statements with no parameters (schema, pragmas).
     package func execute(_ sql: String) throws {
@@ -143,7 +147,9 @@ package final class SQLiteConnection {
 
     /// Defines an SQL function of `argumentCount` arguments answering an integer: `body` reads
     /// the arguments (NULL, text or integer) of one call. Deterministic, UTF-8.
-    package func defineFunction(_ name: String, argumentCount: Int32, _ body: @escaping (SQLiteArguments) -> Int64) throws {
+    package func defineFunction(_ name: String, argumentCount: Int32, _ body: @escaping (SQLiteArguments) -> Int64)
+        throws
+    {
         let box = Unmanaged.passRetained(FunctionBox(body)).toOpaque()
         // On failure SQLite calls the destructor itself, which releases the box.
         let rc = sqlite3_create_function_v2(

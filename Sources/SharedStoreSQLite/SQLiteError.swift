@@ -55,7 +55,9 @@ package struct SQLiteError: Error, CustomStringConvertible {
 
     package var isBusy: Bool { resultCode.primary == .busy || resultCode.primary == .locked }
     package var isUniqueViolation: Bool { resultCode == .constraintUnique || resultCode == .constraintPrimaryKey }
-    package var isDiskFull: Bool { resultCode.primary == .full || (resultCode.primary == .ioError && systemErrno == ENOSPC) }
+    package var isDiskFull: Bool {
+        resultCode.primary == .full || (resultCode.primary == .ioError && systemErrno == ENOSPC)
+    }
     package var isReadOnly: Bool { [.readOnly, .cantOpen, .permission].contains(resultCode.primary) }
     package var isNotADatabase: Bool { resultCode.primary == .notADatabase || resultCode.primary == .corrupt }
 

@@ -42,7 +42,9 @@ package final class SQLiteStatement {
         case .text(let v): rc = sqlite3_bind_text(handle, index, v, Int32(v.utf8.count), sharedstore_sqlite_transient())
         case .blob(let v):
             rc = v.withUnsafeBytes { raw in
-                sqlite3_bind_blob(handle, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(raw.count), sharedstore_sqlite_transient())
+                sqlite3_bind_blob(
+                    handle, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(raw.count),
+                    sharedstore_sqlite_transient())
             }
         }
         guard rc == SQLITE_OK else { throw connection.error(rc, sql: sql) }

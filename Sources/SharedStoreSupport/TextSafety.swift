@@ -24,7 +24,10 @@ public enum TextSafety {
         var out = ""
         out.unicodeScalars.reserveCapacity(text.unicodeScalars.count + 8)
         for s in text.unicodeScalars {
-            guard isControl(s) else { out.unicodeScalars.append(s); continue }
+            guard isControl(s) else {
+                out.unicodeScalars.append(s)
+                continue
+            }
             switch s {
             case "\n": out += "\\n"
             case "\r": out += "\\r"

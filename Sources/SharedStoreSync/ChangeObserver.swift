@@ -70,7 +70,10 @@ public final class ChangeObserver: Sendable {
     public func stop() {
         let continuations = state.withLock { s -> [AsyncStream<HistoryToken>.Continuation] in
             s.stopped = true
-            defer { s.continuations.removeAll(); s.callbacks.removeAll() }
+            defer {
+                s.continuations.removeAll()
+                s.callbacks.removeAll()
+            }
             return Array(s.continuations.values)
         }
         watch.stop()
@@ -86,7 +89,9 @@ public final class ChangeObserver: Sendable {
             return s.stopped
         }
         if stopped { continuation.finish() } else { startThread() }
-        continuation.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.continuations.removeValue(forKey: id) } }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.continuations.removeValue(forKey: id) }
+        }
         return stream
     }
 
@@ -122,7 +127,9 @@ public final class ChangeObserver: Sendable {
         let thread = Thread {
             while !state.withLock({ $0.stopped }) {
                 if let token = try? Self.check(container, state) {
-                    let (continuations, callbacks) = state.withLock { (Array($0.continuations.values), Array($0.callbacks.values)) }
+                    let (continuations, callbacks) = state.withLock {
+                        (Array($0.continuations.values), Array($0.callbacks.values))
+                    }
                     continuations.forEach { $0.yield(token) }
                     callbacks.forEach { $0(token) }
                 }

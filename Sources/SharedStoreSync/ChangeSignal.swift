@@ -52,8 +52,10 @@ public final class ChangeSignal: Sendable {
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
             close(fd)
-            throw StoreError(.fileAccess, "\(TextSafety.visible(path)) is \(GroupDirectory.describe(st.st_mode & S_IFMT)), not a regular file; "
-                + "refusing to open it (remove it if it should not be there)")
+            throw StoreError(
+                .fileAccess,
+                "\(TextSafety.visible(path)) is \(GroupDirectory.describe(st.st_mode & S_IFMT)), not a regular file; "
+                    + "refusing to open it (remove it if it should not be there)")
         }
         self.fd = fd
     }
@@ -82,7 +84,8 @@ final class ChangeSignalWatch: @unchecked Sendable {
         var fd: Int32 = -1
         if let path {
             fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-            if fd >= 0, inotify_add_watch(fd, path, UInt32(IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_DONT_FOLLOW)) < 0 {
+            if fd >= 0, inotify_add_watch(fd, path, UInt32(IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_DONT_FOLLOW)) < 0
+            {
                 // No inotify here (or no watch slots left): fall back to the poll alone.
                 close(fd)
                 fd = -1
@@ -118,7 +121,10 @@ final class ChangeSignalWatch: @unchecked Sendable {
     /// events is drained and reported as one wake-up (coalescing).
     func wait(timeout: TimeInterval) -> Wake {
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(0, timeout) * 1e9)
-        var fds = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0), pollfd(fd: stopRead, events: Int16(POLLIN), revents: 0)]
+        var fds = [
+            pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: stopRead, events: Int16(POLLIN), revents: 0),
+        ]
         while true {
             let now = DispatchTime.now().uptimeNanoseconds
             let remaining = now >= deadline ? 0 : Int32(min((deadline - now) / 1_000_000 + 1, UInt64(Int32.max)))

@@ -24,14 +24,17 @@ public enum HistoryCleaner {
     ///
     /// Order of operations: (0) reconcile the store with the registry (a restored store moves its
     /// tokens past every known one); (1) evict consumers that are behind and not seen for
-    /// `evictAfter` seconds, recorded in the registry so that their next sync reports expired; (2) take the minimum token over live
-    /// consumers — one that never synced counts as needing everything; (3) delete through it in
+    /// `evictAfter` seconds, recorded in the registry so that their next sync reports expired;
+    /// (2) take the minimum token over live consumers — one that never synced counts as needing
+    /// everything; (3) delete through it in
     /// chunks of `chunkSize`, each its own short write transaction. Tokens only grow, so a
     /// minimum read in (2) stays safe while consumers advance during (3); a consumer that
     /// registers meanwhile loads in full on its first sync and needs no history. A crash in (3)
     /// leaves some chunks deleted and nothing any consumer needs.
-    public static func clean(container: Container, registry: TokenRegistry, dryRun: Bool = false,
-                             evictAfter: TimeInterval? = nil, chunkSize: Int = 1000) throws -> CleanReport {
+    public static func clean(
+        container: Container, registry: TokenRegistry, dryRun: Bool = false,
+        evictAfter: TimeInterval? = nil, chunkSize: Int = 1000
+    ) throws -> CleanReport {
         if let evictAfter {
             guard evictAfter.isFinite, evictAfter >= 0 else {
                 throw StoreError(.invalidArgument, "evict-after must be a number of seconds ≥ 0")
@@ -60,7 +63,8 @@ public enum HistoryCleaner {
             }
         }
         let total = try container.historyCount(through: nil)
-        return CleanReport(deleted: deleted, through: through, oldestConsumer: minimum?.consumer,
-                           remaining: dryRun ? total - deleted : total, evicted: evicted, dryRun: dryRun)
+        return CleanReport(
+            deleted: deleted, through: through, oldestConsumer: minimum?.consumer,
+            remaining: dryRun ? total - deleted : total, evicted: evicted, dryRun: dryRun)
     }
 }

@@ -13,12 +13,16 @@ public struct VerifyCheck: Sendable, Hashable {
 /// Checks at rest what DESIGN.md's invariants promise about the files of a group directory.
 public enum StoreVerifier {
     /// Runs every check. `registry` is nil when it could not be opened; `registryProblem` says why.
-    public static func verify(container: Container, registry: TokenRegistry?, registryProblem: String? = nil) -> [VerifyCheck] {
+    public static func verify(container: Container, registry: TokenRegistry?, registryProblem: String? = nil)
+        -> [VerifyCheck]
+    {
         var checks = storeChecks(container)
         if let registry {
             checks += registryChecks(container, registry)
         } else {
-            checks.append(VerifyCheck(name: "registry", ok: false, detail: registryProblem ?? "the token registry cannot be opened"))
+            checks.append(
+                VerifyCheck(
+                    name: "registry", ok: false, detail: registryProblem ?? "the token registry cannot be opened"))
         }
         return checks + rest(container)
     }
@@ -32,15 +36,14 @@ public enum StoreVerifier {
             let result = try container.quickCheck()
             return (result == ["ok"], result.prefix(3).joined(separator: "; "))
         }
-        run("schema") { (true, "store \(container.storeID.uuidString.lowercased()) matches the model (\(model.entities.count) entities)") }
-        run("history-order") {
-            let h = try container.historyExtent()
-            // At most one row at or below the floor: the newest-row marker that keeps tokens from being reused.
-            let ok = h.belowFloor <= 1 && h.highest <= h.newest && (h.rows == 0 || h.highest >= h.floor)
-            let retained = h.rows - h.belowFloor
-            return (ok, "\(retained) transactions, tokens \(retained == 0 ? "-" : "\(max(h.lowest, h.floor + 1))…\(h.highest)"), "
-                + "deleted through \(h.floor), newest ever \(h.newest)")
+        run("schema") {
+            (
+                true,
+                "store \(container.storeID.uuidString.lowercased()) matches the model (\(model.entities.count) "
+                    + "entities)"
+            )
         }
+        run("history-order") { try historyOrder(container) }
         run("history-records") {
             var count = 0
             try container.history(HistoryRequest()) { count += $0.count }
@@ -48,11 +51,16 @@ public enum StoreVerifier {
         }
         run("relationships") {
             let dangling = try container.danglingRelationships()
-            return (dangling.isEmpty, dangling.isEmpty ? "no dangling relationship or link" : "dangling: " + dangling.joined(separator: ", "))
+            return (
+                dangling.isEmpty,
+                dangling.isEmpty ? "no dangling relationship or link" : "dangling: " + dangling.joined(separator: ", ")
+            )
         }
         run("uniqueness") {
             let broken = try container.brokenUniqueness()
-            return (broken.isEmpty, broken.isEmpty ? "every uniqueness constraint holds" : broken.joined(separator: ", "))
+            return (
+                broken.isEmpty, broken.isEmpty ? "every uniqueness constraint holds" : broken.joined(separator: ", ")
+            )
         }
         run("values") {
             let (n, bad) = try container.invalidValues()
@@ -60,11 +68,25 @@ public enum StoreVerifier {
         }
         run("timeline") {
             let lost = try container.lostTokenRanges()
-            return (true, lost.isEmpty ? "no token was lost"
-                : "tokens " + lost.map { "\($0.lowerBound)…\($0.upperBound)" }.joined(separator: ", ")
-                    + " were lost when the store was put back to an older copy; they are never handed out again")
+            return (
+                true,
+                lost.isEmpty
+                    ? "no token was lost"
+                    : "tokens " + lost.map { "\($0.lowerBound)…\($0.upperBound)" }.joined(separator: ", ")
+                        + " were lost when the store was put back to an older copy; they are never handed out again"
+            )
         }
         return checks
+    }
+
+    /// Tokens in order, retained history above the floor (at most one row at or below it: the
+    /// newest-row marker that keeps tokens from being reused).
+    private static func historyOrder(_ container: Container) throws -> (Bool, String) {
+        let h = try container.historyExtent()
+        let ok = h.belowFloor <= 1 && h.highest <= h.newest && (h.rows == 0 || h.highest >= h.floor)
+        let retained = h.rows - h.belowFloor
+        let range = retained == 0 ? "-" : "\(max(h.lowest, h.floor + 1))…\(h.highest)"
+        return (ok, "\(retained) transactions, tokens \(range), deleted through \(h.floor), newest ever \(h.newest)")
     }
 
     /// Every consumer's token against the store, and the registry's reader table.
@@ -81,27 +103,38 @@ public enum StoreVerifier {
                 if t.storeID != container.storeID {
                     problems.append("\(c.name) holds a token of another store (it reloads in full at its next sync)")
                 } else if let range = lost.first(where: { $0.contains(t.value) }) {
-                    problems.append("\(c.name) holds token \(t.value), lost when the store was put back to an older copy "
-                        + "(tokens \(range.lowerBound)…\(range.upperBound)); it reloads in full at its next sync "
-                        + "(or run 'storectl reset-consumer \(c.name)')")
+                    problems.append(
+                        "\(c.name) holds token \(t.value), lost when the store was put back to an older copy "
+                            + "(tokens \(range.lowerBound)…\(range.upperBound)); it reloads in full at its next sync "
+                            + "(or run 'storectl reset-consumer \(c.name)')")
                 } else if t.value > current {
-                    problems.append("\(c.name) is ahead of the store (\(t.value) > \(current)): the store was put back to an older "
-                        + "copy or lost its last commits; any target that opens the group moves the tokens past it")
+                    problems.append(
+                        "\(c.name) is ahead of the store (\(t.value) > \(current)): the store was put back to an older "
+                            + "copy or lost its last commits; any target that opens the group moves the tokens past it")
                 }
             }
             let high = try registry.highWater(storeID: container.storeID)
             if high > current {
-                problems.append("the registry has seen token \(high), the store's newest is \(current): the store was put back to an "
-                    + "older copy; any target that opens the group moves the tokens past it")
+                problems.append(
+                    "the registry has seen token \(high), the store's newest is \(current): the store was put "
+                        + "back to an "
+                        + "older copy; any target that opens the group moves the tokens past it")
             }
             let evicted = consumers.filter(\.isEvicted).map(\.name)
-            return (problems.isEmpty, problems.isEmpty
-                ? "\(consumers.count) consumers, tokens within the store" + (evicted.isEmpty ? "" : "; evicted: \(evicted.joined(separator: ", "))")
-                : problems.joined(separator: "; "))
+            return (
+                problems.isEmpty,
+                problems.isEmpty
+                    ? "\(consumers.count) consumers, tokens within the store"
+                        + (evicted.isEmpty ? "" : "; evicted: \(evicted.joined(separator: ", "))")
+                    : problems.joined(separator: "; ")
+            )
         }
         run("registry-readers") {
             let cleared = try registry.clearStaleReaders()
-            return (true, "no stale reader slot left (\(registry.clearedStaleReaders + cleared) cleared from dead processes)")
+            return (
+                true,
+                "no stale reader slot left (\(registry.clearedStaleReaders + cleared) cleared from dead processes)"
+            )
         }
         return checks
     }
@@ -126,15 +159,22 @@ public enum StoreVerifier {
         }
         run("files") {
             var wrong: [String] = []
-            func mode(_ path: String) -> Int { ((try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions]) as? NSNumber)?.intValue ?? -1 }
+            func mode(_ path: String) -> Int {
+                ((try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions]) as? NSNumber)?.intValue
+                    ?? -1
+            }
             if !container.options.inMemory {
-                if mode(container.directory) & 0o077 != 0 { wrong.append("directory is \(String(mode(container.directory), radix: 8))") }
+                if mode(container.directory) & 0o077 != 0 {
+                    wrong.append("directory is \(String(mode(container.directory), radix: 8))")
+                }
                 for f in (try? FileManager.default.contentsOfDirectory(atPath: container.directory)) ?? [] {
                     let m = mode((container.directory as NSString).appendingPathComponent(f))
                     if m & 0o077 != 0 { wrong.append("\(f) is \(String(m, radix: 8))") }
                 }
             }
-            return (wrong.isEmpty, wrong.isEmpty ? "group directory and files are private" : wrong.joined(separator: ", "))
+            return (
+                wrong.isEmpty, wrong.isEmpty ? "group directory and files are private" : wrong.joined(separator: ", ")
+            )
         }
         return checks
     }
@@ -154,6 +194,8 @@ extension Container {
             var st = stat()
             return lstat((directory as NSString).appendingPathComponent(name), &st) == 0 ? Int(st.st_size) : 0
         }
-        return GroupFileSizes(store: size(Container.storeFileName), wal: size(Container.storeFileName + "-wal"), tokens: size(TokenRegistry.fileName))
+        return GroupFileSizes(
+            store: size(Container.storeFileName), wal: size(Container.storeFileName + "-wal"),
+            tokens: size(TokenRegistry.fileName))
     }
 }

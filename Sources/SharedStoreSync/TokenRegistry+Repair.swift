@@ -56,7 +56,8 @@ extension TokenRegistry {
             _ = try TokenRegistry(group: group)
             return RegistryRepair(moved: nil, consumersLost: 0, damage: nil)
         }
-        let damage = (st.st_mode & S_IFMT == S_IFREG) ? Self.damage(group: group) : GroupDirectory.describe(st.st_mode & S_IFMT)
+        let damage =
+            (st.st_mode & S_IFMT == S_IFREG) ? Self.damage(group: group) : GroupDirectory.describe(st.st_mode & S_IFMT)
         guard damage != nil || force else { return RegistryRepair(moved: nil, consumersLost: 0, damage: nil) }
         let lost = LMDBFileCheck.entries(path: path, database: "consumers") ?? 0
         let stamp = ISO8601.string(Date()).replacingOccurrences(of: ":", with: "")

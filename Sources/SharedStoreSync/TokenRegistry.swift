@@ -67,18 +67,20 @@ public final class TokenRegistry: Sendable {
         var flags: LMDBEnvironmentFlags = [.noSubdirectory]
         if durability == .processCrash { flags.insert(.noSync) }
         environment = try Self.wrap(path) {
-            try LMDBEnvironment.shared(path: path, flags: flags, busyTimeout: min(busyTimeout, 3600),
-                                       databases: [Self.db, Self.storesDB, Self.metaDB])
+            try LMDBEnvironment.shared(
+                path: path, flags: flags, busyTimeout: min(busyTimeout, 3600),
+                databases: [Self.db, Self.storesDB, Self.metaDB])
         }
     }
 
     /// `tokens.lmdb` of `group`, spelled one way: LMDB must not be opened twice in a process, and
     /// `dir`, `./dir` and a symlink to it name the same file.
     static func path(group: String) -> String {
-        let canonical = realpath(group, nil).map { p in
-            defer { free(p) }
-            return String(cString: p)
-        } ?? group
+        let canonical =
+            realpath(group, nil).map { p in
+                defer { free(p) }
+                return String(cString: p)
+            } ?? group
         return (canonical as NSString).appendingPathComponent(Self.fileName)
     }
 
@@ -101,16 +103,23 @@ public final class TokenRegistry: Sendable {
     static func storeError(_ error: LMDBError) -> StoreError {
         let path = TextSafety.visible(error.path)
         if error.isDamage { return damaged(error.path, error.message) }
-        if error.isDiskFull { return StoreError(.diskFull, "token registry \(path) is full: \(error.message)", context: error.call) }
+        if error.isDiskFull {
+            return StoreError(.diskFull, "token registry \(path) is full: \(error.message)", context: error.call)
+        }
         if error.isAccessDenied {
             return StoreError(.fileAccess, "cannot write token registry \(path): \(error.message)", context: error.call)
         }
-        return StoreError(.storage, "token registry error: \(TextSafety.visible(error.description))", context: error.call)
+        return StoreError(
+            .storage, "token registry error: \(TextSafety.visible(error.description))", context: error.call)
     }
 
     static func damaged(_ path: String, _ what: String) -> StoreError {
-        StoreError(.registryDamaged, "token registry \(TextSafety.visible(path)) is damaged (\(what)); "
-            + "run 'storectl repair-registry' to move it aside and start an empty one (every consumer then reloads in full)")
+        StoreError(
+            .registryDamaged,
+            "token registry \(TextSafety.visible(path)) is damaged (\(what)); "
+                + "run 'storectl repair-registry' to move it aside and start an empty one (every consumer then "
+                + "reloads in full)"
+        )
     }
 
     /// Reader slots of dead processes this process cleared when it opened the registry.
@@ -141,8 +150,10 @@ public final class TokenRegistry: Sendable {
     /// through it has been merged by all of them. A consumer that never synced, whose token
     /// belongs to another store, or whose token `isValid` rejects (lost in a restore) needs
     /// everything (value 0). Nil when there is no live consumer.
-    public func minimum(storeID: UUID, excluding: Set<String> = [],
-                        isValid: (Int64) -> Bool = { _ in true }) throws -> RegistryMinimum? {
+    public func minimum(
+        storeID: UUID, excluding: Set<String> = [],
+        isValid: (Int64) -> Bool = { _ in true }
+    ) throws -> RegistryMinimum? {
         var lowest: RegistryMinimum?
         for c in try consumers() where !c.isEvicted && !excluding.contains(c.name) {
             let value = c.token.flatMap { $0.storeID == storeID && isValid($0.value) ? $0.value : nil } ?? 0
@@ -159,7 +170,9 @@ public final class TokenRegistry: Sendable {
             try environment.read { t in
                 var high = try t.get(storeID.uuidString, in: Self.storesDB).map(Self.decodeHighWater) ?? 0
                 for (name, bytes) in try t.all(in: Self.db) {
-                    if let token = try Self.decode(name, bytes).token, token.storeID == storeID { high = max(high, token.value) }
+                    if let token = try Self.decode(name, bytes).token, token.storeID == storeID {
+                        high = max(high, token.value)
+                    }
                 }
                 return high
             }
@@ -170,7 +183,9 @@ public final class TokenRegistry: Sendable {
     public func repairedAt() throws -> Date? {
         try Self.wrap(path) {
             try environment.read { t in
-                try t.get("repaired_at", in: Self.metaDB).flatMap { $0.count == 8 ? Date(timeIntervalSince1970: Double(bitPattern: Self.u64($0, 0))) : nil }
+                try t.get("repaired_at", in: Self.metaDB).flatMap {
+                    $0.count == 8 ? Date(timeIntervalSince1970: Double(bitPattern: Self.u64($0, 0))) : nil
+                }
             }
         }
     }
@@ -193,7 +208,9 @@ public final class TokenRegistry: Sendable {
             try environment.write { t in
                 guard try t.get(name, in: Self.db) == nil else { return }
                 let now = Date()
-                try t.put(Self.encode(Consumer(name: name, token: nil, registeredAt: now, updatedAt: now, isEvicted: false)), for: name, in: Self.db)
+                try t.put(
+                    Self.encode(Consumer(name: name, token: nil, registeredAt: now, updatedAt: now, isEvicted: false)),
+                    for: name, in: Self.db)
             }
         }
     }
@@ -211,11 +228,13 @@ public final class TokenRegistry: Sendable {
                 if let old, old.isEvicted { return old }
                 if let old, let current = old.token, current.storeID == token.storeID, current.value >= token.value {
                     // Still record that the consumer is alive.
-                    let touched = Consumer(name: name, token: current, registeredAt: old.registeredAt, updatedAt: now, isEvicted: false)
+                    let touched = Consumer(
+                        name: name, token: current, registeredAt: old.registeredAt, updatedAt: now, isEvicted: false)
                     try t.put(Self.encode(touched), for: name, in: Self.db)
                     return touched
                 }
-                let new = Consumer(name: name, token: token, registeredAt: old?.registeredAt ?? now, updatedAt: now, isEvicted: false)
+                let new = Consumer(
+                    name: name, token: token, registeredAt: old?.registeredAt ?? now, updatedAt: now, isEvicted: false)
                 try t.put(Self.encode(new), for: name, in: Self.db)
                 return new
             }
@@ -232,8 +251,12 @@ public final class TokenRegistry: Sendable {
                 let now = Date()
                 let old = try t.get(name, in: Self.db).map { try Self.decode(name, $0) }
                 if let held = old?.token { try Self.raiseHighWater(t, held) }
-                try t.put(Self.encode(Consumer(name: name, token: token, registeredAt: old?.registeredAt ?? now, updatedAt: now, isEvicted: false)),
-                          for: name, in: Self.db)
+                try t.put(
+                    Self.encode(
+                        Consumer(
+                            name: name, token: token, registeredAt: old?.registeredAt ?? now, updatedAt: now,
+                            isEvicted: false)),
+                    for: name, in: Self.db)
             }
         }
     }
@@ -257,7 +280,9 @@ public final class TokenRegistry: Sendable {
     /// store at it). Takes the write lock only when the registry does not know it yet.
     public func noteHighWater(_ token: HistoryToken) throws {
         let known = try Self.wrap(path) {
-            try environment.read { t in try t.get(token.storeID.uuidString, in: Self.storesDB).map(Self.decodeHighWater) ?? 0 }
+            try environment.read { t in
+                try t.get(token.storeID.uuidString, in: Self.storesDB).map(Self.decodeHighWater) ?? 0
+            }
         }
         guard token.value > known else { return }
         try Self.wrap(path) { try environment.write { t in try Self.raiseHighWater(t, token) } }
@@ -274,7 +299,8 @@ public final class TokenRegistry: Sendable {
 
     private static func decodeHighWater(_ b: [UInt8]) throws -> Int64 {
         guard b.count == 8 else {
-            throw StoreError(.registryDamaged, "a high-water entry is corrupt (\(b.count) bytes); run 'storectl repair-registry'")
+            throw StoreError(
+                .registryDamaged, "a high-water entry is corrupt (\(b.count) bytes); run 'storectl repair-registry'")
         }
         return Int64(bitPattern: u64(b, 0))
     }
@@ -282,7 +308,9 @@ public final class TokenRegistry: Sendable {
     /// Marks as evicted the live consumers that are behind `current` (the store's newest token)
     /// and have not synced for `interval` seconds; returns their names. A consumer that is up to
     /// date is never evicted, however long ago it synced: it needs no history.
-    public func evict(notSeenFor interval: TimeInterval, behind current: HistoryToken, dryRun: Bool = false) throws -> [String] {
+    public func evict(notSeenFor interval: TimeInterval, behind current: HistoryToken, dryRun: Bool = false) throws
+        -> [String]
+    {
         let cutoff = Date().addingTimeInterval(-interval)
         // A dry run only looks: a read transaction, no writer lock taken from other processes.
         return try Self.wrap(path) {
@@ -294,8 +322,12 @@ public final class TokenRegistry: Sendable {
                     guard !c.isEvicted, !upToDate, c.updatedAt < cutoff else { continue }
                     evicted.append(name)
                     if !dryRun {
-                        try t.put(Self.encode(Consumer(name: name, token: c.token, registeredAt: c.registeredAt, updatedAt: c.updatedAt, isEvicted: true)),
-                                  for: name, in: Self.db)
+                        try t.put(
+                            Self.encode(
+                                Consumer(
+                                    name: name, token: c.token, registeredAt: c.registeredAt, updatedAt: c.updatedAt,
+                                    isEvicted: true)),
+                            for: name, in: Self.db)
                     }
                 }
                 return evicted
@@ -316,20 +348,28 @@ public final class TokenRegistry: Sendable {
         return out
     }
 
-    static func u64(_ b: [UInt8], _ at: Int) -> UInt64 { b[at..<(at + 8)].reversed().reduce(0) { $0 << 8 | UInt64($1) } }
+    static func u64(_ b: [UInt8], _ at: Int) -> UInt64 {
+        b[at..<(at + 8)].reversed().reduce(0) { $0 << 8 | UInt64($1) }
+    }
 
     static func decode(_ name: String, _ b: [UInt8]) throws -> Consumer {
         guard b.count == 42, b[0] == 1 else {
-            throw StoreError(.registryDamaged, "the entry for '\(TextSafety.visible(name))' is corrupt (\(b.count) bytes); "
-                + "run 'storectl repair-registry' to start an empty registry")
+            throw StoreError(
+                .registryDamaged,
+                "the entry for '\(TextSafety.visible(name))' is corrupt (\(b.count) bytes); "
+                    + "run 'storectl repair-registry' to start an empty registry")
         }
         func u64(_ at: Int) -> UInt64 { Self.u64(b, at) }
-        let uuid = UUID(uuid: (b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15], b[16], b[17]))
+        let uuid = UUID(
+            uuid: (
+                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15], b[16], b[17]
+            ))
         let token = b[1] & 2 != 0 ? HistoryToken(storeID: uuid, value: Int64(bitPattern: u64(18))) : nil
-        return Consumer(name: name, token: token,
-                        registeredAt: Date(timeIntervalSince1970: Double(bitPattern: u64(26))),
-                        updatedAt: Date(timeIntervalSince1970: Double(bitPattern: u64(34))),
-                        isEvicted: b[1] & 1 != 0)
+        return Consumer(
+            name: name, token: token,
+            registeredAt: Date(timeIntervalSince1970: Double(bitPattern: u64(26))),
+            updatedAt: Date(timeIntervalSince1970: Double(bitPattern: u64(34))),
+            isEvicted: b[1] & 1 != 0)
     }
 }
 
@@ -337,13 +377,23 @@ extension TokenRegistry {
     /// Runs `body` inside a registry write transaction (tests: a process stopped in here must
     /// make the others fail with `.busy`, never hang them).
     package func holdWriteTransactionForTesting(_ body: () throws -> Void) throws {
-        try Self.wrap(path) { try environment.write { t in _ = try t.all(in: Self.db); try body() } }
+        try Self.wrap(path) {
+            try environment.write { t in
+                _ = try t.all(in: Self.db)
+                try body()
+            }
+        }
     }
 
     /// Runs `body` inside a registry read transaction (tests: a process killed in here must not
     /// leave a stuck reader slot).
     package func holdReadTransactionForTesting(_ body: () throws -> Void) throws {
-        try Self.wrap(path) { try environment.read { t in _ = try t.all(in: Self.db); try body() } }
+        try Self.wrap(path) {
+            try environment.read { t in
+                _ = try t.all(in: Self.db)
+                try body()
+            }
+        }
     }
 
     /// Reader slots in use, live or stale.

@@ -56,7 +56,10 @@ public final class ViewContext {
     /// ``sync(batchSize:_:)`` loads it. First checks the store against the registry
     /// (``TokenRegistry/reconcile(_:)``): a store put back to an older copy never hands out a
     /// token again.
-    public init(container: Container, registry: TokenRegistry, consumer: String, author: String? = nil, entities: [String]? = nil) throws {
+    public init(
+        container: Container, registry: TokenRegistry, consumer: String, author: String? = nil,
+        entities: [String]? = nil
+    ) throws {
         for e in entities ?? [] where container.model.entity(named: e) == nil {
             throw StoreError(.unknownEntity, "unknown entity '\(e)' for view \(consumer)")
         }
@@ -98,9 +101,11 @@ public final class ViewContext {
     /// - Throws: ``StoreError`` when the store or the registry cannot be read. A registry that
     ///   cannot record the new position is reported in ``SyncResult/registryWarning``.
     @discardableResult
-    public func sync(batchSize: Int = 512, _ each: (HistoryTransaction) throws -> Void = { _ in }) throws -> SyncResult {
+    public func sync(batchSize: Int = 512, _ each: (HistoryTransaction) throws -> Void = { _ in }) throws -> SyncResult
+    {
         let entry = try registry.consumer(consumer)
-        var expired = false, reloaded = false
+        var expired = false
+        var reloaded = false
         var reloadedAt: HistoryToken?
         var changed = 0
         var start: HistoryToken
@@ -146,8 +151,9 @@ public final class ViewContext {
         } catch let error as StoreError where error.code == .historyExpired || error.code == .foreignToken {
             last = try reload()
             let warning = recordPosition { try registry.reset(consumer, to: last) }
-            return SyncResult(transactions: merged, changedObjects: objects.count, token: last, expired: true, reloaded: true,
-                              reloadedAt: last, registryWarning: warning)
+            return SyncResult(
+                transactions: merged, changedObjects: objects.count, token: last, expired: true, reloaded: true,
+                reloadedAt: last, registryWarning: warning)
         }
         // Also with nothing new: the advance records that the consumer is alive (eviction looks
         // at it). A consumer that was just reset to `start` needs no second write.
@@ -155,8 +161,9 @@ public final class ViewContext {
             warning = recordPosition { try registry.advance(consumer, to: last) } ?? warning
         }
         token = last
-        return SyncResult(transactions: merged, changedObjects: changed, token: last, expired: expired, reloaded: reloaded,
-                          reloadedAt: reloadedAt, registryWarning: warning)
+        return SyncResult(
+            transactions: merged, changedObjects: changed, token: last, expired: expired, reloaded: reloaded,
+            reloadedAt: reloadedAt, registryWarning: warning)
     }
 
     /// Runs a registry write after a merge; a failure the merge does not depend on (busy,
@@ -195,7 +202,10 @@ public final class ViewContext {
         var changed = 0
         for (id, snapshot) in fresh {
             if let snapshot {
-                if objects[id] != snapshot { objects[id] = snapshot; changed += 1 }
+                if objects[id] != snapshot {
+                    objects[id] = snapshot
+                    changed += 1
+                }
             } else if objects.removeValue(forKey: id) != nil {
                 changed += 1
             }
@@ -211,9 +221,11 @@ extension ViewContext {
     ///
     /// - Returns: how many transactions of other authors were merged.
     @discardableResult
-    public func watch(observer: ChangeObserver, duration: TimeInterval? = nil, count: Int? = nil,
-                      shouldStop: () -> Bool = { false }, afterSync: (SyncResult) throws -> Void = { _ in },
-                      _ each: (HistoryTransaction) throws -> Void) throws -> Int {
+    public func watch(
+        observer: ChangeObserver, duration: TimeInterval? = nil, count: Int? = nil,
+        shouldStop: () -> Bool = { false }, afterSync: (SyncResult) throws -> Void = { _ in },
+        _ each: (HistoryTransaction) throws -> Void
+    ) throws -> Int {
         let deadline = duration.map { Date().addingTimeInterval($0) }
         var merged = 0
         func done() -> Bool {

@@ -4,36 +4,53 @@ import SharedStore
 
 extension Targets {
     /// `storectl`: inspect and operate a group directory. Not a consumer: it never syncs.
-    public static let storectl = Tool(name: "storectl", summary: "inspect and operate a SharedStore group directory", commands: [
-        Command("history", "the retained history, oldest first", options: [
-            .value("after", "TOKEN", "only transactions after this token"),
-            .value("author", "A", "only this author's transactions"),
-            .value("exclude-author", "A", "skip this author's transactions"),
-            .value("entity", "E", "only changes of this entity"),
-            .value("limit", "N", "at most N transactions"),
-        ]),
-        Command("tokens", "every consumer's token, when it last synced and how far behind it is"),
-        Command("stats", "objects, transactions, changes and file sizes"),
-        Command("verify", "check the invariants that can be checked at rest; exit 0 only when all hold"),
-        Command("reset-consumer", "remove a consumer from the registry (it reloads in full next time)", positionals: ["NAME"]),
-        Command("repair-registry", "move a damaged tokens.lmdb aside and start an empty registry (every consumer reloads in full)",
+    public static let storectl = Tool(
+        name: "storectl", summary: "inspect and operate a SharedStore group directory",
+        commands: [
+            Command(
+                "history", "the retained history, oldest first",
+                options: [
+                    .value("after", "TOKEN", "only transactions after this token"),
+                    .value("author", "A", "only this author's transactions"),
+                    .value("exclude-author", "A", "skip this author's transactions"),
+                    .value("entity", "E", "only changes of this entity"),
+                    .value("limit", "N", "at most N transactions"),
+                ]),
+            Command("tokens", "every consumer's token, when it last synced and how far behind it is"),
+            Command("stats", "objects, transactions, changes and file sizes"),
+            Command("verify", "check the invariants that can be checked at rest; exit 0 only when all hold"),
+            Command(
+                "reset-consumer", "remove a consumer from the registry (it reloads in full next time)",
+                positionals: ["NAME"]),
+            Command(
+                "repair-registry",
+                "move a damaged tokens.lmdb aside and start an empty registry (every consumer reloads in full)",
                 options: [.flag("force", "move the registry aside even when it is healthy")]),
-        Command("stress", "writers, consumers and a cleaner as real processes, killed at random; then every invariant is checked", options: [
-            .value("writers", "N", "writer processes (default 4)"),
-            .value("consumers", "N", "consumer processes (default 2)"),
-            .value("seconds", "S", "run this long (default 30)"),
-            .value("saves", "N", "or until the writers acknowledged N saves"),
-            .value("kill-every", "MS", "kill -9 a random process this often (default 1000; 0: never)"),
-            .value("clean-every", "MS", "run history-cleaner this often (default 500; 0: never)"),
-            .value("seed", "N", "the seed of every random choice (printed; replays a run)"),
-        ]),
-        Command("stress-writer", "(internal) a writer process of stress", options: [
-            .value("author", "A", ""), .value("log", "FILE", ""), .value("seed", "N", ""), .value("saves", "N", ""),
-        ]),
-        Command("stress-consumer", "(internal) a consumer process of stress", options: [
-            .value("consumer", "NAME", ""), .value("log", "FILE", ""), .value("view", "FILE", ""),
-        ]),
-    ]) { inv in
+            Command(
+                "stress",
+                "writers, consumers and a cleaner as real processes, killed at random; then every invariant is checked",
+                options: [
+                    .value("writers", "N", "writer processes (default 4)"),
+                    .value("consumers", "N", "consumer processes (default 2)"),
+                    .value("seconds", "S", "run this long (default 30)"),
+                    .value("saves", "N", "or until the writers acknowledged N saves"),
+                    .value("kill-every", "MS", "kill -9 a random process this often (default 1000; 0: never)"),
+                    .value("clean-every", "MS", "run history-cleaner this often (default 500; 0: never)"),
+                    .value("seed", "N", "the seed of every random choice (printed; replays a run)"),
+                ]),
+            Command(
+                "stress-writer", "(internal) a writer process of stress",
+                options: [
+                    .value("author", "A", ""), .value("log", "FILE", ""), .value("seed", "N", ""),
+                    .value("saves", "N", ""),
+                ]),
+            Command(
+                "stress-consumer", "(internal) a consumer process of stress",
+                options: [
+                    .value("consumer", "NAME", ""), .value("log", "FILE", ""), .value("view", "FILE", ""),
+                ]),
+        ]
+    ) { inv in
         switch inv.command {
         case "history": try history(inv)
         case "tokens": try tokens(inv)
@@ -42,8 +59,11 @@ extension Targets {
         case "repair-registry":
             let report = try TokenRegistry.repair(group: inv.group, force: inv.arguments.has("force"))
             if let damage = report.damage { inv.warn("moved the token registry aside: \(damage)") }
-            inv.output.record(.object([("moved", report.moved.map(JSONValue.string) ?? .null),
-                                       ("consumers_lost", .number(Double(report.consumersLost)))]))
+            inv.output.record(
+                .object([
+                    ("moved", report.moved.map(JSONValue.string) ?? .null),
+                    ("consumers_lost", .number(Double(report.consumersLost))),
+                ]))
         case "stress": try stress(inv)
         case "stress-writer": try StressWorkers.writer(inv)
         case "stress-consumer": try StressWorkers.consumer(inv)
@@ -65,7 +85,10 @@ extension Targets {
         if let excluded = inv.arguments.value("exclude-author") { request.excludedAuthors = [excluded] }
         if let entity = inv.arguments.value("entity") {
             guard container.model.entity(named: entity) != nil else {
-                throw UsageError("--entity: unknown entity '\(entity)' (entities: \(container.model.entities.map(\.name).joined(separator: ", ")))")
+                throw UsageError(
+                    "--entity: unknown entity '\(entity)' (entities: "
+                        + "\(container.model.entities.map(\.name).joined(separator: ", ")))"
+                )
             }
             request.entities = [entity]
         }
@@ -82,15 +105,28 @@ extension Targets {
             var rows: [JSONValue] = []
             try container.history(request) { batch in
                 for t in batch {
-                    let summary = t.changes.map { "\($0.kind.rawValue) \($0.objectID)" + ($0.updatedProperties.isEmpty ? "" : " {\($0.updatedProperties.joined(separator: ","))}") }
-                    rows.append(.object([("token", .string(t.token.description)), ("author", t.author.map(JSONValue.string) ?? .null),
-                                         ("context", t.contextName.map(JSONValue.string) ?? .null), ("timestamp", .string(ISO8601.string(t.timestamp))),
-                                         ("changes", .string(summary.joined(separator: "; ")))]))
+                    let summary = t.changes.map {
+                        "\($0.kind.rawValue) \($0.objectID)"
+                            + ($0.updatedProperties.isEmpty ? "" : " {\($0.updatedProperties.joined(separator: ","))}")
+                    }
+                    rows.append(
+                        .object([
+                            ("token", .string(t.token.description)),
+                            ("author", t.author.map(JSONValue.string) ?? .null),
+                            ("context", t.contextName.map(JSONValue.string) ?? .null),
+                            ("timestamp", .string(ISO8601.string(t.timestamp))),
+                            ("changes", .string(summary.joined(separator: "; "))),
+                        ]))
                 }
                 n += batch.count
                 progress.update(n)
             }
-            inv.output.table(rows, columns: [("token", "TOKEN"), ("author", "AUTHOR"), ("context", "CONTEXT"), ("timestamp", "TIME"), ("changes", "CHANGES")])
+            inv.output.table(
+                rows,
+                columns: [
+                    ("token", "TOKEN"), ("author", "AUTHOR"), ("context", "CONTEXT"), ("timestamp", "TIME"),
+                    ("changes", "CHANGES"),
+                ])
         }
         progress.finish()
     }
@@ -123,26 +159,45 @@ extension Targets {
             if c.isEvicted { fields.append(("evicted", .bool(true))) }
             return .object(fields)
         }
-        inv.output.table(rows, columns: [("consumer", "CONSUMER"), ("token", "TOKEN"), ("updated_at", "UPDATED"), ("lag", "LAG"), ("evicted", "EVICTED")])
+        inv.output.table(
+            rows,
+            columns: [
+                ("consumer", "CONSUMER"), ("token", "TOKEN"), ("updated_at", "UPDATED"), ("lag", "LAG"),
+                ("evicted", "EVICTED"),
+            ])
     }
 
     static func stats(_ inv: Invocation) throws {
         let container = try inv.container()
         let context = container.newContext()
-        let objects = try container.model.entities.map { e in (e.name, JSONValue.number(Double(try context.count(FetchRequest(e.name))))) }
+        let objects = try container.model.entities.map { e in
+            (e.name, JSONValue.number(Double(try context.count(FetchRequest(e.name)))))
+        }
         let history = try container.historyStatistics()
         let sizes = container.fileSizes()
         let record = JSONValue.object([
             ("objects", .object(objects)),
             ("transactions", .number(Double(history.transactions))),
             ("changes", .number(Double(history.changes))),
-            ("bytes", .object([("store", .number(Double(sizes.store))), ("wal", .number(Double(sizes.wal))), ("tokens", .number(Double(sizes.tokens)))])),
+            (
+                "bytes",
+                .object([
+                    ("store", .number(Double(sizes.store))), ("wal", .number(Double(sizes.wal))),
+                    ("tokens", .number(Double(sizes.tokens))),
+                ])
+            ),
         ])
-        if inv.output.json { inv.output.record(record) } else {
-            inv.output.record(.object(objects.map { ("objects.\($0.0)", $0.1) } + [
-                ("transactions", .number(Double(history.transactions))), ("changes", .number(Double(history.changes))),
-                ("bytes.store", .number(Double(sizes.store))), ("bytes.wal", .number(Double(sizes.wal))), ("bytes.tokens", .number(Double(sizes.tokens))),
-            ]))
+        if inv.output.json {
+            inv.output.record(record)
+        } else {
+            inv.output.record(
+                .object(
+                    objects.map { ("objects.\($0.0)", $0.1) } + [
+                        ("transactions", .number(Double(history.transactions))),
+                        ("changes", .number(Double(history.changes))),
+                        ("bytes.store", .number(Double(sizes.store))), ("bytes.wal", .number(Double(sizes.wal))),
+                        ("bytes.tokens", .number(Double(sizes.tokens))),
+                    ]))
         }
     }
 
@@ -152,8 +207,11 @@ extension Targets {
         var problem: String?
         do { registry = try inv.registry() } catch let error as StoreError { problem = error.message }
         let checks = StoreVerifier.verify(container: container, registry: registry, registryProblem: problem)
-        inv.output.table(checks.map { .object([("check", .string($0.name)), ("ok", .bool($0.ok)), ("detail", .string($0.detail))]) },
-                         columns: [("check", "CHECK"), ("ok", "OK"), ("detail", "DETAIL")])
+        inv.output.table(
+            checks.map {
+                .object([("check", .string($0.name)), ("ok", .bool($0.ok)), ("detail", .string($0.detail))])
+            },
+            columns: [("check", "CHECK"), ("ok", "OK"), ("detail", "DETAIL")])
         let failed = checks.filter { !$0.ok }.map(\.name)
         if !failed.isEmpty { throw StoreError(.verificationFailed, "verify failed: \(failed.joined(separator: ", "))") }
     }
@@ -163,11 +221,15 @@ extension Targets {
         let a = inv.arguments
         config.writers = try a.integer("writers", in: 1...64) ?? config.writers
         config.consumers = try a.integer("consumers", in: 0...16) ?? config.consumers
-        if a.value("seconds") != nil && a.value("saves") != nil { throw UsageError("give --seconds or --saves, not both") }
+        if a.value("seconds") != nil && a.value("saves") != nil {
+            throw UsageError("give --seconds or --saves, not both")
+        }
         config.saves = try a.integer("saves", in: 1...100_000_000)
         config.seconds = try a.seconds("seconds", in: 1...86_400) ?? (config.saves == nil ? 30 : nil)
-        config.killEvery = try a.integer("kill-every", in: 0...3_600_000).map { $0 == 0 ? nil : Double($0) / 1000 } ?? 1.0
-        config.cleanEvery = try a.integer("clean-every", in: 0...3_600_000).map { $0 == 0 ? nil : Double($0) / 1000 } ?? 0.5
+        config.killEvery =
+            try a.integer("kill-every", in: 0...3_600_000).map { $0 == 0 ? nil : Double($0) / 1000 } ?? 1.0
+        config.cleanEvery =
+            try a.integer("clean-every", in: 0...3_600_000).map { $0 == 0 ? nil : Double($0) / 1000 } ?? 0.5
         config.seed = UInt64(try a.integer("seed", in: 0...Int.max) ?? Int.random(in: 1...999_999))
 
         // A fresh group: the given one must hold no store yet; by default a temporary one.
@@ -175,23 +237,36 @@ extension Targets {
         let work: String
         let group: String
         if let explicit {
-            if FileManager.default.fileExists(atPath: (explicit as NSString).appendingPathComponent(Container.storeFileName)) {
-                throw StoreError(.invalidArgument, "stress needs an empty group directory; \(explicit) already holds a store")
+            if FileManager.default.fileExists(
+                atPath: (explicit as NSString).appendingPathComponent(Container.storeFileName))
+            {
+                throw StoreError(
+                    .invalidArgument, "stress needs an empty group directory; \(explicit) already holds a store")
             }
             group = explicit
             work = (explicit as NSString).appendingPathComponent("stress-logs")
         } else {
-            work = FileManager.default.temporaryDirectory.appendingPathComponent("sharedstore-stress-\(UUID().uuidString)").path
+            work =
+                FileManager.default.temporaryDirectory.appendingPathComponent("sharedstore-stress-\(UUID().uuidString)")
+                .path
             group = work + "/group"
         }
         let logs = explicit == nil ? work + "/logs" : work
-        try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: logs, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         var stress = Stress(config: config, group: group, logs: logs)
-        FileHandle.standardError.write(Data("stress: seed \(config.seed), \(config.writers) writers, \(config.consumers) consumers, group \(group)\n".utf8))
+        let banner =
+            "stress: seed \(config.seed), \(config.writers) writers, \(config.consumers) consumers, "
+            + "group \(group)\n"
+        FileHandle.standardError.write(Data(banner.utf8))
         let summary = try stress.run()
         inv.output.record(summary)
         if !stress.violations.isEmpty {
-            throw StoreError(.verificationFailed, "stress found \(stress.violations.count) violation(s); replay with --seed \(config.seed); logs in \(logs)")
+            throw StoreError(
+                .verificationFailed,
+                "stress found \(stress.violations.count) violation(s); replay with --seed \(config.seed); logs "
+                    + "in \(logs)"
+            )
         }
         if explicit == nil { try? FileManager.default.removeItem(atPath: work) }
     }

@@ -7,11 +7,17 @@ extension Stress {
     struct Seen: Equatable {
         let author: String?
         let changes: [Change]
-        struct Change: Equatable { let id: String; let kind: String; let updated: [String] }
+        struct Change: Equatable {
+            let id: String
+            let kind: String
+            let updated: [String]
+        }
     }
 
     /// Checks DESIGN.md's invariants against the store, the registry and every process's log.
-    mutating func check(container: Container, registry: TokenRegistry, writers: Int, consumers: Int) throws -> [(String, JSONValue)] {
+    mutating func check(container: Container, registry: TokenRegistry, writers: Int, consumers: Int) throws -> [(
+        String, JSONValue
+    )] {
         var checker = StressChecker(container: container, logs: logs, current: try container.currentToken().value)
         try checker.collectRetainedHistory()
         for i in 0..<consumers { try checker.checkConsumer(i) }
@@ -22,10 +28,13 @@ extension Stress {
         violations += checker.violations
         let deleted = Self.lines("\(logs)/cleaner.jsonl").reduce(0) { $0 + Int($1["deleted"] as? Double ?? 0) }
         return [
-            ("transactions", .number(Double(checker.current))), ("delivered_or_retained", .number(Double(checker.all.count))),
-            ("acknowledged_objects", .number(Double(checker.acks.count))), ("checked_in_store", .number(Double(checker.checkedInStore))),
+            ("transactions", .number(Double(checker.current))),
+            ("delivered_or_retained", .number(Double(checker.all.count))),
+            ("acknowledged_objects", .number(Double(checker.acks.count))),
+            ("checked_in_store", .number(Double(checker.checkedInStore))),
             ("history_deleted", .number(Double(deleted))), ("retained", .number(Double(try container.historyCount()))),
-            ("expired", .number(Double(checker.expiredCount))), ("stale_reader_slots_cleared", .number(Double(cleared))),
+            ("expired", .number(Double(checker.expiredCount))),
+            ("stale_reader_slots_cleared", .number(Double(cleared))),
         ]
     }
 }
@@ -46,7 +55,12 @@ struct StressChecker {
     private var acknowledged = Set<Int64>()
 
     /// One object of a save a writer acknowledged.
-    struct Ack { let token: Int64; let id: String; let kind: String; let values: [String: Any] }
+    struct Ack {
+        let token: Int64
+        let id: String
+        let kind: String
+        let values: [String: Any]
+    }
 
     init(container: Container, logs: String, current: Int64) {
         self.container = container
@@ -63,9 +77,13 @@ struct StressChecker {
 
     mutating func collectRetainedHistory() throws {
         for t in try container.fetchHistory(HistoryRequest()) {
-            add(t.token.value, Stress.Seen(author: t.author, changes: t.changes.map {
-                .init(id: $0.objectID.description, kind: $0.kind.rawValue, updated: $0.updatedProperties)
-            }), from: "retained history")
+            add(
+                t.token.value,
+                Stress.Seen(
+                    author: t.author,
+                    changes: t.changes.map {
+                        .init(id: $0.objectID.description, kind: $0.kind.rawValue, updated: $0.updatedProperties)
+                    }), from: "retained history")
         }
     }
 
@@ -87,11 +105,16 @@ struct StressChecker {
             run.append(line)
         }
         if !run.isEmpty { checkRun(run, consumer: i, number: number + 1) }
-        let view = (try? String(contentsOfFile: "\(logs)/consumer\(i).view", encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
+        let view =
+            (try? String(contentsOfFile: "\(logs)/consumer\(i).view", encoding: .utf8))?.split(separator: "\n").map(
+                String.init) ?? []
         let context = container.newContext()
         let fresh = try container.model.entities.flatMap { try context.fetch(FetchRequest($0.name)) }
             .sorted { $0.id < $1.id }.map { "\($0.id)@\($0.version)" }
-        if view != fresh { violations.append("consumer\(i)'s view (\(view.count) objects) differs from a fresh fetch (\(fresh.count) objects)") }
+        if view != fresh {
+            violations.append(
+                "consumer\(i)'s view (\(view.count) objects) differs from a fresh fetch (\(fresh.count) objects)")
+        }
     }
 
     private mutating func checkRun(_ run: [[String: Any]], consumer i: Int, number r: Int) {
@@ -103,12 +126,15 @@ struct StressChecker {
                 let token = Int64(t.split(separator: ".").first ?? "") ?? -1
                 received.append(token)
                 let changes = (line["changes"] as? [[String: Any]] ?? []).map {
-                    Stress.Seen.Change(id: $0["id"] as? String ?? "", kind: $0["type"] as? String ?? "", updated: $0["updated"] as? [String] ?? [])
+                    Stress.Seen.Change(
+                        id: $0["id"] as? String ?? "", kind: $0["type"] as? String ?? "",
+                        updated: $0["updated"] as? [String] ?? [])
                 }
                 add(token, Stress.Seen(author: line["author"] as? String, changes: changes), from: "consumer\(i)")
             } else if let e = line["expired"] as? Double {
                 expiredCount += 1
-                violations.append("consumer\(i) run \(r) got 'history expired' at \(Int64(e)): history it had not merged was deleted")
+                violations.append(
+                    "consumer\(i) run \(r) got 'history expired' at \(Int64(e)): history it had not merged was deleted")
             } else if let reloaded = line["reloaded"] as? Double, base == nil {
                 base = Int64(reloaded)
             } else if let f = line["final"] as? Double {
@@ -120,12 +146,14 @@ struct StressChecker {
             let expected = last > from ? Array((from + 1)...last) : []
             if received != expected {
                 let missing = Set(expected).subtracting(received).sorted().prefix(5)
-                violations.append("consumer\(i) run \(r) from \(from): received \(received.count) tokens, expected \(expected.count) "
-                    + "(missing \(Array(missing)), duplicates \(received.count - Set(received).count))")
+                violations.append(
+                    "consumer\(i) run \(r) from \(from): received \(received.count) tokens, expected \(expected.count) "
+                        + "(missing \(Array(missing)), duplicates \(received.count - Set(received).count))")
             }
         }
         if let final, final != current || (received.last ?? from) != current {
-            violations.append("consumer\(i) ended at \(received.last ?? from), final sync at \(final), store at \(current)")
+            violations.append(
+                "consumer\(i) ended at \(received.last ?? from), final sync at \(final), store at \(current)")
         }
     }
 
@@ -133,7 +161,10 @@ struct StressChecker {
     mutating func checkNoGap() {
         guard current > 0 else { return }
         let missing = (1...current).filter { all[$0] == nil }
-        if !missing.isEmpty { violations.append("\(missing.count) transactions were neither delivered nor retained, e.g. \(Array(missing.prefix(5)))") }
+        if !missing.isEmpty {
+            violations.append(
+                "\(missing.count) transactions were neither delivered nor retained, e.g. \(Array(missing.prefix(5)))")
+        }
     }
 
     // MARK: - Writers
@@ -150,9 +181,12 @@ struct StressChecker {
                 violations.append("writer\(i)'s acknowledged save \(token) is lost")
                 continue
             }
-            if tx.author != "Writer\(i)" { violations.append("transaction \(token) has author \(tx.author ?? "nil"), writer\(i) acknowledged it") }
+            if tx.author != "Writer\(i)" {
+                violations.append("transaction \(token) has author \(tx.author ?? "nil"), writer\(i) acknowledged it")
+            }
             for o in line["objects"] as? [[String: Any]] ?? [] {
-                let id = o["id"] as? String ?? "", kind = o["kind"] as? String ?? ""
+                let id = o["id"] as? String ?? ""
+                let kind = o["kind"] as? String ?? ""
                 guard let change = tx.changes.first(where: { $0.id == id && $0.kind == kind }) else {
                     violations.append("transaction \(token) lacks the \(kind) of \(id) writer\(i) acknowledged")
                     continue
@@ -168,7 +202,10 @@ struct StressChecker {
     mutating func checkAcknowledgedSaves() throws {
         var touched: [String: Int64] = [:]
         for (token, seen) in all { for c in seen.changes { touched[c.id] = max(touched[c.id] ?? 0, token) } }
-        let stored = Dictionary(uniqueKeysWithValues: try container.newContext().fetch(FetchRequest("Article")).map { ($0.id.description, $0) })
+        let stored = Dictionary(
+            uniqueKeysWithValues: try container.newContext().fetch(FetchRequest("Article")).map {
+                ($0.id.description, $0)
+            })
         for ack in acks where (touched[ack.id] ?? 0) <= ack.token {
             checkedInStore += 1
             let object = stored[ack.id]
@@ -188,7 +225,10 @@ struct StressChecker {
                 case let b as Bool: same = actual == .bool(b)
                 default: same = true
                 }
-                if !same { violations.append("\(ack.id).\(name) is \(actual) in the store, \(value) was acknowledged at \(ack.token)") }
+                if !same {
+                    violations.append(
+                        "\(ack.id).\(name) is \(actual) in the store, \(value) was acknowledged at \(ack.token)")
+                }
             }
         }
     }

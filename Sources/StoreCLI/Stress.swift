@@ -15,7 +15,7 @@ struct Stress {
     }
 
     final class Worker {
-        let role: String      // writer, consumer, cleaner
+        let role: String  // writer, consumer, cleaner
         let name: String
         let arguments: [String]
         var process: Process?
@@ -41,7 +41,8 @@ struct Stress {
         self.group = group
         self.logs = logs
         // The sibling executables: this one's directory, wherever PATH found it.
-        let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let me =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         self.bin = URL(fileURLWithPath: me).deletingLastPathComponent()
         self.random = StressWorkers.Random(seed: config.seed)
     }
@@ -69,13 +70,15 @@ struct Stress {
         let elapsed = try drive(writers: writers, consumers: consumers, cleaner: cleaner)
         try stop(writers: writers, consumers: consumers, cleaner: cleaner)
 
-        let report = try check(container: container, registry: registry, writers: writers.count, consumers: consumers.count)
+        let report = try check(
+            container: container, registry: registry, writers: writers.count, consumers: consumers.count)
         let saves = acknowledgedCount(writers)
         var fields: [(String, JSONValue)] = [
             ("seed", .number(Double(config.seed))), ("seconds", .number((elapsed * 10).rounded() / 10)),
             ("writers", .number(Double(config.writers))), ("consumers", .number(Double(config.consumers))),
             ("saves", .number(Double(saves))), ("saves_per_s", .number((Double(saves) / elapsed).rounded())),
-            ("kills", .number(Double(kills))), ("restarts", .number(Double((writers + consumers).map(\.restarts).reduce(0, +)))),
+            ("kills", .number(Double(kills))),
+            ("restarts", .number(Double((writers + consumers).map(\.restarts).reduce(0, +)))),
             ("cleans", .number(Double(cleans))),
         ]
         fields += report
@@ -94,9 +97,12 @@ struct Stress {
             return Worker(role: "writer", name: "writer\(i)", arguments: args + common)
         }
         let consumers: [Worker] = (0..<config.consumers).map { i in
-            Worker(role: "consumer", name: "consumer\(i)", arguments: [
-                "stress-consumer", "--consumer", "Consumer\(i)", "--log", "\(logs)/consumer\(i).jsonl", "--view", "\(logs)/consumer\(i).view",
-            ] + common)
+            Worker(
+                role: "consumer", name: "consumer\(i)",
+                arguments: [
+                    "stress-consumer", "--consumer", "Consumer\(i)", "--log", "\(logs)/consumer\(i).jsonl", "--view",
+                    "\(logs)/consumer\(i).view",
+                ] + common)
         }
         return (writers, consumers)
     }
@@ -108,7 +114,9 @@ struct Stress {
         for w in consumers { try launch(w) }
         let deadline = Date().addingTimeInterval(30)
         while try (0..<config.consumers).contains(where: { try registry.consumer("Consumer\($0)")?.token == nil }) {
-            guard Date() < deadline else { throw StoreError(.busy, "stress: the consumers did not start within 30 s (see \(logs))") }
+            guard Date() < deadline else {
+                throw StoreError(.busy, "stress: the consumers did not start within 30 s (see \(logs))")
+            }
             usleep(10_000)
         }
     }
@@ -138,7 +146,11 @@ struct Stress {
             }
             if Date() >= nextProgress {
                 let saves = acknowledgedCount(writers)
-                progress.update(text: "\(saves) saves, \(Int(Double(saves) / max(elapsed, 0.001))) saves/s, \(kills) kills, \(cleans) cleans")
+                progress.update(
+                    text:
+                        "\(saves) saves, \(Int(Double(saves) / max(elapsed, 0.001))) saves/s, \(kills) kills, "
+                        + "\(cleans) cleans"
+                )
                 nextProgress = Date().addingTimeInterval(0.5)
             }
             if config.saves == nil, let s = config.seconds, elapsed >= s { break }
@@ -191,14 +203,18 @@ struct Stress {
         // logs "start" after installing its handler), so wait for every run's start line first.
         for (i, c) in consumers.enumerated() {
             let deadline = Date().addingTimeInterval(30)
-            while Self.starts("\(logs)/consumer\(i).jsonl") < c.restarts + 1, c.process?.isRunning == true, Date() < deadline {
+            while Self.starts("\(logs)/consumer\(i).jsonl") < c.restarts + 1, c.process?.isRunning == true,
+                Date() < deadline
+            {
                 usleep(10_000)
             }
         }
         for c in consumers { c.process?.terminate() }
         for c in consumers {
             c.process?.waitUntilExit()
-            if c.process?.terminationStatus != 0 { violations.append("\(c.name) failed its final sync (see \(logs)/\(c.name).stderr)") }
+            if c.process?.terminationStatus != 0 {
+                violations.append("\(c.name) failed its final sync (see \(logs)/\(c.name).stderr)")
+            }
         }
     }
 

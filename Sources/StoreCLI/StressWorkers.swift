@@ -26,7 +26,9 @@ enum StressWorkers {
         let sync: Bool
         init(path: String, sync: Bool) throws {
             fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw StoreError(.fileAccess, "cannot open log \(path): \(String(cString: strerror(errno)))") }
+            guard fd >= 0 else {
+                throw StoreError(.fileAccess, "cannot open log \(path): \(String(cString: strerror(errno)))")
+            }
             self.sync = sync
         }
         deinit { close(fd) }
@@ -34,7 +36,9 @@ enum StressWorkers {
             let line = Array((value.serialized + "\n").utf8)
             // One write(2) per line: a process killed around it leaves a whole line or none.
             let n = line.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
-            guard n == line.count else { throw StoreError(.fileAccess, "cannot write log: \(String(cString: strerror(errno)))") }
+            guard n == line.count else {
+                throw StoreError(.fileAccess, "cannot write log: \(String(cString: strerror(errno)))")
+            }
             if sync { fsync(fd) }
         }
     }
@@ -45,7 +49,10 @@ enum StressWorkers {
         signal(SIGINT, SIG_IGN)
         for sig in [SIGTERM, SIGINT] {
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { stop.set(); also() }
+            source.setEventHandler {
+                stop.set()
+                also()
+            }
             source.resume()
             sources.append(source)
         }
@@ -65,8 +72,9 @@ enum StressWorkers {
         let stop = stopOnSignals()
         let done = (try? String(contentsOfFile: logPath, encoding: .utf8))?.split(separator: "\n").count ?? 0
         let log = try StressWorkers.Log(path: logPath, sync: true)
-        var writer = StressWriter(author: author, context: try inv.context(author: author),
-                                  random: Random(seed: seed &+ UInt64(done) &* 7919), n: done * 10)
+        var writer = StressWriter(
+            author: author, context: try inv.context(author: author),
+            random: Random(seed: seed &+ UInt64(done) &* 7919), n: done * 10)
         var acknowledged = done
         while !stop.isSet, quota.map({ acknowledged < $0 }) ?? true {
             // Only a save that made a transaction is acknowledged, and only after it is logged.
@@ -96,8 +104,11 @@ enum StressWorkers {
             try log.write(t.json)  // the `storectl history` shape
         }
         func marks(_ result: SyncResult) throws {
-            if result.expired { try log.write(.object([("expired", .number(Double(result.token.value)))])) }
-            else if let at = result.reloadedAt { try log.write(.object([("reloaded", .number(Double(at.value)))])) }
+            if result.expired {
+                try log.write(.object([("expired", .number(Double(result.token.value)))]))
+            } else if let at = result.reloadedAt {
+                try log.write(.object([("reloaded", .number(Double(at.value)))]))
+            }
         }
         try view.watch(observer: observer, shouldStop: { stop.isSet }, afterSync: marks, record)
         // The final sync after the writers stopped: the view must equal a fresh fetch.
@@ -151,7 +162,8 @@ struct StressWriter {
 
     private mutating func refreshPool() throws {
         let total = try context.count(FetchRequest("Article"))
-        pool = try context.fetch(FetchRequest("Article", limit: 200, offset: random.below(max(1, total - 200)))).map(\.id)
+        pool = try context.fetch(FetchRequest("Article", limit: 200, offset: random.below(max(1, total - 200)))).map(
+            \.id)
         context.rollback()
     }
 
@@ -163,16 +175,20 @@ struct StressWriter {
     private mutating func insertLinks() throws -> JSONValue? {
         let count = random.below(100) < 20 ? 2 + random.below(4) : 1
         let links = (0..<count).map { i in
-            ReadLater.Link(url: "https://stress.example/\(author)/\(n)/\(i)", title: "\(author)-\(n)-\(i)",
-                           category: random.below(3) == 0 ? nil : StressWorkers.categories[random.below(StressWorkers.categories.count)])
+            ReadLater.Link(
+                url: "https://stress.example/\(author)/\(n)/\(i)", title: "\(author)-\(n)-\(i)",
+                category: random.below(3) == 0
+                    ? nil : StressWorkers.categories[random.below(StressWorkers.categories.count)])
         }
         let temps = try ReadLater.insert(links, in: context)
         let result = try context.save()
         guard let token = result.token else { return nil }
         pool += temps.map(result.permanentID(for:))
         let logged: [JSONValue] = zip(temps, links).map { temp, link in
-            .object([("id", .string(result.permanentID(for: temp).description)), ("kind", .string("insert")),
-                     ("values", .object([("title", .string(link.title)), ("isRead", .bool(false))]))])
+            .object([
+                ("id", .string(result.permanentID(for: temp).description)), ("kind", .string("insert")),
+                ("values", .object([("title", .string(link.title)), ("isRead", .bool(false))])),
+            ])
         }
         return entry(token, links.count > 1 ? "batch" : "insert", logged)
     }
@@ -187,7 +203,8 @@ struct StressWriter {
         if isUpdate {
             let isRead = random.below(2) == 0
             values = [("isRead", .bool(isRead))]
-            result = try context.batchUpdate("Article", where: Key("title").beginsWith(prefix), set: ["isRead": .bool(isRead)])
+            result = try context.batchUpdate(
+                "Article", where: Key("title").beginsWith(prefix), set: ["isRead": .bool(isRead)])
         } else {
             result = try context.batchDelete("Article", where: Key("title").beginsWith(prefix))
         }
@@ -208,12 +225,16 @@ struct StressWriter {
             op = "update"
             let values: [String: Value] = ["title": .string("\(author)-u\(n)"), "isRead": .bool(random.below(2) == 0)]
             try context.update(target.id, values)
-            logged = .object([("id", .string(target.id.description)), ("kind", .string("update")),
-                              ("values", .object(values.sorted { $0.key < $1.key }.map { ($0.key, $0.value.jsonValue) }))])
+            logged = .object([
+                ("id", .string(target.id.description)), ("kind", .string("update")),
+                ("values", .object(values.sorted { $0.key < $1.key }.map { ($0.key, $0.value.jsonValue) })),
+            ])
         } else {
             op = "delete"
             try context.delete(target.id)
-            logged = .object([("id", .string(target.id.description)), ("kind", .string("delete")), ("values", .object([]))])
+            logged = .object([
+                ("id", .string(target.id.description)), ("kind", .string("delete")), ("values", .object([])),
+            ])
         }
         // Nothing changed: not a save to check.
         guard let token = try context.save().token else { return nil }

@@ -12,23 +12,31 @@ public enum Targets {
 
     // MARK: - main-app
 
-    public static let mainApp = Tool(name: "main-app", summary: "the main app: adds, lists, edits and follows articles (author MainApp)", consumer: "MainApp", commands: [
-        Command("add", "add an article", options: addOptions),
-        Command("list", "list articles, oldest first", options: [.flag("unread", "only unread articles")]),
-        Command("mark-read", "mark an article read", positionals: ["ID"]),
-        Command("mark-unread", "mark an article unread", positionals: ["ID"]),
-        Command("delete", "delete an article", positionals: ["ID"]),
-        Command("sync", "merge what other targets saved since this target's token"),
-        Command("watch", "merge and print other targets' saves as they happen", options: watchOptions),
-    ]) { inv in
+    public static let mainApp = Tool(
+        name: "main-app", summary: "the main app: adds, lists, edits and follows articles (author MainApp)",
+        consumer: "MainApp",
+        commands: [
+            Command("add", "add an article", options: addOptions),
+            Command("list", "list articles, oldest first", options: [.flag("unread", "only unread articles")]),
+            Command("mark-read", "mark an article read", positionals: ["ID"]),
+            Command("mark-unread", "mark an article unread", positionals: ["ID"]),
+            Command("delete", "delete an article", positionals: ["ID"]),
+            Command("sync", "merge what other targets saved since this target's token"),
+            Command("watch", "merge and print other targets' saves as they happen", options: watchOptions),
+        ]
+    ) { inv in
         let me = "MainApp"
         switch inv.command {
         case "add":
             try add(inv, author: me)
         case "list":
             let (view, _) = try inv.syncedView(consumer: me)
-            inv.output.table(ReadLater.articleLines(view, unreadOnly: inv.arguments.has("unread")),
-                             columns: [("id", "ID"), ("isRead", "READ"), ("title", "TITLE"), ("category", "CATEGORY"), ("url", "URL"), ("createdAt", "CREATED")])
+            inv.output.table(
+                ReadLater.articleLines(view, unreadOnly: inv.arguments.has("unread")),
+                columns: [
+                    ("id", "ID"), ("isRead", "READ"), ("title", "TITLE"), ("category", "CATEGORY"), ("url", "URL"),
+                    ("createdAt", "CREATED"),
+                ])
         case "mark-read", "mark-unread":
             let id = try inv.objectID(inv.arguments.positionals[0], entity: "Article")
             let context = try inv.context(author: me)
@@ -48,26 +56,35 @@ public enum Targets {
                 progress.update(n)
             }
             progress.finish()
-            inv.output.record(.object([("synced", .number(Double(result.transactions))), ("token", .string(result.token.description)),
-                                       ("expired", .bool(result.expired)), ("reloaded", .bool(result.reloaded))]))
+            inv.output.record(
+                .object([
+                    ("synced", .number(Double(result.transactions))), ("token", .string(result.token.description)),
+                    ("expired", .bool(result.expired)), ("reloaded", .bool(result.reloaded)),
+                ]))
         case "watch":
             var first = true
-            try inv.watch(consumer: me, each: { inv.output.record($0.json) }, afterSync: { result, _ in
-                // A reload after the start (expired, evicted, reset, restored) is said, never silent.
-                if result.reloaded && (result.expired || !first) {
-                    inv.output.record(.object([("expired", .bool(result.expired)), ("reloaded", .bool(true)),
-                                               ("token", .string(result.token.description))]))
-                }
-                first = false
-            })
+            try inv.watch(
+                consumer: me, each: { inv.output.record($0.json) },
+                afterSync: { result, _ in
+                    // A reload after the start (expired, evicted, reset, restored) is said, never silent.
+                    if result.reloaded && (result.expired || !first) {
+                        inv.output.record(
+                            .object([
+                                ("expired", .bool(result.expired)), ("reloaded", .bool(true)),
+                                ("token", .string(result.token.description)),
+                            ]))
+                    }
+                    first = false
+                })
         default:
             throw UsageError("unknown command '\(inv.command)'")
         }
     }
 
     static func add(_ inv: Invocation, author: String) throws {
-        let link = ReadLater.Link(url: try inv.arguments.required("url"), title: try inv.arguments.required("title"),
-                                  category: inv.arguments.value("category"))
+        let link = ReadLater.Link(
+            url: try inv.arguments.required("url"), title: try inv.arguments.required("title"),
+            category: inv.arguments.value("category"))
         try ReadLater.validate(link, in: inv.container(), place: "new article")
         let context = try inv.context(author: author)
         let ids = try ReadLater.insert([link], in: context)
@@ -77,11 +94,18 @@ public enum Targets {
 
     // MARK: - share-extension
 
-    public static let shareExtension = Tool(name: "share-extension", summary: "the share extension: saves links shared from other apps (author ShareExtension; never a consumer)",
-                                            consumer: "ShareExtension", hasNoView: true, commands: [
-        Command("share", "share one link", options: addOptions),
-        Command("share-batch", "share every line of FILE (url<TAB>title[<TAB>category]) in one transaction; '-' reads stdin", positionals: ["FILE"]),
-    ]) { inv in
+    public static let shareExtension = Tool(
+        name: "share-extension",
+        summary: "the share extension: saves links shared from other apps (author ShareExtension; never a consumer)",
+        consumer: "ShareExtension", hasNoView: true,
+        commands: [
+            Command("share", "share one link", options: addOptions),
+            Command(
+                "share-batch",
+                "share every line of FILE (url<TAB>title[<TAB>category]) in one transaction; '-' reads stdin",
+                positionals: ["FILE"]),
+        ]
+    ) { inv in
         let me = "ShareExtension"
         switch inv.command {
         case "share":
@@ -108,7 +132,8 @@ public enum Targets {
             let result = try context.save()
             progress.finish()
             let token = try result.token ?? inv.container().currentToken()
-            inv.output.record(.object([("inserted", .number(Double(links.count))), ("token", .string(token.description))]))
+            inv.output.record(
+                .object([("inserted", .number(Double(links.count))), ("token", .string(token.description))]))
         default:
             throw UsageError("unknown command '\(inv.command)'")
         }
@@ -116,11 +141,14 @@ public enum Targets {
 
     // MARK: - widget
 
-    public static let widget = Tool(name: "widget", summary: "the widget: unread count and the newest articles (author Widget)", consumer: "Widget", commands: [
-        Command("show", "unread and total counts, the 3 newest articles"),
-        Command("toggle-read", "flip an article between read and unread", positionals: ["ID"]),
-        Command("watch", "print a fresh summary after every merge", options: watchOptions),
-    ]) { inv in
+    public static let widget = Tool(
+        name: "widget", summary: "the widget: unread count and the newest articles (author Widget)", consumer: "Widget",
+        commands: [
+            Command("show", "unread and total counts, the 3 newest articles"),
+            Command("toggle-read", "flip an article between read and unread", positionals: ["ID"]),
+            Command("watch", "print a fresh summary after every merge", options: watchOptions),
+        ]
+    ) { inv in
         let me = "Widget"
         switch inv.command {
         case "show":
@@ -134,10 +162,14 @@ public enum Targets {
             try inv.saved(id, try context.save(), extra: [("isRead", .bool(isRead))])
         case "watch":
             var first = true
-            try inv.watch(consumer: me, each: { _ in }, afterSync: { result, view in
-                if first || result.changedObjects > 0 || result.transactions > 0 { inv.output.record(ReadLater.widgetLine(view)) }
-                first = false
-            })
+            try inv.watch(
+                consumer: me, each: { _ in },
+                afterSync: { result, view in
+                    if first || result.changedObjects > 0 || result.transactions > 0 {
+                        inv.output.record(ReadLater.widgetLine(view))
+                    }
+                    first = false
+                })
         default:
             throw UsageError("unknown command '\(inv.command)'")
         }
@@ -145,23 +177,32 @@ public enum Targets {
 
     // MARK: - history-cleaner
 
-    public static let historyCleaner = Tool(name: "history-cleaner", summary: "deletes the history every registered consumer has merged", commands: [
-        Command("", "delete history through the oldest live consumer's token", options: [
-            .flag("dry-run", "report what would be deleted, delete nothing"),
-            .value("evict-after", "SECONDS", "first evict consumers not seen for this long (they reload in full next time)"),
-        ]),
-    ]) { inv in
+    public static let historyCleaner = Tool(
+        name: "history-cleaner", summary: "deletes the history every registered consumer has merged",
+        commands: [
+            Command(
+                "", "delete history through the oldest live consumer's token",
+                options: [
+                    .flag("dry-run", "report what would be deleted, delete nothing"),
+                    .value(
+                        "evict-after", "SECONDS",
+                        "first evict consumers not seen for this long (they reload in full next time)"),
+                ])
+        ]
+    ) { inv in
         let progress = Progress("cleaning history")
         progress.update(0)
-        let report = try HistoryCleaner.clean(container: inv.container(), registry: inv.registry(), dryRun: inv.arguments.has("dry-run"),
-                                              evictAfter: try inv.arguments.seconds("evict-after", in: 0...3_153_600_000))
+        let report = try HistoryCleaner.clean(
+            container: inv.container(), registry: inv.registry(), dryRun: inv.arguments.has("dry-run"),
+            evictAfter: try inv.arguments.seconds("evict-after", in: 0...3_153_600_000))
         progress.finish()
-        inv.output.record(.object([
-            ("deleted", .number(Double(report.deleted))),
-            ("through", report.through.map { .string($0.description) } ?? .null),
-            ("oldest_consumer", report.oldestConsumer.map(JSONValue.string) ?? .null),
-            ("remaining", .number(Double(report.remaining))),
-            ("evicted", .array(report.evicted.map(JSONValue.string))),
-        ]))
+        inv.output.record(
+            .object([
+                ("deleted", .number(Double(report.deleted))),
+                ("through", report.through.map { .string($0.description) } ?? .null),
+                ("oldest_consumer", report.oldestConsumer.map(JSONValue.string) ?? .null),
+                ("remaining", .number(Double(report.remaining))),
+                ("evicted", .array(report.evicted.map(JSONValue.string))),
+            ]))
     }
 }

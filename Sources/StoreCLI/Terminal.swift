@@ -8,7 +8,9 @@ public final class Output {
 
     init(json: Bool) {
         self.json = json
-        colour = isatty(1) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil && ProcessInfo.processInfo.environment["TERM"] != "dumb"
+        colour =
+            isatty(1) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
+            && ProcessInfo.processInfo.environment["TERM"] != "dumb"
     }
 
     /// One line on stdout, written at once.
@@ -18,8 +20,14 @@ public final class Output {
 
     /// A JSON object (with `--json`) or its fields as `key: value` lines.
     public func record(_ value: JSONValue) {
-        if json { line(value.serialized); return }
-        guard case .object(let pairs) = value else { line(value.serialized); return }
+        if json {
+            line(value.serialized)
+            return
+        }
+        guard case .object(let pairs) = value else {
+            line(value.serialized)
+            return
+        }
         let width = pairs.map(\.0.count).max() ?? 0
         for (k, v) in pairs {
             line(bold(TextSafety.visible(k).padding(toLength: width, withPad: " ", startingAt: 0)) + "  " + human(v))
@@ -28,7 +36,10 @@ public final class Output {
 
     /// Rows as an aligned table for people; as JSON objects with `--json`.
     public func table(_ rows: [JSONValue], columns: [(key: String, title: String)]) {
-        if json { rows.forEach { line($0.serialized) }; return }
+        if json {
+            rows.forEach { line($0.serialized) }
+            return
+        }
         let cells = rows.map { row in columns.map { human(row[$0.key] ?? .null) } }
         var widths = columns.map(\.title.count)
         for r in cells { for (i, c) in r.enumerated() { widths[i] = max(widths[i], c.count) } }
@@ -36,8 +47,13 @@ public final class Output {
         func fit(_ s: String, _ w: Int) -> String {
             s.count > w ? String(s.prefix(w - 1)) + "…" : s.padding(toLength: w, withPad: " ", startingAt: 0)
         }
-        line(bold(zip(columns, widths).map { fit($0.0.title, $0.1) }.joined(separator: "  ").trimmingCharacters(in: .whitespaces)))
-        for r in cells { line(zip(r, widths).map { fit($0.0, $0.1) }.joined(separator: "  ").trimmingCharacters(in: .whitespaces)) }
+        line(
+            bold(
+                zip(columns, widths).map { fit($0.0.title, $0.1) }.joined(separator: "  ").trimmingCharacters(
+                    in: .whitespaces)))
+        for r in cells {
+            line(zip(r, widths).map { fit($0.0, $0.1) }.joined(separator: "  ").trimmingCharacters(in: .whitespaces))
+        }
     }
 
     func human(_ v: JSONValue) -> String {

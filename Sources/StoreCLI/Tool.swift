@@ -17,8 +17,10 @@ public struct Tool: Sendable {
     public let hasNoView: Bool
     let handler: @Sendable (Invocation) throws -> Void
 
-    public init(name: String, summary: String, consumer: String? = nil, hasNoView: Bool = false, commands: [Command],
-                handler: @escaping @Sendable (Invocation) throws -> Void) {
+    public init(
+        name: String, summary: String, consumer: String? = nil, hasNoView: Bool = false, commands: [Command],
+        handler: @escaping @Sendable (Invocation) throws -> Void
+    ) {
         self.name = name
         self.summary = summary
         self.consumer = consumer
@@ -28,7 +30,9 @@ public struct Tool: Sendable {
     }
 
     /// The parser of this tool's command line.
-    public var parser: CommandLineParser { CommandLineParser(tool: name, summary: summary, commands: commands, common: commonOptions) }
+    public var parser: CommandLineParser {
+        CommandLineParser(tool: name, summary: summary, commands: commands, common: commonOptions)
+    }
 
     /// Parses `argv`, runs the command and returns the exit status: 0 success, 1 the operation
     /// failed (one `error:` line on stderr), 2 a usage error naming the argument.
@@ -78,7 +82,9 @@ public struct Tool: Sendable {
 
 /// Flags every command of the targets and storectl accepts.
 let commonOptions: [Option] = [
-    .value("group", "DIR", "the app-group directory (default: $SHAREDSTORE_GROUP, else $XDG_DATA_HOME/sharedstore/default)"),
+    .value(
+        "group", "DIR", "the app-group directory (default: $SHAREDSTORE_GROUP, else $XDG_DATA_HOME/sharedstore/default)"
+    ),
     .flag("json", "one JSON object per line on stdout"),
     .flag("help", "show this help"),
 ]
@@ -170,7 +176,9 @@ public final class Invocation {
     }
 
     /// The target's view, registered as consumer `name` and synced.
-    public func syncedView(consumer name: String, _ each: (HistoryTransaction) throws -> Void = { _ in }) throws -> (ViewContext, SyncResult) {
+    public func syncedView(consumer name: String, _ each: (HistoryTransaction) throws -> Void = { _ in }) throws -> (
+        ViewContext, SyncResult
+    ) {
         let view = try ViewContext(container: container(), registry: registry(), consumer: name)
         let result = try view.sync(each)
         if let warning = result.registryWarning { warn(warning) }

@@ -7,8 +7,10 @@ extension Invocation {
     /// Runs a target's `watch`: syncs on every change until `--for` seconds, `--count`
     /// transactions, or SIGINT/SIGTERM — whichever comes first — then exits 0 with the token
     /// saved (the view advances it after every merge).
-    func watch(consumer: String, each: @escaping (HistoryTransaction) throws -> Void,
-               afterSync: @escaping (SyncResult, ViewContext) throws -> Void = { _, _ in }) throws {
+    func watch(
+        consumer: String, each: @escaping (HistoryTransaction) throws -> Void,
+        afterSync: @escaping (SyncResult, ViewContext) throws -> Void = { _, _ in }
+    ) throws {
         let seconds = try arguments.seconds("for", in: 0...31_536_000)
         let count = try arguments.integer("count", in: 1...Int.max)
         let view = try ViewContext(container: container(), registry: registry(), consumer: consumer)
@@ -26,13 +28,14 @@ extension Invocation {
             return source
         }
         defer { sources.forEach { $0.cancel() } }
-        try view.watch(observer: observer, duration: seconds, count: count, shouldStop: { stop.isSet },
-                       afterSync: { result in
-                           if let warning = result.registryWarning {
-                               FileHandle.standardError.write(Data("warning: \(TextSafety.visible(warning))\n".utf8))
-                           }
-                           try afterSync(result, view)
-                       }, each)
+        try view.watch(
+            observer: observer, duration: seconds, count: count, shouldStop: { stop.isSet },
+            afterSync: { result in
+                if let warning = result.registryWarning {
+                    FileHandle.standardError.write(Data("warning: \(TextSafety.visible(warning))\n".utf8))
+                }
+                try afterSync(result, view)
+            }, each)
     }
 }
 

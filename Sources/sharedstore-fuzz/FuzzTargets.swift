@@ -24,8 +24,10 @@ enum FuzzTarget: String, CaseIterable {
     }()
 
     /// The parser of every executable, for the argument parser.
-    private static let parsers: [CommandLineParser] = [Targets.mainApp, Targets.shareExtension, Targets.widget,
-                                                       Targets.historyCleaner, Targets.storectl].map(\.parser)
+    private static let parsers: [CommandLineParser] = [
+        Targets.mainApp, Targets.shareExtension, Targets.widget,
+        Targets.historyCleaner, Targets.storectl,
+    ].map(\.parser)
 
     /// Runs the target on `bytes`. Errors are the expected answer to bad input; only a crash,
     /// a hang or an allocation without bound is a finding.
@@ -38,12 +40,16 @@ enum FuzzTarget: String, CaseIterable {
             let text = String(decoding: bytes, as: UTF8.self)
             if let token = try? HistoryToken(parsing: text) {
                 // What parses prints back as something that parses to the same token.
-                guard (try? HistoryToken(parsing: token.description)) == token else { fatalError("token does not round-trip: \(text)") }
+                guard (try? HistoryToken(parsing: token.description)) == token else {
+                    fatalError("token does not round-trip: \(text)")
+                }
             }
         case .objectID:
             let text = String(decoding: bytes, as: UTF8.self)
             if let id = try? ObjectID(parsing: text, storeID: Self.storeID) {
-                guard (try? ObjectID(parsing: id.description, storeID: Self.storeID)) == id else { fatalError("id does not round-trip: \(text)") }
+                guard (try? ObjectID(parsing: id.description, storeID: Self.storeID)) == id else {
+                    fatalError("id does not round-trip: \(text)")
+                }
             }
         case .shareBatch:
             guard let container = Self.container else { return }
@@ -52,7 +58,9 @@ enum FuzzTarget: String, CaseIterable {
             // The first byte picks an executable; NUL bytes separate the words after its name.
             guard let first = bytes.first, !Self.parsers.isEmpty else { return }
             let parser = Self.parsers[Int(first) % Self.parsers.count]
-            let words = bytes.dropFirst().split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+            let words = bytes.dropFirst().split(separator: 0, omittingEmptySubsequences: false).map {
+                String(decoding: $0, as: UTF8.self)
+            }
             switch try? parser.parse(words) {
             case .run(let parsed):
                 _ = try? parsed.integer("limit", in: 0...Int.max)

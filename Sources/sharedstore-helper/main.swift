@@ -7,32 +7,49 @@ import SharedStore
 
 let consumerOption = Option.value("consumer", "C", "the consumer name", required: true)
 let helperCommands: [Command] = [
-    Command("write", "one save per article", options: [
-        .value("author", "A", "the transaction author", required: true), .value("count", "N", "how many saves", required: true),
-        .flag("times", "print each token with a monotonic time"),
-    ]),
-    Command("history", "print the history", options: [.value("after", "TOKEN", "after this token"), .value("exclude-author", "A", "skip")]),
-    Command("watch", "follow the store as a view", options: [
-        consumerOption, .value("count", "N", "stop after N transactions"), .value("seconds", "S", "stop after S seconds"),
-        .flag("times", "print each token with a monotonic time"), .value("poll", "S", "the observer's poll interval"),
-    ]),
+    Command(
+        "write", "one save per article",
+        options: [
+            .value("author", "A", "the transaction author", required: true),
+            .value("count", "N", "how many saves", required: true),
+            .flag("times", "print each token with a monotonic time"),
+        ]),
+    Command(
+        "history", "print the history",
+        options: [.value("after", "TOKEN", "after this token"), .value("exclude-author", "A", "skip")]),
+    Command(
+        "watch", "follow the store as a view",
+        options: [
+            consumerOption, .value("count", "N", "stop after N transactions"),
+            .value("seconds", "S", "stop after S seconds"),
+            .flag("times", "print each token with a monotonic time"),
+            .value("poll", "S", "the observer's poll interval"),
+        ]),
     Command("sync", "sync a view once", options: [consumerOption]),
-    Command("advance", "advance one consumer to each token, in that order",
-            options: [consumerOption, .value("tokens", "3,1,2", "token values", required: true)]),
+    Command(
+        "advance", "advance one consumer to each token, in that order",
+        options: [consumerOption, .value("tokens", "3,1,2", "token values", required: true)]),
     Command("register", "register a consumer", options: [consumerOption]),
     Command("hold-read", "open a registry read transaction, print, wait to be killed"),
     Command("hold-write", "open a registry write transaction, print, wait to be killed (a frozen writer)"),
-    Command("clean", "run the cleaner", options: [.value("evict-after", "S", "evict after S seconds"), .flag("dry-run", "delete nothing")]),
-    Command("set-title", "another process's save of one title", options: [
-        .value("id", "ID", "the article", required: true), .value("title", "T", "the new title", required: true),
-    ]),
+    Command(
+        "clean", "run the cleaner",
+        options: [.value("evict-after", "S", "evict after S seconds"), .flag("dry-run", "delete nothing")]),
+    Command(
+        "set-title", "another process's save of one title",
+        options: [
+            .value("id", "ID", "the article", required: true), .value("title", "T", "the new title", required: true),
+        ]),
     Command("delete", "another process's delete", options: [.value("id", "ID", "the object", required: true)]),
-    Command("add-category", "another process's insert of a category", options: [.value("name", "N", "its name", required: true)]),
+    Command(
+        "add-category", "another process's insert of a category",
+        options: [.value("name", "N", "its name", required: true)]),
     Command("readers", "the registry's reader slots"),
     Command("tokens", "every consumer's token"),
 ]
-let parser = CommandLineParser(tool: "sharedstore-helper", summary: "a second process for the tests and the demo", commands: helperCommands,
-                               common: [.value("group", "DIR", "the group directory", required: true), .flag("help", "show this help")])
+let parser = CommandLineParser(
+    tool: "sharedstore-helper", summary: "a second process for the tests and the demo", commands: helperCommands,
+    common: [.value("group", "DIR", "the group directory", required: true), .flag("help", "show this help")])
 
 func fail(_ message: String, code: Int32) -> Never {
     FileHandle.standardError.write(Data("error: \(message)\n".utf8))
@@ -76,7 +93,9 @@ do {
     try ChangeSignal.attach(to: container)
     switch command {
     case "write":
-        guard let author = options["author"], let count = Int(options["count"] ?? "") else { fail("write needs --author and --count", code: 2) }
+        guard let author = options["author"], let count = Int(options["count"] ?? "") else {
+            fail("write needs --author and --count", code: 2)
+        }
         let context = container.newContext(name: "helper", author: author)
         var last: HistoryToken?
         for i in 0..<count {
@@ -98,20 +117,27 @@ do {
         let view = try ViewContext(container: container, registry: registry, consumer: consumer)
         if command == "sync" {
             let result = try view.sync { line($0.json) }
-            emit([("synced", .number(Double(result.transactions))), ("token", .string(result.token.description)),
-                  ("expired", .bool(result.expired)), ("view", .number(Double(view.objects.count)))])
+            emit([
+                ("synced", .number(Double(result.transactions))), ("token", .string(result.token.description)),
+                ("expired", .bool(result.expired)), ("view", .number(Double(view.objects.count))),
+            ])
             break
         }
         let observer = try ChangeObserver(container: container, pollInterval: Double(options["poll"] ?? "1") ?? 1)
         func report(_ t: HistoryTransaction) {
-            var line: [(String, JSONValue)] = [("token", .string(t.token.description)), ("author", t.author.map(JSONValue.string) ?? .null)]
+            var line: [(String, JSONValue)] = [
+                ("token", .string(t.token.description)), ("author", t.author.map(JSONValue.string) ?? .null),
+            ]
             if times { line.append(("t", .number(monotonicNanoseconds()))) }
             emit(line)
         }
         // Ready only once the first sync is done: a new consumer's first sync loads the view in
         // full, and what was committed before it would not be reported as transactions.
         var reported = 0
-        try view.sync { report($0); reported += 1 }
+        try view.sync {
+            report($0)
+            reported += 1
+        }
         emit([("ready", .bool(true)), ("inotify", .bool(observer.usesInotify))])
         let count = options["count"].flatMap(Int.init).map { $0 - reported }
         if count.map({ $0 > 0 }) ?? true {
@@ -121,7 +147,9 @@ do {
         let view_ = view.objects.values.sorted { $0.id < $1.id }.map { JSONValue.string("\($0.id)@\($0.version)") }
         emit([("view", .array(view_)), ("token", view.token.map { .string($0.description) } ?? .null)])
     case "advance":
-        guard let consumer = options["consumer"], let list = options["tokens"] else { fail("advance needs --consumer and --tokens", code: 2) }
+        guard let consumer = options["consumer"], let list = options["tokens"] else {
+            fail("advance needs --consumer and --tokens", code: 2)
+        }
         let registry = try TokenRegistry(group: group)
         for v in list.split(separator: ",") {
             guard let value = Int64(v) else { fail("bad token value '\(v)'", code: 2) }
@@ -147,14 +175,21 @@ do {
         }
     case "clean":
         let registry = try TokenRegistry(group: group)
-        let report = try HistoryCleaner.clean(container: container, registry: registry, dryRun: options["dry-run"] != nil,
-                                              evictAfter: options["evict-after"].flatMap(Double.init))
-        emit([("deleted", .number(Double(report.deleted))), ("through", report.through.map { .string($0.description) } ?? .null),
-              ("oldest_consumer", report.oldestConsumer.map(JSONValue.string) ?? .null), ("remaining", .number(Double(report.remaining))),
-              ("evicted", .array(report.evicted.map(JSONValue.string)))])
+        let report = try HistoryCleaner.clean(
+            container: container, registry: registry, dryRun: options["dry-run"] != nil,
+            evictAfter: options["evict-after"].flatMap(Double.init))
+        emit([
+            ("deleted", .number(Double(report.deleted))),
+            ("through", report.through.map { .string($0.description) } ?? .null),
+            ("oldest_consumer", report.oldestConsumer.map(JSONValue.string) ?? .null),
+            ("remaining", .number(Double(report.remaining))),
+            ("evicted", .array(report.evicted.map(JSONValue.string))),
+        ])
     case "set-title":
         // Another process's save of one article's title (merge-policy tests).
-        guard let idText = options["id"], let title = options["title"] else { fail("set-title needs --id and --title", code: 2) }
+        guard let idText = options["id"], let title = options["title"] else {
+            fail("set-title needs --id and --title", code: 2)
+        }
         let context = container.newContext(name: "helper", author: "Other")
         try context.update(try container.objectID(parsing: idText), ["title": .string(title)])
         emit([("token", try context.save().token.map { .string($0.description) } ?? .null)])
@@ -171,12 +206,17 @@ do {
         emit([("id", .string(try context.save().permanentID(for: temp).description))])
     case "readers":
         let registry = try TokenRegistry(group: group)
-        emit([("cleared", .number(Double(registry.clearedStaleReaders))), ("in_use", .number(Double(registry.readerSlotsInUse)))])
+        emit([
+            ("cleared", .number(Double(registry.clearedStaleReaders))),
+            ("in_use", .number(Double(registry.readerSlotsInUse))),
+        ])
     case "tokens":
         let registry = try TokenRegistry(group: group)
         for c in try registry.consumers() {
-            emit([("consumer", .string(c.name)), ("token", c.token.map { .string($0.description) } ?? .null),
-                  ("value", .number(Double(c.token?.value ?? 0))), ("evicted", .bool(c.isEvicted))])
+            emit([
+                ("consumer", .string(c.name)), ("token", c.token.map { .string($0.description) } ?? .null),
+                ("value", .number(Double(c.token?.value ?? 0))), ("evicted", .bool(c.isEvicted)),
+            ])
         }
     default:
         fail("unknown command '\(command)'", code: 2)

@@ -13,12 +13,14 @@ final class Baseline {
 
     init(path: String) throws {
         var handle: OpaquePointer?
-        guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK, let handle else {
+        guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK, let handle
+        else {
             sqlite3_close_v2(handle)
             throw BenchError("cannot open baseline database \(path)")
         }
         db = handle
-        try exec("""
+        try exec(
+            """
             PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
             CREATE TABLE IF NOT EXISTS "Item"(Z_PK INTEGER PRIMARY KEY AUTOINCREMENT, Z_OPT INTEGER NOT NULL DEFAULT 1,
               "title" TEXT, "value" INTEGER, "createdAt" REAL, "isRead" INTEGER);
@@ -35,12 +37,16 @@ final class Baseline {
     }
 
     func exec(_ sql: String) throws {
-        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw BenchError(String(cString: sqlite3_errmsg(db))) }
+        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
+            throw BenchError(String(cString: sqlite3_errmsg(db)))
+        }
     }
 
     func prepare(_ sql: String) throws -> OpaquePointer? {
         var stmt: OpaquePointer?
-        guard sqlite3_prepare_v2(db, sql, -1, &stmt, nil) == SQLITE_OK else { throw BenchError(String(cString: sqlite3_errmsg(db))) }
+        guard sqlite3_prepare_v2(db, sql, -1, &stmt, nil) == SQLITE_OK else {
+            throw BenchError(String(cString: sqlite3_errmsg(db)))
+        }
         return stmt
     }
 
@@ -87,14 +93,21 @@ final class Baseline {
     /// what a raw client would do to fetch the same transactions.
     static func readHistory(path: String, after token: Int64, count: Int) throws -> Int {
         var db: OpaquePointer?
-        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK, let db else { throw BenchError("cannot open \(path)") }
+        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK, let db else {
+            throw BenchError("cannot open \(path)")
+        }
         defer { sqlite3_close_v2(db) }
         var stmt: OpaquePointer?
-        sqlite3_prepare_v2(db, "SELECT token, timestamp, author, context, process, executable, changes FROM ss_history WHERE token > ? ORDER BY token LIMIT ?", -1, &stmt, nil)
+        sqlite3_prepare_v2(
+            db,
+            "SELECT token, timestamp, author, context, process, executable, changes FROM ss_history WHERE "
+                + "token > ? ORDER BY token LIMIT ?",
+            -1, &stmt, nil)
         defer { sqlite3_finalize(stmt) }
         sqlite3_bind_int64(stmt, 1, token)
         sqlite3_bind_int64(stmt, 2, Int64(count))
-        var n = 0, bytes = 0
+        var n = 0
+        var bytes = 0
         while sqlite3_step(stmt) == SQLITE_ROW {
             n += 1
             bytes += Int(sqlite3_column_bytes(stmt, 6))
@@ -118,7 +131,9 @@ func fillHistory(_ container: Container, path: String, count: Int) throws {
     try context.insert("Item", item(0))
     try context.save()
     var db: OpaquePointer?
-    guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK, let db else { throw BenchError("cannot open \(path)") }
+    guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK, let db else {
+        throw BenchError("cannot open \(path)")
+    }
     defer { sqlite3_close_v2(db) }
     sqlite3_busy_timeout(db, 10_000)
     let sql = """
@@ -127,9 +142,10 @@ func fillHistory(_ container: Container, path: String, count: Int) throws {
         SELECT h.timestamp, h.author, h.context, h.process, h.executable, h.entities, h.changes
         FROM c, (SELECT * FROM ss_history ORDER BY token DESC LIMIT 1) AS h
         """
-    guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw BenchError(String(cString: sqlite3_errmsg(db))) }
+    guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
+        throw BenchError(String(cString: sqlite3_errmsg(db)))
+    }
 }
-
 
 /// The version of the SQLite library linked in.
 func sqliteVersion() -> String { String(cString: sqlite3_libversion()) }

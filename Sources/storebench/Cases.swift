@@ -4,9 +4,14 @@ import SharedStore
 /// The entity every case writes: the baseline's table has the same columns.
 let benchModel: Model = {
     do {
-        return try Model([Entity("Item", attributes: [
-            Attribute("title", .string), Attribute("value", .integer), Attribute("createdAt", .date), Attribute("isRead", .bool, default: false),
-        ])])
+        return try Model([
+            Entity(
+                "Item",
+                attributes: [
+                    Attribute("title", .string), Attribute("value", .integer), Attribute("createdAt", .date),
+                    Attribute("isRead", .bool, default: false),
+                ])
+        ])
     } catch {
         preconditionFailure("bench model: \(error)")
     }
@@ -33,16 +38,24 @@ struct Settings {
 typealias Report = JSONValue
 
 /// Runs `ours` and `baseline` interleaved for `rounds` rounds; reports the median ratio.
-func compare(_ name: String, unit: String, rounds: Int, ours: () throws -> Double, baseline: () throws -> Double) rethrows -> Report {
-    var o: [Double] = [], b: [Double] = [], ratios: [Double] = []
+func compare(_ name: String, unit: String, rounds: Int, ours: () throws -> Double, baseline: () throws -> Double)
+    rethrows -> Report
+{
+    var o: [Double] = []
+    var b: [Double] = []
+    var ratios: [Double] = []
     for _ in 0..<rounds {
-        let x = try ours(), y = try baseline()
-        o.append(x); b.append(y); ratios.append(x / y)
+        let x = try ours()
+        let y = try baseline()
+        o.append(x)
+        b.append(y)
+        ratios.append(x / y)
     }
     return .object([
         ("case", .string(name)), ("ratio", .number(round3(median(ratios)))),
         ("ours", .number(median(o).rounded())), ("baseline", .number(median(b).rounded())), ("unit", .string(unit)),
-        ("rounds", .number(Double(rounds))), ("spread", .array([.number(round3(ratios.min() ?? 0)), .number(round3(ratios.max() ?? 0))])),
+        ("rounds", .number(Double(rounds))),
+        ("spread", .array([.number(round3(ratios.min() ?? 0)), .number(round3(ratios.max() ?? 0))])),
     ])
 }
 
@@ -59,19 +72,25 @@ func saveCase(_ s: Settings, history: Bool) throws -> Report {
     let context = container.newContext(name: "bench", author: "Bench")
     let baseline = try Baseline(path: dir + "/baseline.sqlite")
     var i = 0
-    return try compare(history ? "save-history" : "save-no-history", unit: "saves/s", rounds: s.rounds, ours: {
-        try throughput(s.saves) {
-            for _ in 0..<s.saves {
-                i += 1
-                try context.insert("Item", item(i))
-                try context.save()
+    return try compare(
+        history ? "save-history" : "save-no-history", unit: "saves/s", rounds: s.rounds,
+        ours: {
+            try throughput(s.saves) {
+                for _ in 0..<s.saves {
+                    i += 1
+                    try context.insert("Item", item(i))
+                    try context.save()
+                }
             }
-        }
-    }, baseline: {
-        try throughput(s.saves) {
-            for _ in 0..<s.saves { i += 1; try baseline.saveOne(i) }
-        }
-    })
+        },
+        baseline: {
+            try throughput(s.saves) {
+                for _ in 0..<s.saves {
+                    i += 1
+                    try baseline.saveOne(i)
+                }
+            }
+        })
 }
 
 func batchCase(_ s: Settings) throws -> Report {
@@ -81,14 +100,17 @@ func batchCase(_ s: Settings) throws -> Report {
     let context = container.newContext(name: "bench", author: "Bench")
     let baseline = try Baseline(path: dir + "/baseline.sqlite")
     var i = 0
-    return try compare("batch-insert", unit: "rows/s", rounds: s.rounds, ours: {
-        let rows = (0..<s.batch).map { item(i + $0) }
-        i += s.batch
-        return try throughput(s.batch) { try context.batchInsert("Item", rows) }
-    }, baseline: {
-        defer { i += s.batch }
-        return try throughput(s.batch) { try baseline.saveBatch(s.batch, from: i) }
-    })
+    return try compare(
+        "batch-insert", unit: "rows/s", rounds: s.rounds,
+        ours: {
+            let rows = (0..<s.batch).map { item(i + $0) }
+            i += s.batch
+            return try throughput(s.batch) { try context.batchInsert("Item", rows) }
+        },
+        baseline: {
+            defer { i += s.batch }
+            return try throughput(s.batch) { try baseline.saveBatch(s.batch, from: i) }
+        })
 }
 
 func updateCase(_ s: Settings) throws -> Report {
@@ -101,19 +123,25 @@ func updateCase(_ s: Settings) throws -> Report {
     let baseline = try Baseline(path: dir + "/baseline.sqlite")
     try baseline.saveOne(0)
     var flag = false
-    return try compare("update-property", unit: "saves/s", rounds: s.rounds, ours: {
-        try throughput(s.saves) {
-            for _ in 0..<s.saves {
-                flag.toggle()
-                try context.update(id, ["isRead": .bool(flag)])
-                try context.save()
+    return try compare(
+        "update-property", unit: "saves/s", rounds: s.rounds,
+        ours: {
+            try throughput(s.saves) {
+                for _ in 0..<s.saves {
+                    flag.toggle()
+                    try context.update(id, ["isRead": .bool(flag)])
+                    try context.save()
+                }
             }
-        }
-    }, baseline: {
-        try throughput(s.saves) {
-            for _ in 0..<s.saves { flag.toggle(); try baseline.updateOne(pk: 1, isRead: flag) }
-        }
-    })
+        },
+        baseline: {
+            try throughput(s.saves) {
+                for _ in 0..<s.saves {
+                    flag.toggle()
+                    try baseline.updateOne(pk: 1, isRead: flag)
+                }
+            }
+        })
 }
 
 // MARK: - History
@@ -127,14 +155,17 @@ func historyFetchCase(_ s: Settings, retained: Int, name: String) throws -> Repo
     let after = try container.currentToken()
     try fillHistory(container, path: path, count: s.fetch)
     let request = HistoryRequest(after: after)
-    var report = try compare(name, unit: "transactions/s", rounds: s.rounds, ours: {
-        var n = 0
-        let rate = try throughput(s.fetch) { try container.history(request) { n += $0.count } }
-        guard n == s.fetch else { throw BenchError("fetched \(n) of \(s.fetch)") }
-        return rate
-    }, baseline: {
-        try throughput(s.fetch) { _ = try Baseline.readHistory(path: path, after: after.value, count: s.fetch) }
-    })
+    var report = try compare(
+        name, unit: "transactions/s", rounds: s.rounds,
+        ours: {
+            var n = 0
+            let rate = try throughput(s.fetch) { try container.history(request) { n += $0.count } }
+            guard n == s.fetch else { throw BenchError("fetched \(n) of \(s.fetch)") }
+            return rate
+        },
+        baseline: {
+            try throughput(s.fetch) { _ = try Baseline.readHistory(path: path, after: after.value, count: s.fetch) }
+        })
     if case .object(var pairs) = report {
         pairs.append(("retained_before", .number(Double(retained))))
         report = .object(pairs)
@@ -182,7 +213,8 @@ func cleanerCase(_ s: Settings) throws -> Report {
     stop.stop()
     stop.waitDone()
     return .object([
-        ("case", .string("cleaner")), ("deleted", .number(Double(deleted))), ("deleted_per_s", .number((Double(deleted) / elapsed).rounded())),
+        ("case", .string("cleaner")), ("deleted", .number(Double(deleted))),
+        ("deleted_per_s", .number((Double(deleted) / elapsed).rounded())),
         ("max_writer_stall_ms", .number(round3(stalls.max * 1000))), ("writer_saves", .number(Double(stalls.count))),
         ("writer_failed", .number(Double(stalls.failed))), ("chunk", .number(1000)),
     ])
@@ -193,7 +225,12 @@ final class StopBox: @unchecked Sendable {
     private var flag = false, finished = false
     var stopped: Bool { lock.withLock { flag } }
     func stop() { lock.withLock { flag = true } }
-    func done() { lock.withLock { finished = true; lock.broadcast() } }
+    func done() {
+        lock.withLock {
+            finished = true
+            lock.broadcast()
+        }
+    }
     func waitDone() { lock.withLock { while !finished { lock.wait() } } }
 }
 
@@ -201,7 +238,12 @@ final class StopBox: @unchecked Sendable {
 final class StallBox: Sendable {
     private struct Figures { var max = 0.0, count = 0, failed = 0 }
     private let figures = Protected(Figures())
-    func record(_ d: Double) { figures.withLock { $0.max = Swift.max($0.max, d); $0.count += 1 } }
+    func record(_ d: Double) {
+        figures.withLock {
+            $0.max = Swift.max($0.max, d)
+            $0.count += 1
+        }
+    }
     func fail() { figures.withLock { $0.failed += 1 } }
     var max: Double { figures.withLock { $0.max } }
     var count: Int { figures.withLock { $0.count } }
@@ -213,8 +255,10 @@ final class StallBox: Sendable {
 /// The cost of advancing a consumer's token: LMDB write transactions without and with fsync.
 func tokenAdvanceCase(_ s: Settings) throws -> Report {
     var fields: [(String, JSONValue)] = [("case", .string("token-advance"))]
-    for (label, durability, count) in [("advance_us", TokenRegistry.Durability.processCrash, s.saves * 5),
-                                       ("advance_durable_us", TokenRegistry.Durability.powerLoss, max(20, s.saves / 10))] {
+    for (label, durability, count) in [
+        ("advance_us", TokenRegistry.Durability.processCrash, s.saves * 5),
+        ("advance_durable_us", TokenRegistry.Durability.powerLoss, max(20, s.saves / 10)),
+    ] {
         let dir = scratch()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let registry = try TokenRegistry(group: dir, durability: durability)
@@ -222,7 +266,9 @@ func tokenAdvanceCase(_ s: Settings) throws -> Report {
         var rounds: [Double] = []
         for r in 0..<s.rounds {
             let rate = try throughput(count) {
-                for i in 0..<count { try registry.advance("Bench", to: HistoryToken(storeID: store, value: Int64(r * count + i + 1))) }
+                for i in 0..<count {
+                    try registry.advance("Bench", to: HistoryToken(storeID: store, value: Int64(r * count + i + 1)))
+                }
             }
             rounds.append(1e6 / rate)
         }

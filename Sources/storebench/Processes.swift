@@ -61,7 +61,9 @@ func writerChild(group: String, seconds: Double, start: Double, author: String) 
     let container = try openStore(group: group, model: benchModel)
     let context = container.newContext(name: "writer", author: author)
     while now() < start { usleep(1000) }
-    var saves = 0, failed = 0, i = 0
+    var saves = 0
+    var failed = 0
+    var i = 0
     let end = start + seconds
     while now() < end {
         i += 1
@@ -86,7 +88,10 @@ func catchUpChild(group: String) throws {
     let t0 = now()
     var n = 0
     try view.sync { _ in n += 1 }
-    emitLine(.object([("merged", .number(Double(n))), ("seconds", .number(now() - t0)), ("peak_rss_mib", .number(peakRSSMiB()))]))
+    emitLine(
+        .object([
+            ("merged", .number(Double(n))), ("seconds", .number(now() - t0)), ("peak_rss_mib", .number(peakRSSMiB())),
+        ]))
 }
 
 // MARK: - Cases with processes
@@ -100,7 +105,8 @@ func latencyCase(_ s: Settings) throws -> Report {
     let (child, lines) = try spawnSelf(["latency-consumer", group, String(s.latencyCommits)])
     defer { if child.isRunning { child.terminate() } }
     guard lines.next() != nil else { throw BenchError("latency consumer did not start") }
-    var latencies: [Double] = [], saves: [Double] = []
+    var latencies: [Double] = []
+    var saves: [Double] = []
     for i in 1...s.latencyCommits {
         try context.insert("Item", item(i))
         let t0 = now()
@@ -110,14 +116,18 @@ func latencyCase(_ s: Settings) throws -> Report {
         while let line = lines.next() {
             let parts = line.dropFirst().dropLast().split(separator: ",")
             guard parts.count == 2, let t = Double(parts[0]), let end = Double(parts[1]) else { continue }
-            if Int64(t) >= token { latencies.append(end - t0); break }
+            if Int64(t) >= token {
+                latencies.append(end - t0)
+                break
+            }
         }
     }
     child.waitUntilExit()
     let ms = latencies.map { $0 * 1000 }
     return .object([
         ("case", .string("latency")), ("commits", .number(Double(latencies.count))),
-        ("median_ms", .number(round3(median(ms)))), ("p99_ms", .number(round3(percentile(ms, 0.99)))), ("max_ms", .number(round3(ms.max() ?? 0))),
+        ("median_ms", .number(round3(median(ms)))), ("p99_ms", .number(round3(percentile(ms, 0.99)))),
+        ("max_ms", .number(round3(ms.max() ?? 0))),
         ("save_median_ms", .number(round3(median(saves) * 1000))),
         ("note", .string("from just before save() in the writer to the end of sync() in the consumer process")),
     ])
@@ -131,11 +141,15 @@ func catchUpCase(_ s: Settings) throws -> Report {
     let line = lines.next() ?? ""
     child.waitUntilExit()
     guard let data = line.data(using: .utf8), let obj = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-          let merged = obj["merged"] as? Double, let rss = obj["peak_rss_mib"] as? Double, let seconds = obj["seconds"] as? Double else {
+        let merged = obj["merged"] as? Double, let rss = obj["peak_rss_mib"] as? Double,
+        let seconds = obj["seconds"] as? Double
+    else {
         throw BenchError("catch-up child failed: \(line)")
     }
-    return .object([("case", .string("catch-up-memory")), ("transactions", .number(merged)), ("peak_rss_mib", .number(round3(rss))),
-                    ("merged_per_s", .number((merged / seconds).rounded()))])
+    return .object([
+        ("case", .string("catch-up-memory")), ("transactions", .number(merged)), ("peak_rss_mib", .number(round3(rss))),
+        ("merged_per_s", .number((merged / seconds).rounded())),
+    ])
 }
 
 func writersCase(_ s: Settings, writers: Int, single: Double?) throws -> (Report, Double) {
@@ -144,18 +158,24 @@ func writersCase(_ s: Settings, writers: Int, single: Double?) throws -> (Report
     let group = dir + "/group"
     _ = try openStore(group: group, model: benchModel)
     let start = now() + 0.5
-    let children = try (0..<writers).map { w in try spawnSelf(["writer", group, String(s.writerSeconds), String(start), "W\(w)"]) }
-    var saves = 0.0, failed = 0.0
+    let children = try (0..<writers).map { w in
+        try spawnSelf(["writer", group, String(s.writerSeconds), String(start), "W\(w)"])
+    }
+    var saves = 0.0
+    var failed = 0.0
     for (p, lines) in children {
         if let line = lines.next(), let data = line.data(using: .utf8),
-           let obj = try? JSONSerialization.jsonObject(with: data) as? [String: Any] {
+            let obj = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        {
             saves += obj["saves"] as? Double ?? 0
             failed += obj["failed"] as? Double ?? 0
         }
         p.waitUntilExit()
     }
     let rate = saves / s.writerSeconds
-    var fields: [(String, JSONValue)] = [("case", .string("writers-\(writers)")), ("saves_per_s", .number(rate.rounded())), ("failed", .number(failed))]
+    var fields: [(String, JSONValue)] = [
+        ("case", .string("writers-\(writers)")), ("saves_per_s", .number(rate.rounded())), ("failed", .number(failed)),
+    ]
     if let single { fields.append(("ratio", .number(round3(rate / single)))) }
     return (.object(fields), rate)
 }

@@ -10,23 +10,32 @@ var json = false
 var only: Set<String>?
 
 func usage(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("error: \(message)\nusage: storebench [--quick|--smoke] [--json] [--rounds N] [--cases a,b]\n".utf8))
+    FileHandle.standardError.write(
+        Data("error: \(message)\nusage: storebench [--quick|--smoke] [--json] [--rounds N] [--cases a,b]\n".utf8))
     exit(2)
 }
 
 /// `storebench --child MODE …`: a process of a cross-process case (see Processes.swift).
-let childParser = CommandLineParser(tool: "storebench --child", summary: "a child process of a case", commands: [
-    Command("latency-consumer", "follow the store, print each merge", positionals: ["GROUP", "COUNT"]),
-    Command("writer", "save until the end time", positionals: ["GROUP", "SECONDS", "START", "AUTHOR"]),
-    Command("catch-up", "merge everything, print the peak memory", positionals: ["GROUP"]),
-])
-let benchParser = CommandLineParser(tool: "storebench", summary: "SharedStore against raw SQLite in the same run", commands: [
-    Command("", "run the cases", options: [
-        .flag("quick", "about a minute"), .flag("smoke", "a few hundred operations"), .flag("json", "JSON lines"),
-        .value("rounds", "N", "rounds per case (1 to 100)"), .value("cases", "a,b", "only these cases (or prefixes)"),
-        .flag("help", "show this help"),
-    ]),
-])
+let childParser = CommandLineParser(
+    tool: "storebench --child", summary: "a child process of a case",
+    commands: [
+        Command("latency-consumer", "follow the store, print each merge", positionals: ["GROUP", "COUNT"]),
+        Command("writer", "save until the end time", positionals: ["GROUP", "SECONDS", "START", "AUTHOR"]),
+        Command("catch-up", "merge everything, print the peak memory", positionals: ["GROUP"]),
+    ])
+let benchParser = CommandLineParser(
+    tool: "storebench", summary: "SharedStore against raw SQLite in the same run",
+    commands: [
+        Command(
+            "", "run the cases",
+            options: [
+                .flag("quick", "about a minute"), .flag("smoke", "a few hundred operations"),
+                .flag("json", "JSON lines"),
+                .value("rounds", "N", "rounds per case (1 to 100)"),
+                .value("cases", "a,b", "only these cases (or prefixes)"),
+                .flag("help", "show this help"),
+            ])
+    ])
 
 let words = Array(CommandLine.arguments.dropFirst())
 if words.first == "--child" {
@@ -53,8 +62,14 @@ do {
         print(benchParser.help(command), terminator: "")
         exit(0)
     case .run(let a):
-        if a.has("quick") { settings.size = .quick; settings.rounds = 3 }
-        if a.has("smoke") { settings.size = .smoke; settings.rounds = 1 }
+        if a.has("quick") {
+            settings.size = .quick
+            settings.rounds = 3
+        }
+        if a.has("smoke") {
+            settings.size = .smoke
+            settings.rounds = 1
+        }
         json = a.has("json")
         settings.rounds = try a.integer("rounds", in: 1...100) ?? settings.rounds
         only = a.value("cases").map { Set($0.split(separator: ",").map(String.init)) }
@@ -63,10 +78,15 @@ do {
     usage("\(error)")
 }
 
-@MainActor func want(_ name: String) -> Bool { only.map { $0.contains(name) || $0.contains(where: { name.hasPrefix($0) }) } ?? true }
+@MainActor func want(_ name: String) -> Bool {
+    only.map { $0.contains(name) || $0.contains(where: { name.hasPrefix($0) }) } ?? true
+}
 
 @MainActor func show(_ r: Report) {
-    if json { emitLine(r); return }
+    if json {
+        emitLine(r)
+        return
+    }
     guard case .object(let pairs) = r else { return }
     let name = pairs.first { $0.0 == "case" }.map { "\($0.1)".isEmpty ? "" : $0.1.serialized } ?? ""
     let rest = pairs.filter { $0.0 != "case" }.map { "\($0.0)=\($0.1.serialized)" }.joined(separator: " ")
@@ -74,15 +94,21 @@ do {
 }
 
 do {
-    show(.object([("case", .string("meta")), ("sqlite", .string(sqliteVersion())),
-                  ("pragmas", .string("journal_mode=WAL synchronous=NORMAL")), ("size", .string("\(settings.size)")),
-                  ("rounds", .number(Double(settings.rounds))), ("cores", .number(Double(ProcessInfo.processInfo.activeProcessorCount)))]))
+    show(
+        .object([
+            ("case", .string("meta")), ("sqlite", .string(sqliteVersion())),
+            ("pragmas", .string("journal_mode=WAL synchronous=NORMAL")), ("size", .string("\(settings.size)")),
+            ("rounds", .number(Double(settings.rounds))),
+            ("cores", .number(Double(ProcessInfo.processInfo.activeProcessorCount))),
+        ]))
     if want("save-history") { show(try saveCase(settings, history: true)) }
     if want("save-no-history") { show(try saveCase(settings, history: false)) }
     if want("batch-insert") { show(try batchCase(settings)) }
     if want("update-property") { show(try updateCase(settings)) }
     if want("history-fetch-1k") { show(try historyFetchCase(settings, retained: 1000, name: "history-fetch-1k")) }
-    if want("history-fetch-1m") { show(try historyFetchCase(settings, retained: settings.bigHistory, name: "history-fetch-1m")) }
+    if want("history-fetch-1m") {
+        show(try historyFetchCase(settings, retained: settings.bigHistory, name: "history-fetch-1m"))
+    }
     if want("latency") { show(try latencyCase(settings)) }
     if want("token-advance") { show(try tokenAdvanceCase(settings)) }
     if want("cleaner") { show(try cleanerCase(settings)) }

@@ -1,9 +1,10 @@
 import Foundation
 import ReadLater
 import SharedStore
-@testable import SharedStoreCore
 import SharedStoreSQLite
 import Testing
+
+@testable import SharedStoreCore
 
 /// Issue 9 at the library's level: tokens across a restore (invariant 2), group files (8), the
 /// registry's damage and deadlines (7). The scenarios 07–10 drive the same through the targets.
@@ -47,7 +48,9 @@ import Testing
             _ = try container.fetchHistory(HistoryRequest(after: HistoryToken(storeID: container.storeID, value: 6)))
         }
         // A token before the restore point still reads on.
-        #expect(try container.fetchHistory(HistoryRequest(after: HistoryToken(storeID: container.storeID, value: 3))).count == 8)
+        #expect(
+            try container.fetchHistory(HistoryRequest(after: HistoryToken(storeID: container.storeID, value: 3))).count
+                == 8)
 
         let report = try HistoryCleaner.clean(container: container, registry: registry)
         #expect(report.deleted == 0, "a consumer holding a lost token holds everything back")
@@ -63,7 +66,8 @@ import Testing
         let context = container.newContext(author: "A")
         try Fixtures.saveArticles(context, count: 1)
         try container.writer.withConnection { c in
-            try c.execute("""
+            try c.execute(
+                """
                 INSERT INTO ss_history(token, timestamp, author, context, process, executable, entities, changes)
                 VALUES (9223372036854775807, 0, 'x', NULL, 0, 'x', 0, x'0100')
                 """)

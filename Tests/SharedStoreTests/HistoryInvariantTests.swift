@@ -59,8 +59,10 @@ import Testing
 
     @Test func tokensFromTwoConnectionsComeBackInCommitOrder() throws {
         let group = TemporaryGroup()
-        let one = try group.open(), two = try group.open()
-        let c1 = one.newContext(author: "One"), c2 = two.newContext(author: "Two")
+        let one = try group.open()
+        let two = try group.open()
+        let c1 = one.newContext(author: "One")
+        let c2 = two.newContext(author: "Two")
         var committed: [HistoryToken] = []
         for i in 0..<20 {
             let context = i % 3 == 0 ? c2 : c1
@@ -96,7 +98,9 @@ import Testing
         #expect(token.value == last.value + 1)
         #expect(try reopened.fetchHistory(HistoryRequest(after: last)).map(\.token) == [token])
         #expect(try reopened.historyCount() == 1)
-        let failed = StoreVerifier.verify(container: reopened, registry: try TokenRegistry(group: group.path)).filter { !$0.ok }
+        let failed = StoreVerifier.verify(container: reopened, registry: try TokenRegistry(group: group.path)).filter {
+            !$0.ok
+        }
         #expect(failed.isEmpty, "\(failed)")
         #expect(try reopened.deleteHistory(through: token) == 1)
         #expect(try reopened.historyCount() == 0)
@@ -125,7 +129,10 @@ import Testing
             #expect(error.code == .historyExpired)
             #expect(error.message.contains("ahead of this store's newest transaction"))
         }
-        for bad in ["", "abc", "12", "12.xyz", "-1.\(String(repeating: "a", count: 32))", "1.\(String(repeating: "g", count: 32))", "1..2"] {
+        for bad in [
+            "", "abc", "12", "12.xyz", "-1.\(String(repeating: "a", count: 32))",
+            "1.\(String(repeating: "g", count: 32))", "1..2",
+        ] {
             expectStoreError(.malformedToken) { _ = try container.token(parsing: bad) }
         }
         // Printing and parsing round-trip, and Codable too.
@@ -155,10 +162,15 @@ import Testing
     @Test func historyRequestsFilterStreamAndLimit() throws {
         let group = TemporaryGroup()
         let container = try group.open()
-        let a = container.newContext(author: "A"), b = container.newContext(author: "B")
+        let a = container.newContext(author: "A")
+        let b = container.newContext(author: "B")
         for i in 0..<30 {
             let context = i.isMultiple(of: 2) ? a : b
-            if i % 5 == 0 { try context.insert(ReadLater.Category(name: "c\(i)")) } else { try context.insert(Fixtures.article("\(i)", i)) }
+            if i % 5 == 0 {
+                try context.insert(ReadLater.Category(name: "c\(i)"))
+            } else {
+                try context.insert(Fixtures.article("\(i)", i))
+            }
             try context.save()
         }
         #expect(try container.fetchHistory(HistoryRequest(excludingAuthors: ["A"])).count == 15)
@@ -182,7 +194,9 @@ import Testing
         let group = TemporaryGroup()
         let container = try group.open()
         let context = container.newContext(name: "batch", author: "Importer")
-        let rows: [[String: Value]] = (0..<50).map { ["title": .string("t\($0)"), "url": .string("https://x.example/\($0)"), "createdAt": .date(Date())] }
+        let rows: [[String: Value]] = (0..<50).map {
+            ["title": .string("t\($0)"), "url": .string("https://x.example/\($0)"), "createdAt": .date(Date())]
+        }
         let inserted = try context.batchInsert("Article", rows)
         #expect(inserted.count == 50)
         let updated = try context.batchUpdate("Article", where: Key("title").beginsWith("t1"), set: ["isRead": true])
@@ -192,7 +206,10 @@ import Testing
         let history = try container.fetchHistory(HistoryRequest())
         #expect(history.map(\.changes.count) == [50, 11, 11])
         #expect(history[1].changes.allSatisfy { $0.kind == .update && $0.updatedProperties == ["isRead"] })
-        #expect(history[2].changes.allSatisfy { $0.kind == .delete && $0.tombstone?["title"]?.stringValue?.hasPrefix("t1") == true })
+        #expect(
+            history[2].changes.allSatisfy {
+                $0.kind == .delete && $0.tombstone?["title"]?.stringValue?.hasPrefix("t1") == true
+            })
         #expect(try context.count(FetchRequest("Article")) == 39)
 
         // A bad row rejects the whole batch.

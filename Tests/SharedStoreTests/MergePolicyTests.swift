@@ -1,9 +1,10 @@
 import Foundation
 import ReadLater
 import SharedStore
-@testable import SharedStoreCore
 import SharedStoreSQLite
 import Testing
+
+@testable import SharedStoreCore
 
 /// Each merge policy against each kind of conflict, with two contexts in one process and with a
 /// second real process.
@@ -130,7 +131,9 @@ import Testing
         let view = s.container.newContext()
         #expect(try view.count(FetchRequest("Tag")) == 1, "the two became one")
         #expect(result.permanentID(for: tag) == survivor)
-        #expect(try view.object(with: result.permanentID(for: card)).relationships["tag"] == survivor, "relationships point to the survivor")
+        #expect(
+            try view.object(with: result.permanentID(for: card)).relationships["tag"] == survivor,
+            "relationships point to the survivor")
         let color = try view.object(with: survivor)["color"]
         switch policy {
         case .storeTrump, .rollback: #expect(color == "orange")
@@ -149,7 +152,9 @@ import Testing
         let mine = container.newContext(author: "Mine")
         mine.mergePolicy = policy
         _ = try mine.object(with: article)
-        let other = try Child("sharedstore-helper", ["set-title", "--group", group.path, "--id", article.description, "--title", "theirs"])
+        let other = try Child(
+            "sharedstore-helper",
+            ["set-title", "--group", group.path, "--id", article.description, "--title", "theirs"])
         #expect(try other.waitForExit() == 0)
         try mine.update(article, ["title": "mine", "isRead": true])
         if policy == .error {
@@ -158,12 +163,13 @@ import Testing
             try mine.save()
         }
         let after = try container.newContext().object(with: article)
-        let expected: (Value, Value) = switch policy {
-        case .error: ("theirs", false)
-        case .storeTrump: ("theirs", true)
-        case .objectTrump, .overwrite: ("mine", true)
-        case .rollback: ("theirs", false)
-        }
+        let expected: (Value, Value) =
+            switch policy {
+            case .error: ("theirs", false)
+            case .storeTrump: ("theirs", true)
+            case .objectTrump, .overwrite: ("mine", true)
+            case .rollback: ("theirs", false)
+            }
         #expect(after["title"] == expected.0 && after["isRead"] == expected.1)
 
         // And a category both processes create: one survives.

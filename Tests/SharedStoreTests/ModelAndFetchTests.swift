@@ -68,34 +68,50 @@ import Testing
         let names = ["Café au lait", "CAFE society", "Swift concurrency", "Naïve Bayes", "zebra"]
         var ids: [ObjectID] = []
         for (i, t) in names.enumerated() {
-            ids.append(try context.insert(ReadLater.Article(title: t, url: "https://x.example/\(i)",
-                                                            createdAt: Date(timeIntervalSince1970: Double(i * 100)),
-                                                            isRead: i.isMultiple(of: 2), category: i < 2 ? food : i == 2 ? swift : nil)))
+            ids.append(
+                try context.insert(
+                    ReadLater.Article(
+                        title: t, url: "https://x.example/\(i)",
+                        createdAt: Date(timeIntervalSince1970: Double(i * 100)),
+                        isRead: i.isMultiple(of: 2), category: i < 2 ? food : i == 2 ? swift : nil)))
         }
         try context.save()
         func titles(_ c: Condition, sort: [SortKey] = [Key("title").ascending]) throws -> [String] {
             try context.fetch(ReadLater.Article.self, where: c, sortedBy: sort).map(\.title)
         }
-        #expect(try titles(Key("title").contains("cafe", .caseInsensitive, .diacriticInsensitive)) == ["CAFE society", "Café au lait"])
+        #expect(
+            try titles(Key("title").contains("cafe", .caseInsensitive, .diacriticInsensitive)) == [
+                "CAFE society", "Café au lait",
+            ])
         #expect(try titles(Key("title").contains("cafe", .caseInsensitive)) == ["CAFE society"])
         #expect(try titles(Key("title").contains("Caf")) == ["Café au lait"])
-        #expect(try titles(Key("title").beginsWith("naive", .caseInsensitive, .diacriticInsensitive)) == ["Naïve Bayes"])
+        #expect(
+            try titles(Key("title").beginsWith("naive", .caseInsensitive, .diacriticInsensitive)) == ["Naïve Bayes"])
         #expect(try titles(Key("title").endsWith("RA", .caseInsensitive)) == ["zebra"])
         #expect(try titles(Key("title").like("*con?urrency")) == ["Swift concurrency"])
         #expect(try titles(Key("title").equals("ZEBRA", .caseInsensitive)) == ["zebra"])
         #expect(try titles(Key("title") == "zebra") == ["zebra"])
         #expect(try titles(Key("title") != "zebra").count == 4)
-        #expect(try titles(Key("createdAt") < .date(Date(timeIntervalSince1970: 150))) == ["CAFE society", "Café au lait"])
+        #expect(
+            try titles(Key("createdAt") < .date(Date(timeIntervalSince1970: 150))) == ["CAFE society", "Café au lait"])
         #expect(try titles(Key("createdAt") >= .date(Date(timeIntervalSince1970: 300))) == ["Naïve Bayes", "zebra"])
-        #expect(try titles(Key("createdAt").between(.date(Date(timeIntervalSince1970: 100)), .date(Date(timeIntervalSince1970: 200)))).count == 2)
+        #expect(
+            try titles(
+                Key("createdAt").between(
+                    .date(Date(timeIntervalSince1970: 100)), .date(Date(timeIntervalSince1970: 200)))
+            ).count == 2)
         #expect(try titles(Key("title").among(["zebra", "nope", "Naïve Bayes"])) == ["Naïve Bayes", "zebra"])
         #expect(try titles(Key("category.name") == "Food") == ["CAFE society", "Café au lait"])
         #expect(try titles(!(Key("category.name") == "Food")) == ["Naïve Bayes", "Swift concurrency", "zebra"])
         #expect(try titles(Key("category") == nil) == ["Naïve Bayes", "zebra"])
         #expect(try titles(Key("isRead") == true && Key("category.name") == "Food") == ["Café au lait"])
-        #expect(try titles(Key("isRead") == false || Key("title") == "zebra") == ["CAFE society", "Naïve Bayes", "zebra"])
-        #expect(try titles(.always, sort: [Key("category.name").descending, Key("title").ascending]).first == "Swift concurrency")
-        let window = try context.fetch(FetchRequest("Article", sortedBy: [Key("createdAt").ascending], limit: 2, offset: 1))
+        #expect(
+            try titles(Key("isRead") == false || Key("title") == "zebra") == ["CAFE society", "Naïve Bayes", "zebra"])
+        #expect(
+            try titles(.always, sort: [Key("category.name").descending, Key("title").ascending]).first
+                == "Swift concurrency")
+        let window = try context.fetch(
+            FetchRequest("Article", sortedBy: [Key("createdAt").ascending], limit: 2, offset: 1))
         #expect(window.map { $0["title"] } == ["CAFE society", "Swift concurrency"])
         #expect(try context.count(FetchRequest("Article", where: Key("isRead") == true)) == 3)
         // A value that looks like SQL is only ever a value.
@@ -104,7 +120,10 @@ import Testing
         expectStoreError(.unknownProperty) { _ = try titles(Key("category.nope") == 1) }
         expectStoreError(.validation) { _ = try titles(Key("isRead") == "yes") }
         expectStoreError(.invalidArgument) { _ = try context.fetch(FetchRequest("Article", limit: -1)) }
-        #expect(try context.related("articles", of: context.fetch(ReadLater.Category.self, where: Key("name") == "Food")[0].id!).count == 2)
+        #expect(
+            try context.related(
+                "articles", of: context.fetch(ReadLater.Category.self, where: Key("name") == "Food")[0].id!
+            ).count == 2)
     }
 
     @Test func deleteRulesNullifyCascadeAndDeny() throws {
@@ -166,13 +185,18 @@ import Testing
         let (p, s, l) = (saved.permanentID(for: post), saved.permanentID(for: swift), saved.permanentID(for: linux))
         #expect(try context.related("topics", of: p) == [s, l])
         #expect(try context.related("posts", of: s) == [p])
-        #expect(try container.fetchHistory(HistoryRequest()).last?.changes.map(\.kind) == [.insert, .insert, .insert], "inserts absorb the link updates")
+        #expect(
+            try container.fetchHistory(HistoryRequest()).last?.changes.map(\.kind) == [.insert, .insert, .insert],
+            "inserts absorb the link updates")
 
         try context.unrelate(p, "topics", from: l)
         try context.unrelate(p, "topics", from: l)
         try context.save()
         let unlink = try #require(try container.fetchHistory(HistoryRequest()).last)
-        #expect(Set(unlink.changes.map { "\($0.objectID) \($0.updatedProperties)" }) == ["\(p) [\"topics\"]", "\(l) [\"posts\"]"])
+        #expect(
+            Set(unlink.changes.map { "\($0.objectID) \($0.updatedProperties)" }) == [
+                "\(p) [\"topics\"]", "\(l) [\"posts\"]",
+            ])
         #expect(try context.related("posts", of: l).isEmpty)
 
         // Topic.posts is deny: a linked topic cannot go; Post.topics is nullify: a post can.
@@ -182,7 +206,10 @@ import Testing
         try context.delete(p)
         try context.save()
         #expect(try context.related("posts", of: s).isEmpty)
-        #expect(try container.fetchHistory(HistoryRequest()).last?.changes.contains { $0.objectID == s && $0.updatedProperties == ["posts"] } == true)
+        #expect(
+            try container.fetchHistory(HistoryRequest()).last?.changes.contains {
+                $0.objectID == s && $0.updatedProperties == ["posts"]
+            } == true)
 
         // Shelf.books is cascade.
         let shelf = try context.insert("Shelf", ["name": "s"])
@@ -196,7 +223,8 @@ import Testing
         expectStoreError(.unknownProperty) { try context.relate(s, "name", to: s) }
         expectStoreError(.validation) { try context.relate(ids.permanentID(for: book), "shelves", to: s) }
         let registryGroup = TemporaryGroup()
-        let failed = StoreVerifier.verify(container: container, registry: try TokenRegistry(group: registryGroup.path)).filter { !$0.ok }
+        let failed = StoreVerifier.verify(container: container, registry: try TokenRegistry(group: registryGroup.path))
+            .filter { !$0.ok }
         #expect(failed.isEmpty, "\(failed)")
     }
 
@@ -222,7 +250,8 @@ import Testing
         let container = try memory()
         let context = container.newContext(author: "T")
         let cat = try context.insert(ReadLater.Category(name: "Swift"))
-        var article = ReadLater.Article(title: "Hello", url: "https://swift.org", createdAt: Date(timeIntervalSince1970: 5), category: cat)
+        var article = ReadLater.Article(
+            title: "Hello", url: "https://swift.org", createdAt: Date(timeIntervalSince1970: 5), category: cat)
         let temp = try context.insert(article)
         let saved = try context.save().permanentID(for: temp)
         article = try context.record(ReadLater.Article.self, with: saved)
@@ -238,24 +267,43 @@ import Testing
         // Ids print, parse and encode.
         #expect(try container.objectID(parsing: saved.description) == saved)
         #expect(try JSONDecoder().decode(ObjectID.self, from: JSONEncoder().encode(saved)) == saved)
-        for bad in ["Article", "Article/", "Article/x", "Article/-1", "Article/0", "/1", "Nope/1", "Article/1/2", "Article/+1"] {
+        for bad in [
+            "Article", "Article/", "Article/x", "Article/-1", "Article/0", "/1", "Nope/1", "Article/1/2", "Article/+1",
+        ] {
             expectStoreError(.malformedID) { _ = try container.objectID(parsing: bad) }
         }
-        expectStoreError(.objectNotFound) { _ = try context.object(with: ObjectID(storeID: container.storeID, entity: "Article", primaryKey: 999)) }
-        expectStoreError(.objectNotFound) { try context.update(ObjectID(storeID: container.storeID, entity: "Article", primaryKey: 999), ["isRead": true]) }
+        expectStoreError(.objectNotFound) {
+            _ = try context.object(with: ObjectID(storeID: container.storeID, entity: "Article", primaryKey: 999))
+        }
+        expectStoreError(.objectNotFound) {
+            try context.update(
+                ObjectID(storeID: container.storeID, entity: "Article", primaryKey: 999), ["isRead": true])
+        }
     }
 
     @Test func invalidModelsAreRejected() {
         expectStoreError(.invalidModel) { _ = try Model([]) }
-        expectStoreError(.invalidModel) { _ = try Model([Entity("A", attributes: [Attribute("x", .string), Attribute("x", .integer)])]) }
-        expectStoreError(.invalidModel) { _ = try Model([Entity("A b", attributes: [])]) }
-        expectStoreError(.invalidModel) { _ = try Model([Entity("A", attributes: [], relationships: [.toOne("b", "B", inverse: "a")])]) }
-        expectStoreError(.invalidModel) { _ = try Model([Entity("A", attributes: [Attribute("x", .string, pattern: "(")])]) }
-        expectStoreError(.invalidModel) { _ = try Model([Entity("A", attributes: [Attribute("x", .string, default: 3)])]) }
-        expectStoreError(.invalidModel) { _ = try Model([Entity("A", attributes: [Attribute("x", .string)], uniquenessConstraints: [["y"]])]) }
         expectStoreError(.invalidModel) {
-            _ = try Model([Entity("A", attributes: [], relationships: [.toOne("b", "B", inverse: "a")]),
-                           Entity("B", attributes: [], relationships: [.toOne("a", "A", inverse: "b")])])
+            _ = try Model([Entity("A", attributes: [Attribute("x", .string), Attribute("x", .integer)])])
+        }
+        expectStoreError(.invalidModel) { _ = try Model([Entity("A b", attributes: [])]) }
+        expectStoreError(.invalidModel) {
+            _ = try Model([Entity("A", attributes: [], relationships: [.toOne("b", "B", inverse: "a")])])
+        }
+        expectStoreError(.invalidModel) {
+            _ = try Model([Entity("A", attributes: [Attribute("x", .string, pattern: "(")])])
+        }
+        expectStoreError(.invalidModel) {
+            _ = try Model([Entity("A", attributes: [Attribute("x", .string, default: 3)])])
+        }
+        expectStoreError(.invalidModel) {
+            _ = try Model([Entity("A", attributes: [Attribute("x", .string)], uniquenessConstraints: [["y"]])])
+        }
+        expectStoreError(.invalidModel) {
+            _ = try Model([
+                Entity("A", attributes: [], relationships: [.toOne("b", "B", inverse: "a")]),
+                Entity("B", attributes: [], relationships: [.toOne("a", "A", inverse: "b")]),
+            ])
         }
     }
 }

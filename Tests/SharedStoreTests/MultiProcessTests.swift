@@ -11,7 +11,8 @@ import Testing
         let start = try container.currentToken()
         let count = 150
         let writers = try ["Left", "Right"].map { author in
-            try Child("sharedstore-helper", ["write", "--group", group.path, "--author", author, "--count", "\(count)"])
+            try Child(
+                "sharedstore-helper", ["write", "--group", group.path, "--author", author, "--count", "\(count)"])
         }
         for writer in writers { #expect(try writer.waitForExit() == 0) }
         let history = try container.fetchHistory(HistoryRequest(after: start))
@@ -23,7 +24,9 @@ import Testing
             #expect(Set(mine.map(\.processID)).count == 1)
             #expect(mine.allSatisfy { $0.executable == "sharedstore-helper" })
             // Each writer's saves appear in the order it made them.
-            let titles = try mine.map { t in try container.newContext().object(with: t.changes[0].objectID)["title"].stringValue ?? "" }
+            let titles = try mine.map { t in
+                try container.newContext().object(with: t.changes[0].objectID)["title"].stringValue ?? ""
+            }
             #expect(titles == (0..<count).map { "\(author)-\($0)" })
         }
         #expect(try container.newContext().count(FetchRequest("Article")) == 2 * count)

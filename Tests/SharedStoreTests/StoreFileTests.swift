@@ -1,9 +1,10 @@
 import Foundation
 import ReadLater
 import SharedStore
-@testable import SharedStoreCore
 import SharedStoreSQLite
 import Testing
+
+@testable import SharedStoreCore
 
 /// Opening group directories: permissions, schema checks, foreign and corrupt files (invariant 8).
 @Suite struct StoreFileTests {

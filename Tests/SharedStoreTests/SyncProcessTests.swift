@@ -2,10 +2,11 @@ import CLMDB
 import Foundation
 import ReadLater
 import SharedStore
-@testable import SharedStoreCore
 import SharedStoreLMDB
-@testable import SharedStoreSync
 import Testing
+
+@testable import SharedStoreCore
+@testable import SharedStoreSync
 
 /// Invariants 3 to 7 across real processes: watchers, kills, the cleaner, the registry.
 @Suite struct SyncProcessTests {
@@ -21,9 +22,12 @@ import Testing
         let group = TemporaryGroup()
         let container = try group.open()
         let n = 60
-        let watcher = try helper("watch", "--group", group.path, "--consumer", "Watcher", "--count", "\(2 * n)", "--poll", "5")
+        let watcher = try helper(
+            "watch", "--group", group.path, "--consumer", "Watcher", "--count", "\(2 * n)", "--poll", "5")
         try watcher.waitForLine("ready") { $0.contains("\"ready\"") }
-        let writers = try ["Left", "Right", "Watcher"].map { try helper("write", "--group", group.path, "--author", $0, "--count", "\(n)") }
+        let writers = try ["Left", "Right", "Watcher"].map {
+            try helper("write", "--group", group.path, "--author", $0, "--count", "\(n)")
+        }
         for w in writers { #expect(try w.waitForExit() == 0) }
         #expect(try watcher.waitForExit() == 0)
 
@@ -55,11 +59,15 @@ import Testing
         let beforeKill = first.lines.map(json).compactMap { $0["token"] as? String }.map(tokenValue)
         let all = try container.fetchHistory(HistoryRequest()).map(\.token.value)
         let remaining = all.filter { $0 > saved }
-        #expect(Set(all.filter { $0 <= saved }).isSubset(of: Set(beforeKill)), "every acknowledged transaction was delivered before the kill")
+        #expect(
+            Set(all.filter { $0 <= saved }).isSubset(of: Set(beforeKill)),
+            "every acknowledged transaction was delivered before the kill")
 
-        let second = try helper("watch", "--group", group.path, "--consumer", "Phoenix", "--count", "\(remaining.count)")
+        let second = try helper(
+            "watch", "--group", group.path, "--consumer", "Phoenix", "--count", "\(remaining.count)")
         #expect(try second.waitForExit() == 0)
-        let afterRestart = second.lines.map(json).filter { $0["author"] != nil }.compactMap { $0["token"] as? String }.map(tokenValue)
+        let afterRestart = second.lines.map(json).filter { $0["author"] != nil }.compactMap { $0["token"] as? String }
+            .map(tokenValue)
         #expect(afterRestart == remaining, "no gap and no duplicate after the saved token")
         #expect(Set(beforeKill).union(afterRestart) == Set(all))
         let view = try #require(second.lines.map(json).last?["view"] as? [String])
@@ -87,7 +95,8 @@ import Testing
         // One consumer registered but never synced: nothing may go.
         #expect(try helper("register", "--group", group.path, "--consumer", "Lazy").waitForExit() == 0)
         var report = try HistoryCleaner.clean(container: container, registry: registry)
-        #expect(report.deleted == 0 && report.through == nil && report.oldestConsumer == "Lazy" && report.remaining == 25)
+        #expect(
+            report.deleted == 0 && report.through == nil && report.oldestConsumer == "Lazy" && report.remaining == 25)
         try registry.remove("Lazy")
 
         // Three consumers at 10, 20, 25: exactly through 10.
@@ -95,13 +104,17 @@ import Testing
         #expect(dry.deleted == 10 && dry.remaining == 15)
         #expect(try container.historyCount() == 25)
         report = try HistoryCleaner.clean(container: container, registry: registry)
-        #expect(report.deleted == 10 && report.through?.value == 10 && report.oldestConsumer == "C" && report.remaining == 15)
+        #expect(
+            report.deleted == 10 && report.through?.value == 10 && report.oldestConsumer == "C"
+                && report.remaining == 15)
         #expect(try container.fetchHistory(HistoryRequest()).first?.token.value == 11)
 
         // Evict C (not seen since before A and B synced), then clean through A.
-        let c = try #require(try registry.consumer("C")), a = try #require(try registry.consumer("A"))
+        let c = try #require(try registry.consumer("C"))
+        let a = try #require(try registry.consumer("A"))
         let middle = c.updatedAt.addingTimeInterval(a.updatedAt.timeIntervalSince(c.updatedAt) / 2)
-        report = try HistoryCleaner.clean(container: container, registry: registry, evictAfter: Date().timeIntervalSince(middle))
+        report = try HistoryCleaner.clean(
+            container: container, registry: registry, evictAfter: Date().timeIntervalSince(middle))
         #expect(report.evicted == ["C"])
         #expect(report.through?.value == 20 && report.oldestConsumer == "A" && report.deleted == 10)
 
@@ -123,7 +136,9 @@ import Testing
         var generator = SystemRandomNumberGenerator()
         let children = try (0..<4).map { p -> Child in
             let values = (1...200).map { _ in Int.random(in: 1...1000, using: &generator) } + (p == 2 ? [1234] : [])
-            return try helper("advance", "--group", group.path, "--consumer", "Shared", "--tokens", values.shuffled().map(String.init).joined(separator: ","))
+            return try helper(
+                "advance", "--group", group.path, "--consumer", "Shared", "--tokens",
+                values.shuffled().map(String.init).joined(separator: ","))
         }
         for c in children { #expect(try c.waitForExit() == 0) }
         #expect(try TokenRegistry(group: group.path).consumer("Shared")?.token?.value == 1234)
@@ -188,7 +203,9 @@ import Testing
         #expect(try !registry.remove("B"))
         #expect(try registry.consumers().map(\.name) == ["A"])
         expectStoreError(.invalidArgument) { try registry.register("") }
-        let mode = (try FileManager.default.attributesOfItem(atPath: group.path + "/tokens.lmdb")[.posixPermissions] as? NSNumber)?.intValue
+        let mode =
+            (try FileManager.default.attributesOfItem(atPath: group.path + "/tokens.lmdb")[.posixPermissions]
+            as? NSNumber)?.intValue
         #expect(mode == 0o600)
     }
 
@@ -209,7 +226,9 @@ import Testing
         try context.insert(Fixtures.article("new"))
         try context.save()
         #expect(try registry.consumer("Widget")?.token?.storeID != fresh.storeID)
-        #expect(try registry.minimum(storeID: fresh.storeID)?.value == 0, "a foreign token is not trusted: it needs everything")
+        #expect(
+            try registry.minimum(storeID: fresh.storeID)?.value == 0,
+            "a foreign token is not trusted: it needs everything")
         let view = try ViewContext(container: fresh, registry: registry, consumer: "Widget")
         let result = try view.sync()
         #expect(result.expired && result.reloaded)
@@ -266,7 +285,10 @@ import Testing
         let writer = container.newContext(author: "Other")
         let cat = try writer.insert(ReadLater.Category(name: "Swift"))
         var ids: [ObjectID] = []
-        for i in 0..<10 { ids.append(try writer.insert(ReadLater.Article(title: "a\(i)", url: "https://x.example/\(i)", category: cat))) }
+        for i in 0..<10 {
+            ids.append(
+                try writer.insert(ReadLater.Article(title: "a\(i)", url: "https://x.example/\(i)", category: cat)))
+        }
         let saved = try writer.save()
         let start = try #require(saved.token)
         try writer.update(saved.permanentID(for: ids[0]), ["isRead": true])
@@ -278,7 +300,9 @@ import Testing
 
         var reported: [Int64] = []
         let result = try view.sync { reported.append($0.token.value) }
-        #expect(result.transactions == 2 && reported == [start.value, start.value + 1], "own transaction merged, not reported")
+        #expect(
+            result.transactions == 2 && reported == [start.value, start.value + 1],
+            "own transaction merged, not reported")
         let fresh = try container.model.entities.flatMap { try container.newContext().fetch(FetchRequest($0.name)) }
         #expect(Dictionary(uniqueKeysWithValues: fresh.map { ($0.id, $0) }) == view.objects)
 

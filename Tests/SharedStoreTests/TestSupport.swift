@@ -9,7 +9,8 @@ final class TemporaryGroup {
     let path: String
 
     init() {
-        let base = FileManager.default.temporaryDirectory.appendingPathComponent("sharedstore-tests-\(UUID().uuidString)")
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "sharedstore-tests-\(UUID().uuidString)")
         root = base.path
         path = base.appendingPathComponent("group").path
     }
@@ -18,7 +19,9 @@ final class TemporaryGroup {
 
     /// Opens the store as a target does, with the change signal attached (`signal: false`:
     /// without it, as a writer whose signals are lost).
-    func open(_ model: Model = ReadLater.model, options: Container.Options = Container.Options(), signal: Bool = true) throws -> Container {
+    func open(_ model: Model = ReadLater.model, options: Container.Options = Container.Options(), signal: Bool = true)
+        throws -> Container
+    {
         let container = try Container(group: path, model: model, options: options)
         if signal { try ChangeSignal.attach(to: container) }
         return container
@@ -32,40 +35,53 @@ enum Fixtures {
     static let allTypes: Model = {
         do {
             return try Model([
-                Entity("Thing", attributes: [
-                    Attribute("s", .string, optional: true),
-                    Attribute("i", .integer, optional: true),
-                    Attribute("d", .double, optional: true),
-                    Attribute("b", .bool, default: true),
-                    Attribute("t", .date, optional: true),
-                    Attribute("bin", .data, optional: true),
-                    Attribute("u", .uuid, optional: true),
-                    Attribute("code", .string, optional: true, minLength: 2, maxLength: 4, pattern: "[A-Z]+"),
-                    Attribute("score", .integer, optional: true, minValue: 0, maxValue: 10),
-                ]),
-                Entity("Folder", attributes: [Attribute("name", .string)], relationships: [
-                    .toMany("notes", "Note", inverse: "folder", deleteRule: .cascade),
-                    .toMany("pins", "Pin", inverse: "folder", deleteRule: .deny),
-                ]),
-                Entity("Note", attributes: [Attribute("text", .string, preservedInHistory: true)],
-                       relationships: [.toOne("folder", "Folder", inverse: "notes", deleteRule: .nullify)]),
-                Entity("Pin", attributes: [Attribute("x", .integer)],
-                       relationships: [.toOne("folder", "Folder", inverse: "pins", deleteRule: .nullify)]),
-                Entity("Seat", attributes: [Attribute("row", .string), Attribute("number", .integer)],
-                       uniquenessConstraints: [["row", "number"]]),
-                Entity("Tag", attributes: [Attribute("name", .string), Attribute("color", .string, optional: true)],
-                       relationships: [.toMany("cards", "Card", inverse: "tag")], uniquenessConstraints: [["name"]]),
-                Entity("Card", attributes: [Attribute("title", .string), Attribute("done", .bool, default: false)],
-                       relationships: [.toOne("tag", "Tag", inverse: "cards")]),
+                Entity(
+                    "Thing",
+                    attributes: [
+                        Attribute("s", .string, optional: true),
+                        Attribute("i", .integer, optional: true),
+                        Attribute("d", .double, optional: true),
+                        Attribute("b", .bool, default: true),
+                        Attribute("t", .date, optional: true),
+                        Attribute("bin", .data, optional: true),
+                        Attribute("u", .uuid, optional: true),
+                        Attribute("code", .string, optional: true, minLength: 2, maxLength: 4, pattern: "[A-Z]+"),
+                        Attribute("score", .integer, optional: true, minValue: 0, maxValue: 10),
+                    ]),
+                Entity(
+                    "Folder", attributes: [Attribute("name", .string)],
+                    relationships: [
+                        .toMany("notes", "Note", inverse: "folder", deleteRule: .cascade),
+                        .toMany("pins", "Pin", inverse: "folder", deleteRule: .deny),
+                    ]),
+                Entity(
+                    "Note", attributes: [Attribute("text", .string, preservedInHistory: true)],
+                    relationships: [.toOne("folder", "Folder", inverse: "notes", deleteRule: .nullify)]),
+                Entity(
+                    "Pin", attributes: [Attribute("x", .integer)],
+                    relationships: [.toOne("folder", "Folder", inverse: "pins", deleteRule: .nullify)]),
+                Entity(
+                    "Seat", attributes: [Attribute("row", .string), Attribute("number", .integer)],
+                    uniquenessConstraints: [["row", "number"]]),
+                Entity(
+                    "Tag", attributes: [Attribute("name", .string), Attribute("color", .string, optional: true)],
+                    relationships: [.toMany("cards", "Card", inverse: "tag")], uniquenessConstraints: [["name"]]),
+                Entity(
+                    "Card", attributes: [Attribute("title", .string), Attribute("done", .bool, default: false)],
+                    relationships: [.toOne("tag", "Tag", inverse: "cards")]),
                 // Many-to-many, with each delete rule.
-                Entity("Post", attributes: [Attribute("title", .string)],
-                       relationships: [.toMany("topics", "Topic", inverse: "posts", deleteRule: .nullify)]),
-                Entity("Topic", attributes: [Attribute("name", .string)],
-                       relationships: [.toMany("posts", "Post", inverse: "topics", deleteRule: .deny)]),
-                Entity("Shelf", attributes: [Attribute("name", .string)],
-                       relationships: [.toMany("books", "Book", inverse: "shelves", deleteRule: .cascade)]),
-                Entity("Book", attributes: [Attribute("title", .string)],
-                       relationships: [.toMany("shelves", "Shelf", inverse: "books", deleteRule: .nullify)]),
+                Entity(
+                    "Post", attributes: [Attribute("title", .string)],
+                    relationships: [.toMany("topics", "Topic", inverse: "posts", deleteRule: .nullify)]),
+                Entity(
+                    "Topic", attributes: [Attribute("name", .string)],
+                    relationships: [.toMany("posts", "Post", inverse: "topics", deleteRule: .deny)]),
+                Entity(
+                    "Shelf", attributes: [Attribute("name", .string)],
+                    relationships: [.toMany("books", "Book", inverse: "shelves", deleteRule: .cascade)]),
+                Entity(
+                    "Book", attributes: [Attribute("title", .string)],
+                    relationships: [.toMany("shelves", "Shelf", inverse: "books", deleteRule: .nullify)]),
             ])
         } catch {
             preconditionFailure("fixture model: \(error)")
@@ -152,7 +168,9 @@ final class Child: @unchecked Sendable {
 
     /// Waits until a line satisfies `predicate`; returns it.
     @discardableResult
-    func waitForLine(timeout: TimeInterval = 30, _ what: String = "a line", where predicate: (String) -> Bool) throws -> String {
+    func waitForLine(timeout: TimeInterval = 30, _ what: String = "a line", where predicate: (String) -> Bool) throws
+        -> String
+    {
         let deadline = Date().addingTimeInterval(timeout)
         condition.lock()
         defer { condition.unlock() }
@@ -214,7 +232,9 @@ func tokenValue(_ text: String?) -> Int64 {
     Int64(text?.split(separator: ".").first ?? "") ?? -1
 }
 
-func expectStoreError(_ code: StoreError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void) {
+func expectStoreError(
+    _ code: StoreError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
+) {
     do {
         try body()
         Issue.record("expected StoreError .\(code), nothing was thrown", sourceLocation: sourceLocation)

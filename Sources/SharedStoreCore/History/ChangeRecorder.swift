@@ -67,13 +67,16 @@ struct ChangeRecorder {
         let container = s.container
         guard container.options.historyTracking, !changes.isEmpty else { return nil }
         let changes = coalesced
-        let token = try s.insertHistory(HistoryRow(
-            token: 0, timestamp: Date().timeIntervalSince1970, author: author, context: contextName,
-            process: container.process.pid, executable: container.process.executable,
-            entities: HistoryCodec.entityMask(changes), changes: HistoryCodec.encode(changes)))
+        let token = try s.insertHistory(
+            HistoryRow(
+                token: 0, timestamp: Date().timeIntervalSince1970, author: author, context: contextName,
+                process: container.process.pid, executable: container.process.executable,
+                entities: HistoryCodec.entityMask(changes), changes: HistoryCodec.encode(changes)))
         // Tokens only grow; a lower one means SQLite ran out of row ids (see `newestSeen`).
         guard token > container.newestSeen.load(ordering: .relaxed) else {
-            throw StoreError(.tokenSpaceExhausted, "token space exhausted: the store already holds the largest token; nothing was saved")
+            throw StoreError(
+                .tokenSpaceExhausted,
+                "token space exhausted: the store already holds the largest token; nothing was saved")
         }
         container.noteToken(token)
         return HistoryToken(storeID: container.storeID, value: token)

@@ -72,7 +72,8 @@ extension Container {
         let meta = try s.historyMeta()
         let chunk = try s.historyChunk(through: token.value, floor: meta.floor, size: size)
         if chunk.count > 0 { try s.deleteHistoryRows(through: chunk.maxToken) }
-        var through = max(meta.floor, chunk.maxToken), time = max(meta.floorTime, chunk.maxTime)
+        var through = max(meta.floor, chunk.maxToken)
+        var time = max(meta.floorTime, chunk.maxTime)
         var marker = 0
         if chunk.count < size {
             // The last chunk: the whole range is gone, the newest row included when it is in it.
@@ -144,7 +145,9 @@ struct HistoryReader {
             var set = Set<Int>()
             var mask: Int64 = 0
             for n in names {
-                guard let i = container.model.entityIndex[n] else { throw StoreError(.unknownEntity, "unknown entity '\(n)' in history request") }
+                guard let i = container.model.entityIndex[n] else {
+                    throw StoreError(.unknownEntity, "unknown entity '\(n)' in history request")
+                }
                 set.insert(i)
                 mask |= HistoryCodec.bit(i)
             }
@@ -165,7 +168,11 @@ struct HistoryReader {
             cursor = try start(s, meta)
             started = true
         } else if cursor < meta.floor {
-            throw StoreError(.historyExpired, "history expired while reading: deleted through \(meta.floor) after \(cursor) was delivered; reload in full")
+            throw StoreError(
+                .historyExpired,
+                "history expired while reading: deleted through \(meta.floor) after \(cursor) was delivered; "
+                    + "reload in full"
+            )
         }
         let n = min(request.batchSize, remaining)
         var out: [HistoryTransaction] = []
@@ -173,11 +180,15 @@ struct HistoryReader {
         try s.historyRows(after: cursor, filter: filter, limit: n) { row in
             scanned += 1
             cursor = row.token
-            let changes = try HistoryCodec.decode(row.changes, model: container.model, storeID: container.storeID, entityFilter: entityFilter)
+            let changes = try HistoryCodec.decode(
+                row.changes, model: container.model, storeID: container.storeID, entityFilter: entityFilter)
             if entityFilter != nil && changes.isEmpty { return }
-            out.append(HistoryTransaction(
-                token: HistoryToken(storeID: container.storeID, value: row.token), author: row.author, contextName: row.context,
-                processID: row.process, executable: row.executable, timestamp: Date(timeIntervalSince1970: row.timestamp), changes: changes))
+            out.append(
+                HistoryTransaction(
+                    token: HistoryToken(storeID: container.storeID, value: row.token), author: row.author,
+                    contextName: row.context,
+                    processID: row.process, executable: row.executable,
+                    timestamp: Date(timeIntervalSince1970: row.timestamp), changes: changes))
         }
         remaining = scanned < n ? 0 : remaining - out.count
         return out
@@ -197,12 +208,18 @@ struct HistoryReader {
                 throw StoreError(.historyExpired, "history expired: " + problem)
             }
             guard token.value >= meta.floor else {
-                throw StoreError(.historyExpired, "history expired: token \(token) is older than the retained history (deleted through \(meta.floor)); reload in full")
+                throw StoreError(
+                    .historyExpired,
+                    "history expired: token \(token) is older than the retained history (deleted through "
+                        + "\(meta.floor)); reload in full"
+                )
             }
             return token.value
         case .afterDate(let d):
             if let after = filter.after, after < meta.floorTime {
-                throw StoreError(.historyExpired, "history expired: transactions after \(ISO8601.string(d)) have been deleted; reload in full")
+                throw StoreError(
+                    .historyExpired,
+                    "history expired: transactions after \(ISO8601.string(d)) have been deleted; reload in full")
             }
             return meta.floor
         }

@@ -33,7 +33,9 @@ extension Container {
         try text.split(separator: ",").map { part in
             let ends = part.split(separator: "-")
             guard ends.count == 2, let lo = Int64(ends[0]), let hi = Int64(ends[1]), lo >= 1, lo <= hi else {
-                throw StoreError(.notAStore, "the store's record of lost tokens is damaged ('\(TextSafety.visible(String(part.prefix(40))))')")
+                throw StoreError(
+                    .notAStore,
+                    "the store's record of lost tokens is damaged ('\(TextSafety.visible(String(part.prefix(40))))')")
             }
             return lo...hi
         }
@@ -69,13 +71,17 @@ extension Container {
             let newest = try s.currentToken()
             guard highWater > newest else { return nil }
             guard highWater < Int64.max - 1 else {
-                throw StoreError(.tokenSpaceExhausted, "token space exhausted: the registry holds token \(highWater); nothing was saved")
+                throw StoreError(
+                    .tokenSpaceExhausted,
+                    "token space exhausted: the registry holds token \(highWater); nothing was saved")
             }
             let range = (newest + 1)...highWater
             let lost = try lostRanges(s) + [range]
-            try s.insertHistory(token: HistoryRow(
-                token: highWater + 1, timestamp: Date().timeIntervalSince1970, author: Self.restoreAuthor, context: Self.restoreContext,
-                process: process.pid, executable: process.executable, changes: HistoryCodec.encode([])))
+            try s.insertHistory(
+                token: HistoryRow(
+                    token: highWater + 1, timestamp: Date().timeIntervalSince1970, author: Self.restoreAuthor,
+                    context: Self.restoreContext,
+                    process: process.pid, executable: process.executable, changes: HistoryCodec.encode([])))
             try s.setMeta(.lostTokens, lost.map { "\($0.lowerBound)-\($0.upperBound)" }.joined(separator: ","))
             return (range, highWater + 1)
         }

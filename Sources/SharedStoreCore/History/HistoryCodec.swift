@@ -70,7 +70,9 @@ package enum HistoryCodec {
 
     static func bit(_ entity: Int) -> Int64 { entity < 62 ? (1 << Int64(entity)) : (1 << 62) }
 
-    package static func decode(_ bytes: [UInt8], model: Model, storeID: UUID, entityFilter: Set<Int>?) throws -> [HistoryChange] {
+    package static func decode(_ bytes: [UInt8], model: Model, storeID: UUID, entityFilter: Set<Int>?) throws
+        -> [HistoryChange]
+    {
         var r = Reader(bytes: bytes)
         guard try r.byte() == version else { throw r.corrupt("unknown history format") }
         let count = try r.count()
@@ -97,8 +99,10 @@ package enum HistoryCodec {
                 tombstone = t
             }
             if let entityFilter, !entityFilter.contains(ei) { continue }
-            changes.append(HistoryChange(kind: kind, objectID: ObjectID(storeID: storeID, entity: entity.name, primaryKey: pk),
-                                         updatedProperties: updated, tombstone: tombstone))
+            changes.append(
+                HistoryChange(
+                    kind: kind, objectID: ObjectID(storeID: storeID, entity: entity.name, primaryKey: pk),
+                    updatedProperties: updated, tombstone: tombstone))
         }
         return changes
     }
@@ -122,13 +126,25 @@ package enum HistoryCodec {
     static func putValue(_ v: Value, _ out: inout [UInt8]) {
         switch v {
         case .null: out.append(0)
-        case .integer(let i): out.append(1); putVarint(UInt64(bitPattern: i), &out)
-        case .double(let d): out.append(2); putVarint(d.bitPattern, &out)
-        case .string(let s): out.append(3); putBytes(s.utf8, &out)
+        case .integer(let i):
+            out.append(1)
+            putVarint(UInt64(bitPattern: i), &out)
+        case .double(let d):
+            out.append(2)
+            putVarint(d.bitPattern, &out)
+        case .string(let s):
+            out.append(3)
+            putBytes(s.utf8, &out)
         case .bool(let b): out.append(b ? 4 : 5)
-        case .date(let d): out.append(6); putVarint(d.timeIntervalSince1970.bitPattern, &out)
-        case .data(let d): out.append(7); putBytes(d, &out)
-        case .uuid(let u): out.append(8); putBytes(withUnsafeBytes(of: u.uuid) { Array($0) }, &out)
+        case .date(let d):
+            out.append(6)
+            putVarint(d.timeIntervalSince1970.bitPattern, &out)
+        case .data(let d):
+            out.append(7)
+            putBytes(d, &out)
+        case .uuid(let u):
+            out.append(8)
+            putBytes(withUnsafeBytes(of: u.uuid) { Array($0) }, &out)
         }
     }
 
@@ -147,7 +163,8 @@ package enum HistoryCodec {
         }
 
         mutating func varint() throws -> UInt64 {
-            var v: UInt64 = 0, shift: UInt64 = 0
+            var v: UInt64 = 0
+            var shift: UInt64 = 0
             while true {
                 let b = try byte()
                 guard shift < 64 else { throw corrupt("varint too long") }
@@ -189,7 +206,12 @@ package enum HistoryCodec {
             case 8:
                 let b = Array(try bytes(try count()))
                 guard b.count == 16 else { throw corrupt("uuid length") }
-                return .uuid(UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])))
+                return .uuid(
+                    UUID(
+                        uuid: (
+                            b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                            b[14], b[15]
+                        )))
             default: throw corrupt("value tag")
             }
         }

@@ -7,7 +7,8 @@ import SharedStoreSupport
 /// Opaque, Codable and Comparable; prints as a short string (`42.<store-uuid-hex>`) that
 /// ``init(parsing:)`` reads back. Tokens of different stores order by store first, so comparing
 /// them is defined but meaningless: check ``storeID``.
-public struct HistoryToken: Sendable, Hashable, Comparable, Codable, CustomStringConvertible, LosslessStringConvertible {
+public struct HistoryToken: Sendable, Hashable, Comparable, Codable, CustomStringConvertible, LosslessStringConvertible
+{
     public let storeID: UUID
     /// The transaction number: strictly increasing in commit order, never reused.
     public let value: Int64
@@ -36,12 +37,15 @@ public struct HistoryToken: Sendable, Hashable, Comparable, Codable, CustomStrin
     public init(parsing text: String) throws {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 2, parts[1].count == 32, parts[0].allSatisfy({ $0.isASCII && $0.isNumber }),
-              let value = Int64(parts[0]), value >= 0,
-              parts[1].allSatisfy({ $0.isHexDigit && $0.isASCII }) else {
+            let value = Int64(parts[0]), value >= 0,
+            parts[1].allSatisfy({ $0.isHexDigit && $0.isASCII })
+        else {
             throw StoreError(.malformedToken, "malformed token '\(text)': expected a token printed by SharedStore")
         }
         let h = Array(parts[1].lowercased())
-        let dashed = String(h[0..<8]) + "-" + String(h[8..<12]) + "-" + String(h[12..<16]) + "-" + String(h[16..<20]) + "-" + String(h[20..<32])
+        let dashed =
+            String(h[0..<8]) + "-" + String(h[8..<12]) + "-" + String(h[12..<16]) + "-" + String(h[16..<20]) + "-"
+            + String(h[20..<32])
         guard let uuid = UUID(uuidString: dashed) else {
             throw StoreError(.malformedToken, "malformed token '\(text)': bad store id")
         }

@@ -23,7 +23,10 @@ extension HistoryChange {
             ("type", .string(kind.rawValue)),
             ("id", .string(objectID.description)),
             ("updated", .array(updatedProperties.map(JSONValue.string))),
-            ("tombstone", tombstone.map { t in .object(t.keys.sorted().map { ($0, t[$0]?.jsonValue ?? .null) }) } ?? .null),
+            (
+                "tombstone",
+                tombstone.map { t in .object(t.keys.sorted().map { ($0, t[$0]?.jsonValue ?? .null) }) } ?? .null
+            ),
         ])
     }
 }

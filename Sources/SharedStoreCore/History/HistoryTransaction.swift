@@ -53,8 +53,10 @@ public struct HistoryRequest: Sendable, Hashable {
     /// How many transactions are read from the store at a time.
     public var batchSize: Int
 
-    public init(start: Start = .beginning, authors: [String]? = nil, excludingAuthors: [String] = [],
-                entities: [String]? = nil, limit: Int? = nil, batchSize: Int = 512) {
+    public init(
+        start: Start = .beginning, authors: [String]? = nil, excludingAuthors: [String] = [],
+        entities: [String]? = nil, limit: Int? = nil, batchSize: Int = 512
+    ) {
         self.start = start
         self.authors = authors
         self.excludedAuthors = excludingAuthors

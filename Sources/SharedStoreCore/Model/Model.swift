@@ -62,11 +62,15 @@ public struct Relationship: Sendable, Hashable {
     public var isToMany: Bool
     public var deleteRule: DeleteRule
 
-    public static func toOne(_ name: String, _ destination: String, inverse: String, deleteRule: DeleteRule = .nullify) -> Relationship {
+    public static func toOne(_ name: String, _ destination: String, inverse: String, deleteRule: DeleteRule = .nullify)
+        -> Relationship
+    {
         Relationship(name: name, destination: destination, inverse: inverse, isToMany: false, deleteRule: deleteRule)
     }
 
-    public static func toMany(_ name: String, _ destination: String, inverse: String, deleteRule: DeleteRule = .nullify) -> Relationship {
+    public static func toMany(_ name: String, _ destination: String, inverse: String, deleteRule: DeleteRule = .nullify)
+        -> Relationship
+    {
         Relationship(name: name, destination: destination, inverse: inverse, isToMany: true, deleteRule: deleteRule)
     }
 }
@@ -78,7 +82,10 @@ public struct Entity: Sendable, Hashable {
     public var relationships: [Relationship]
     public var uniquenessConstraints: [[String]]
 
-    public init(_ name: String, attributes: [Attribute], relationships: [Relationship] = [], uniquenessConstraints: [[String]] = []) {
+    public init(
+        _ name: String, attributes: [Attribute], relationships: [Relationship] = [],
+        uniquenessConstraints: [[String]] = []
+    ) {
         self.name = name
         self.attributes = attributes
         self.relationships = relationships
@@ -100,7 +107,8 @@ public struct Entity: Sendable, Hashable {
     /// - Throws: `.unknownProperty` naming the first that is not (and `object`, when given).
     func checkAttributes(_ names: some Sequence<String>, object: String? = nil) throws {
         for name in names where attribute(named: name) == nil {
-            throw StoreError(.unknownProperty, (object.map { "\($0): " } ?? "") + "\(self.name) has no attribute '\(name)'")
+            throw StoreError(
+                .unknownProperty, (object.map { "\($0): " } ?? "") + "\(self.name) has no attribute '\(name)'")
         }
     }
 
@@ -156,29 +164,42 @@ public struct Model: Sendable, Hashable {
             }
             var names = Set<String>()
             for n in e.attributes.map(\.name) + e.relationships.map(\.name) {
-                guard Self.isIdentifier(n), !Self.reserved.contains(n) else { throw fail("\(e.name).\(n) is not an allowed property name") }
+                guard Self.isIdentifier(n), !Self.reserved.contains(n) else {
+                    throw fail("\(e.name).\(n) is not an allowed property name")
+                }
                 guard names.insert(n).inserted else { throw fail("\(e.name).\(n) is declared twice") }
             }
             for a in e.attributes {
                 if let p = a.pattern {
-                    guard (try? NSRegularExpression(pattern: p)) != nil else { throw fail("\(e.name).\(a.name): invalid pattern '\(p)'") }
+                    guard (try? NSRegularExpression(pattern: p)) != nil else {
+                        throw fail("\(e.name).\(a.name): invalid pattern '\(p)'")
+                    }
                 }
                 if !a.defaultValue.isNull, !Self.matches(a.defaultValue, a.type) {
                     throw fail("\(e.name).\(a.name): default value \(a.defaultValue) is not of type \(a.type.rawValue)")
                 }
             }
             for r in e.relationships {
-                guard let d = entity(named: r.destination) else { throw fail("\(e.name).\(r.name): unknown destination '\(r.destination)'") }
-                guard let inv = d.relationship(named: r.inverse), inv.destination == e.name, inv.inverse == r.name else {
-                    throw fail("\(e.name).\(r.name): inverse '\(r.destination).\(r.inverse)' is missing or does not point back")
+                guard let d = entity(named: r.destination) else {
+                    throw fail("\(e.name).\(r.name): unknown destination '\(r.destination)'")
+                }
+                guard let inv = d.relationship(named: r.inverse), inv.destination == e.name, inv.inverse == r.name
+                else {
+                    throw fail(
+                        "\(e.name).\(r.name): inverse '\(r.destination).\(r.inverse)' is missing or does not point back"
+                    )
                 }
                 if !r.isToMany && !inv.isToMany {
-                    throw fail("\(e.name).\(r.name): one-to-one relationships are not supported; use a to-one with a to-many inverse")
+                    throw fail(
+                        "\(e.name).\(r.name): one-to-one relationships are not supported; use a to-one with a "
+                            + "to-many inverse"
+                    )
                 }
             }
             for c in e.uniquenessConstraints {
                 guard !c.isEmpty else { throw fail("\(e.name): empty uniqueness constraint") }
-                for n in c where e.attribute(named: n) == nil && !(e.relationship(named: n).map { !$0.isToMany } ?? false) {
+                for n in c
+                where e.attribute(named: n) == nil && !(e.relationship(named: n).map { !$0.isToMany } ?? false) {
                     throw fail("\(e.name): uniqueness constraint names unknown property '\(n)'")
                 }
             }
@@ -188,22 +209,27 @@ public struct Model: Sendable, Hashable {
     /// The join table of a many-to-many relationship: one table per pair, owned by the side
     /// whose `Entity.relationship` sorts first; column `a` holds the owner's keys, `b` the other's.
     func joinTable(_ e: Entity, _ r: Relationship) -> JoinTable? {
-        guard r.isToMany, let d = entity(named: r.destination), let inv = d.relationship(named: r.inverse), inv.isToMany else { return nil }
-        let mine = "\(e.name).\(r.name)", theirs = "\(d.name).\(r.inverse)"
+        guard r.isToMany, let d = entity(named: r.destination), let inv = d.relationship(named: r.inverse), inv.isToMany
+        else { return nil }
+        let mine = "\(e.name).\(r.name)"
+        let theirs = "\(d.name).\(r.inverse)"
         let owner = mine <= theirs
         let name = owner ? "ss_m2m_\(e.name)_\(r.name)" : "ss_m2m_\(d.name)_\(r.inverse)"
         return JoinTable(name: name, mine: owner ? "a" : "b", theirs: owner ? "b" : "a", isOwner: owner)
     }
 
     static func isIdentifier(_ s: String) -> Bool {
-        guard let first = s.unicodeScalars.first, first == "_" || (first.isASCII && CharacterSet.letters.contains(first)) else { return false }
-        return s.unicodeScalars.allSatisfy { $0.isASCII && ($0 == "_" || CharacterSet.alphanumerics.contains($0)) } && s.count <= 64
+        guard let first = s.unicodeScalars.first,
+            first == "_" || (first.isASCII && CharacterSet.letters.contains(first))
+        else { return false }
+        return s.unicodeScalars.allSatisfy { $0.isASCII && ($0 == "_" || CharacterSet.alphanumerics.contains($0)) }
+            && s.count <= 64
     }
 
     static func matches(_ v: Value, _ t: AttributeType) -> Bool {
         switch (v, t) {
         case (.string, .string), (.integer, .integer), (.double, .double), (.integer, .double), (.bool, .bool),
-             (.date, .date), (.data, .data), (.uuid, .uuid):
+            (.date, .date), (.data, .data), (.uuid, .uuid):
             return true
         default: return false
         }
@@ -219,7 +245,10 @@ public struct Model: Sendable, Hashable {
                 lines.append("  attribute \(e.name).\(a.name) \(a.type.rawValue)\(a.isOptional ? " optional" : "")")
             }
             for r in e.relationships {
-                lines.append("  relationship \(e.name).\(r.name) \(r.isToMany ? "to-many" : "to-one") \(r.destination).\(r.inverse)")
+                lines.append(
+                    "  relationship \(e.name).\(r.name) \(r.isToMany ? "to-many" : "to-one") "
+                        + "\(r.destination).\(r.inverse)"
+                )
             }
             for c in e.uniquenessConstraints { lines.append("  unique \(e.name)(\(c.joined(separator: ",")))") }
         }

@@ -75,7 +75,9 @@ struct QueryBuilder {
         }
         if parts.count == 1 {
             if let a = entity.attribute(named: parts[0]) { return ("t0.\(SQLMapping.quote(a.name))", a) }
-            if let r = entity.relationship(named: parts[0]), !r.isToMany { return ("t0.\(SQLMapping.quote(r.name))", nil) }
+            if let r = entity.relationship(named: parts[0]), !r.isToMany {
+                return ("t0.\(SQLMapping.quote(r.name))", nil)
+            }
             throw StoreError(.unknownProperty, "\(entity.name) has no attribute or to-one relationship '\(parts[0])'")
         }
         guard let r = entity.relationship(named: parts[0]), !r.isToMany else {
@@ -91,7 +93,9 @@ struct QueryBuilder {
         } else {
             alias = "j\(aliases.count + 1)"
             aliases[r.name] = alias
-            joins.append("LEFT JOIN \(SQLMapping.quote(dest.name)) AS \(alias) ON \(alias).Z_PK = t0.\(SQLMapping.quote(r.name))")
+            joins.append(
+                "LEFT JOIN \(SQLMapping.quote(dest.name)) AS \(alias) ON \(alias).Z_PK = t0.\(SQLMapping.quote(r.name))"
+            )
         }
         return ("\(alias).\(SQLMapping.quote(a.name))", a)
     }
@@ -107,21 +111,7 @@ struct QueryBuilder {
         case .always:
             return "1"
         case .compare(let path, let op, let v):
-            let (col, attr) = try column(path)
-            if v.isNull {
-                switch op {
-                case .equal: return "(\(col) IS NULL)"
-                case .notEqual: return "(\(col) IS NOT NULL)"
-                default: throw StoreError(.invalidArgument, "'\(path) \(op.rawValue) nil' has no meaning")
-                }
-            }
-            guard let attr else { throw StoreError(.invalidArgument, "compare '\(path)' to an object id or nil, not a value") }
-            let p = try bind(v, attr, path)
-            switch op {
-            case .equal: return "(\(col) IS \(p))"
-            case .notEqual: return "(\(col) IS NOT \(p))"
-            default: return "coalesce(\(col) \(op.rawValue) \(p), 0)"
-            }
+            return try compare(path, op, v)
         case .among(let path, let values):
             let (col, attr) = try column(path)
             guard let attr else { throw StoreError(.invalidArgument, "IN on '\(path)' needs an attribute") }
@@ -131,25 +121,19 @@ struct QueryBuilder {
         case .between(let path, let low, let high):
             let (col, attr) = try column(path)
             guard let attr else { throw StoreError(.invalidArgument, "BETWEEN on '\(path)' needs an attribute") }
-            let a = try bind(low, attr, path), b = try bind(high, attr, path)
+            let a = try bind(low, attr, path)
+            let b = try bind(high, attr, path)
             return "coalesce(\(col) BETWEEN \(a) AND \(b), 0)"
         case .text(let path, let op, let pattern, let options):
             let (col, attr) = try column(path)
-            guard attr?.type == .string else { throw StoreError(.invalidArgument, "\(op.rawValue) needs a string attribute, '\(path)' is not one") }
+            guard attr?.type == .string else {
+                throw StoreError(.invalidArgument, "\(op.rawValue) needs a string attribute, '\(path)' is not one")
+            }
             bindings.append(.text(pattern))
             bindings.append(.integer(StringMatch(op, options).code))
             return "ss_strop(\(col), ?, ?)"
         case .related(let path, let id):
-            let (col, attr) = try column(path)
-            guard attr == nil, let r = entity.relationship(named: path) else {
-                throw StoreError(.invalidArgument, "'\(path)' is not a to-one relationship")
-            }
-            guard let id else { return "(\(col) IS NULL)" }
-            guard id.entity == r.destination, id.storeID == storeID, !id.isTemporary else {
-                throw StoreError(.invalidArgument, "\(id) cannot be the \(entity.name).\(path) of a stored object")
-            }
-            bindings.append(.integer(id.primaryKey))
-            return "(\(col) IS ?)"
+            return try related(path, id)
         case .and(let cs):
             guard !cs.isEmpty else { return "1" }
             return "(" + (try cs.map { try sql($0) }).joined(separator: " AND ") + ")"
@@ -159,6 +143,42 @@ struct QueryBuilder {
         case .not(let inner):
             return "(NOT \(try sql(inner)))"
         }
+    }
+
+    /// `path op value`; a nil value only with == and != (IS NULL, IS NOT NULL).
+    private mutating func compare(_ path: String, _ op: Condition.Comparison, _ v: Value) throws -> String {
+        let (col, attr) = try column(path)
+        if v.isNull {
+            switch op {
+            case .equal: return "(\(col) IS NULL)"
+            case .notEqual: return "(\(col) IS NOT NULL)"
+            case .less, .lessOrEqual, .greater, .greaterOrEqual:
+                throw StoreError(.invalidArgument, "'\(path) \(op.rawValue) nil' has no meaning")
+            }
+        }
+        guard let attr else {
+            throw StoreError(.invalidArgument, "compare '\(path)' to an object id or nil, not a value")
+        }
+        let p = try bind(v, attr, path)
+        switch op {
+        case .equal: return "(\(col) IS \(p))"
+        case .notEqual: return "(\(col) IS NOT \(p))"
+        case .less, .lessOrEqual, .greater, .greaterOrEqual: return "coalesce(\(col) \(op.rawValue) \(p), 0)"
+        }
+    }
+
+    /// A to-one relationship is the object `id` (or nil).
+    private mutating func related(_ path: String, _ id: ObjectID?) throws -> String {
+        let (col, attr) = try column(path)
+        guard attr == nil, let r = entity.relationship(named: path) else {
+            throw StoreError(.invalidArgument, "'\(path)' is not a to-one relationship")
+        }
+        guard let id else { return "(\(col) IS NULL)" }
+        guard id.entity == r.destination, id.storeID == storeID, !id.isTemporary else {
+            throw StoreError(.invalidArgument, "\(id) cannot be the \(entity.name).\(path) of a stored object")
+        }
+        bindings.append(.integer(id.primaryKey))
+        return "(\(col) IS ?)"
     }
 
     mutating func orderBy(_ keys: [SortKey]) throws -> String {

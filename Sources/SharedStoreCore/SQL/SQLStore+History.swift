@@ -37,32 +37,42 @@ struct HistoryMeta {
 extension SQLStore {
     /// Appends a transaction; returns its token (the new row id). (`row.token` is not used.)
     func insertHistory(_ row: HistoryRow) throws -> Int64 {
-        try statement(.historyInsert, """
+        try statement(
+            .historyInsert,
+            """
             INSERT INTO ss_history(timestamp, author, context, process, executable, entities, changes)
             VALUES (?, ?, ?, ?, ?, ?, ?)
-            """).execute(historyValues(row))
+            """
+        ).execute(historyValues(row))
         return c.lastInsertRowID
     }
 
     /// Appends a transaction under its own `row.token` (moving the sequence on).
     func insertHistory(token row: HistoryRow) throws {
-        try c.cached("""
+        try c.cached(
+            """
             INSERT INTO ss_history(timestamp, author, context, process, executable, entities, changes, token)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(historyValues(row) + [.integer(row.token)])
+            """
+        ).execute(historyValues(row) + [.integer(row.token)])
     }
 
     private func historyValues(_ row: HistoryRow) -> [SQLValue] {
-        [.double(row.timestamp), row.author.map(SQLValue.text) ?? .null, row.context.map(SQLValue.text) ?? .null,
-         .integer(row.process), .text(row.executable), .integer(row.entities), .blob(row.changes)]
+        [
+            .double(row.timestamp), row.author.map(SQLValue.text) ?? .null, row.context.map(SQLValue.text) ?? .null,
+            .integer(row.process), .text(row.executable), .integer(row.entities), .blob(row.changes),
+        ]
     }
 
     /// The newest token ever given: the largest row, or the floor when history was deleted.
     func currentToken() throws -> Int64 {
-        try statement(.currentToken, """
+        try statement(
+            .currentToken,
+            """
             SELECT max(coalesce((SELECT max(token) FROM ss_history), 0),
                        (SELECT CAST(value AS INTEGER) FROM ss_meta WHERE key = 'history_deleted_through'))
-            """).firstRow { $0.int64(0) } ?? 0
+            """
+        ).firstRow { $0.int64(0) } ?? 0
     }
 
     func historyMeta() throws -> HistoryMeta {
@@ -81,7 +91,8 @@ extension SQLStore {
 
     /// Up to `limit` rows after token `after` that pass `filter`, in token order.
     func historyRows(after: Int64, filter: HistoryFilter, limit: Int, _ body: (HistoryRow) throws -> Void) throws {
-        var sql = "SELECT token, timestamp, author, context, process, executable, changes FROM ss_history WHERE token > ?"
+        var sql =
+            "SELECT token, timestamp, author, context, process, executable, changes FROM ss_history WHERE token > ?"
         var values: [SQLValue] = [.integer(after)]
         func placeholders(_ n: Int) -> String { Array(repeating: "?", count: n).joined(separator: ",") }
         if let authors = filter.authors {
@@ -102,18 +113,22 @@ extension SQLStore {
         }
         sql += " ORDER BY token LIMIT ?"
         try c.cached(sql).forEachRow(values + [.integer(Int64(limit))]) { row in
-            try body(HistoryRow(token: row.int64(0), timestamp: row.double(1), author: row.isNull(2) ? nil : row.text(2),
-                                context: row.isNull(3) ? nil : row.text(3), process: row.int64(4), executable: row.text(5),
-                                changes: row.blob(6)))
+            try body(
+                HistoryRow(
+                    token: row.int64(0), timestamp: row.double(1), author: row.isNull(2) ? nil : row.text(2),
+                    context: row.isNull(3) ? nil : row.text(3), process: row.int64(4), executable: row.text(5),
+                    changes: row.blob(6)))
         }
     }
 
     /// How many transactions after the floor are at or below `through`.
     func historyCount(through: Int64) throws -> Int {
-        try c.cached("""
+        try c.cached(
+            """
             SELECT count(*) FROM ss_history WHERE token <= ?
             AND token > (SELECT CAST(value AS INTEGER) FROM ss_meta WHERE key = 'history_deleted_through')
-            """).firstRow([.integer(through)]) { Int($0.int64(0)) } ?? 0
+            """
+        ).firstRow([.integer(through)]) { Int($0.int64(0)) } ?? 0
     }
 
     // MARK: - Deleting
@@ -121,14 +136,18 @@ extension SQLStore {
     /// The next chunk to delete: the oldest `size` rows at or below `through`, never the newest
     /// row (it keeps tokens from being reused). Returns the largest token and time in it, how
     /// many rows, and how many of them are above the floor (still counted as retained).
-    func historyChunk(through: Int64, floor: Int64, size: Int) throws -> (maxToken: Int64, maxTime: Double, count: Int, live: Int) {
-        try c.cached("""
+    func historyChunk(through: Int64, floor: Int64, size: Int) throws -> (
+        maxToken: Int64, maxTime: Double, count: Int, live: Int
+    ) {
+        try c.cached(
+            """
             SELECT max(token), max(timestamp), count(*), coalesce(sum(token > ?), 0) FROM (
               SELECT token, timestamp FROM ss_history
               WHERE token <= ? AND token < (SELECT max(token) FROM ss_history) ORDER BY token LIMIT ?)
-            """).firstRow([.integer(floor), .integer(through), .integer(Int64(size))]) {
-                ($0.int64(0), $0.double(1), Int($0.int64(2)), Int($0.int64(3)))
-            } ?? (0, 0, 0, 0)
+            """
+        ).firstRow([.integer(floor), .integer(through), .integer(Int64(size))]) {
+            ($0.int64(0), $0.double(1), Int($0.int64(2)), Int($0.int64(3)))
+        } ?? (0, 0, 0, 0)
     }
 
     /// Deletes the rows at or below `through`, the newest row excepted.
@@ -139,8 +158,10 @@ extension SQLStore {
 
     /// The newest row in `(above, through]` (the newest row of all, left as a marker), if any.
     func newestHistoryRow(above: Int64, through: Int64) throws -> (token: Int64, time: Double)? {
-        try c.cached("SELECT token, timestamp FROM ss_history WHERE token <= ? AND token > ? ORDER BY token DESC LIMIT 1")
-            .firstRow([.integer(through), .integer(above)]) { ($0.int64(0), $0.double(1)) }
+        try c.cached(
+            "SELECT token, timestamp FROM ss_history WHERE token <= ? AND token > ? ORDER BY token DESC LIMIT 1"
+        )
+        .firstRow([.integer(through), .integer(above)]) { ($0.int64(0), $0.double(1)) }
     }
 
     /// A passive WAL checkpoint: copies what it can back into the database, never waiting.

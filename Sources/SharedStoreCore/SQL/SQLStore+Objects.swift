@@ -49,7 +49,9 @@ extension SQLStore {
     /// Sets one to-one relationship column, without a version bump (a reference fixed up within
     /// the save that inserted the object).
     func setRelationship(_ e: Entity, _ name: String, of pk: Int64, to target: Int64) throws {
-        try c.cached("UPDATE \(table(e)) SET \(SQLMapping.quote(name)) = ? WHERE Z_PK = ?").execute([.integer(target), .integer(pk)])
+        try c.cached("UPDATE \(table(e)) SET \(SQLMapping.quote(name)) = ? WHERE Z_PK = ?").execute([
+            .integer(target), .integer(pk),
+        ])
     }
 
     func deleteRow(_ e: Entity, _ pk: Int64) throws {
@@ -64,21 +66,27 @@ extension SQLStore {
 
     /// The objects whose to-one relationship `inverse` (of entity `e`) points to `pk`, in key order.
     func objects(_ e: Entity, whose inverse: String, is pk: Int64) throws -> [Int64] {
-        try c.cached("SELECT Z_PK FROM \(table(e)) WHERE \(SQLMapping.quote(inverse)) = ? ORDER BY Z_PK").rows([.integer(pk)]) { $0.int64(0) }
+        try c.cached("SELECT Z_PK FROM \(table(e)) WHERE \(SQLMapping.quote(inverse)) = ? ORDER BY Z_PK").rows([
+            .integer(pk)
+        ]) { $0.int64(0) }
     }
 
     /// Clears the to-one relationship `inverse` of every object of `e` that points to `pk`.
     func nullify(_ e: Entity, _ inverse: String, pointingTo pk: Int64) throws {
         let column = SQLMapping.quote(inverse)
-        try c.cached("UPDATE \(table(e)) SET \(column) = NULL, Z_OPT = Z_OPT + 1 WHERE \(column) = ?").execute([.integer(pk)])
+        try c.cached("UPDATE \(table(e)) SET \(column) = NULL, Z_OPT = Z_OPT + 1 WHERE \(column) = ?").execute([
+            .integer(pk)
+        ])
     }
 
     // MARK: - Join tables
 
     /// The objects linked to `pk` through a many-to-many join table, in key order.
     func linked(_ join: JoinTable, to pk: Int64) throws -> [Int64] {
-        try c.cached("SELECT \(join.theirs) FROM \(SQLMapping.quote(join.name)) WHERE \(join.mine) = ? ORDER BY \(join.theirs)")
-            .rows([.integer(pk)]) { $0.int64(0) }
+        try c.cached(
+            "SELECT \(join.theirs) FROM \(SQLMapping.quote(join.name)) WHERE \(join.mine) = ? ORDER BY \(join.theirs)"
+        )
+        .rows([.integer(pk)]) { $0.int64(0) }
     }
 
     /// Removes every link of `pk`.
@@ -88,7 +96,8 @@ extension SQLStore {
 
     /// Makes (`linked`) or breaks the link between `pk` and `target`; true when it changed anything.
     func setLink(_ join: JoinTable, _ pk: Int64, _ target: Int64, linked: Bool) throws -> Bool {
-        let sql = linked
+        let sql =
+            linked
             ? "INSERT OR IGNORE INTO \(SQLMapping.quote(join.name))(\(join.mine), \(join.theirs)) VALUES (?, ?)"
             : "DELETE FROM \(SQLMapping.quote(join.name)) WHERE \(join.mine) = ? AND \(join.theirs) = ?"
         try c.cached(sql).execute([.integer(pk), .integer(target)])

@@ -7,7 +7,8 @@ import SharedStoreSupport
 extension SQLStore {
     func fetch(_ request: FetchRequest) throws -> [Snapshot] {
         let e = try model.entity(request.entity)
-        let (sql, bindings) = try query(e, columns: EntitySQL.columns(of: e), where: request.condition, sort: request.sort, window: request)
+        let (sql, bindings) = try query(
+            e, columns: EntitySQL.columns(of: e), where: request.condition, sort: request.sort, window: request)
         return try c.cached(sql).rows(bindings) { container.snapshot($0, e) }
     }
 
@@ -25,12 +26,16 @@ extension SQLStore {
 
     /// `SELECT columns FROM entity AS t0 <joins> WHERE condition [ORDER BY …] [LIMIT … OFFSET …]`
     /// and its bindings; `sort` nil leaves the order to SQLite.
-    private func query(_ e: Entity, columns: String, where condition: Condition, sort: [SortKey]?,
-                       window: FetchRequest?) throws -> (String, [SQLValue]) {
+    private func query(
+        _ e: Entity, columns: String, where condition: Condition, sort: [SortKey]?,
+        window: FetchRequest?
+    ) throws -> (String, [SQLValue]) {
         var q = QueryBuilder(model: model, entity: e, storeID: storeID)
         let whereSQL = try q.sql(condition)
         let order = try sort.map { try q.orderBy($0) } ?? ""
-        var sql = "SELECT \(columns) FROM \(SQLMapping.quote(e.name)) AS t0 \(q.joins.joined(separator: " ")) WHERE \(whereSQL)\(order)"
+        var sql =
+            "SELECT \(columns) FROM \(SQLMapping.quote(e.name)) AS t0 \(q.joins.joined(separator: " ")) WHERE "
+            + "\(whereSQL)\(order)"
         var bindings = q.bindings
         if let window { try appendWindow(window, &sql, &bindings) }
         return (sql, bindings)
@@ -65,7 +70,8 @@ extension Container {
             }
             column += 1
         }
-        return Snapshot(id: ObjectID(storeID: storeID, entity: e.name, primaryKey: row.int64(0)),
-                        version: row.int64(1), values: values, relationships: rels)
+        return Snapshot(
+            id: ObjectID(storeID: storeID, entity: e.name, primaryKey: row.int64(0)),
+            version: row.int64(1), values: values, relationships: rels)
     }
 }

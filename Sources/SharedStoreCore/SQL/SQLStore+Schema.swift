@@ -61,11 +61,15 @@ extension SQLStore {
         }
         for r in e.toManyRelationships {
             guard let join = model.joinTable(e, r), join.isOwner else { continue }
-            sql += "CREATE TABLE \(q(join.name))(a INTEGER NOT NULL, b INTEGER NOT NULL, PRIMARY KEY (a, b)) WITHOUT ROWID;\n"
+            sql +=
+                "CREATE TABLE \(q(join.name))(a INTEGER NOT NULL, b INTEGER NOT NULL, PRIMARY KEY (a, b)) "
+                + "WITHOUT ROWID;\n"
             sql += "CREATE INDEX \(q(join.name + "_b")) ON \(q(join.name))(b, a);\n"
         }
         for (i, u) in e.uniquenessConstraints.enumerated() {
-            sql += "CREATE UNIQUE INDEX \(q("ss_unique_\(e.name)_\(i)")) ON \(q(e.name))(\(u.map(q).joined(separator: ", ")));\n"
+            sql +=
+                "CREATE UNIQUE INDEX \(q("ss_unique_\(e.name)_\(i)")) ON "
+                + "\(q(e.name))(\(u.map(q).joined(separator: ", ")));\n"
         }
         return sql
     }

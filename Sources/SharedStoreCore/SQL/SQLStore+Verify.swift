@@ -11,27 +11,34 @@ extension SQLStore {
 
     /// The lowest and highest token, how many rows, how many at or below the floor.
     func historyExtent(floor: Int64) throws -> (lowest: Int64, highest: Int64, rows: Int64, belowFloor: Int64) {
-        try c.cached("SELECT coalesce(min(token), 0), coalesce(max(token), 0), count(*), coalesce(sum(token <= ?), 0) FROM ss_history")
-            .firstRow([.integer(floor)]) { ($0.int64(0), $0.int64(1), $0.int64(2), $0.int64(3)) } ?? (0, 0, 0, 0)
+        try c.cached(
+            "SELECT coalesce(min(token), 0), coalesce(max(token), 0), count(*), coalesce(sum(token <= ?), 0) "
+                + "FROM ss_history"
+        )
+        .firstRow([.integer(floor)]) { ($0.int64(0), $0.int64(1), $0.int64(2), $0.int64(3)) } ?? (0, 0, 0, 0)
     }
 
     /// How many objects of `e` point through to-one `r` to an object that does not exist.
     func danglingReferences(_ e: Entity, _ r: Relationship) throws -> Int64 {
         let q = SQLMapping.quote
-        return try c.cached("""
+        return try c.cached(
+            """
             SELECT count(*) FROM \(q(e.name)) AS s WHERE s.\(q(r.name)) IS NOT NULL
             AND NOT EXISTS (SELECT 1 FROM \(q(r.destination)) AS d WHERE d.Z_PK = s.\(q(r.name)))
-            """).firstRow { $0.int64(0) } ?? 0
+            """
+        ).firstRow { $0.int64(0) } ?? 0
     }
 
     /// How many links of a join table name an object that does not exist on either side.
     func danglingLinks(_ e: Entity, _ r: Relationship, _ join: JoinTable) throws -> Int64 {
         let q = SQLMapping.quote
-        return try c.cached("""
+        return try c.cached(
+            """
             SELECT count(*) FROM \(q(join.name)) AS j
             WHERE NOT EXISTS (SELECT 1 FROM \(q(e.name)) WHERE Z_PK = j.\(join.mine))
                OR NOT EXISTS (SELECT 1 FROM \(q(r.destination)) WHERE Z_PK = j.\(join.theirs))
-            """).firstRow { $0.int64(0) } ?? 0
+            """
+        ).firstRow { $0.int64(0) } ?? 0
     }
 
     /// How many values of a uniqueness constraint are held by more than one object.
@@ -39,7 +46,9 @@ extension SQLStore {
         let q = SQLMapping.quote
         let cols = constraint.map(q).joined(separator: ", ")
         let notNull = constraint.map { "\(q($0)) IS NOT NULL" }.joined(separator: " AND ")
-        return try c.cached("SELECT count(*) FROM (SELECT 1 FROM \(q(e.name)) WHERE \(notNull) GROUP BY \(cols) HAVING count(*) > 1)")
-            .firstRow { $0.int64(0) } ?? 0
+        return try c.cached(
+            "SELECT count(*) FROM (SELECT 1 FROM \(q(e.name)) WHERE \(notNull) GROUP BY \(cols) HAVING count(*) > 1)"
+        )
+        .firstRow { $0.int64(0) } ?? 0
     }
 }

@@ -72,7 +72,9 @@ extension SQLStore {
     }
 
     func setMeta(_ key: MetaKey, _ value: String) throws {
-        try c.cached("INSERT INTO ss_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
-            .execute([.text(key.rawValue), .text(value)])
+        try c.cached(
+            "INSERT INTO ss_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+        )
+        .execute([.text(key.rawValue), .text(value)])
     }
 }

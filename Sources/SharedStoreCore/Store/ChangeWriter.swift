@@ -42,8 +42,10 @@ struct ChangeWriter {
             return try body()
         } catch let e as SQLiteError where e.isUniqueViolation {
             let columns = e.message.components(separatedBy: "failed: ").last ?? e.message
-            throw StoreError(.uniqueness, "\(object()) breaks a uniqueness constraint: another object already has the same \(columns)",
-                             resultCode: e.resultCode)
+            throw StoreError(
+                .uniqueness,
+                "\(object()) breaks a uniqueness constraint: another object already has the same \(columns)",
+                resultCode: e.resultCode)
         }
     }
 
@@ -54,7 +56,9 @@ struct ChangeWriter {
             var bindings: [SQLValue] = []
             for name in constraint {
                 if let a = e.attribute(named: name) {
-                    bindings.append(try SQLMapping.sqlValue(changes.values[name] ?? a.defaultValue, a.type, name: "\(object()).\(name)"))
+                    bindings.append(
+                        try SQLMapping.sqlValue(
+                            changes.values[name] ?? a.defaultValue, a.type, name: "\(object()).\(name)"))
                 } else {
                     bindings.append(changes.relationships[name].flatMap { $0 }.map(SQLValue.integer) ?? .null)
                 }
@@ -73,11 +77,13 @@ struct ChangeWriter {
             try s.insertRow(e) { stmt in
                 var column: Int32 = 1
                 for a in e.attributes {
-                    try stmt.bind(try validate(changes.values[a.name] ?? a.defaultValue, a, object: object()), at: column)
+                    try stmt.bind(
+                        try validate(changes.values[a.name] ?? a.defaultValue, a, object: object()), at: column)
                     column += 1
                 }
                 for r in e.toOneRelationships {
-                    try stmt.bind(changes.relationships[r.name].flatMap { $0 }.map(SQLValue.integer) ?? .null, at: column)
+                    try stmt.bind(
+                        changes.relationships[r.name].flatMap { $0 }.map(SQLValue.integer) ?? .null, at: column)
                     column += 1
                 }
             }
@@ -91,10 +97,14 @@ struct ChangeWriter {
     /// With `read` (the snapshot the context read), an object whose version moved since is a
     /// conflict, resolved by the merge policy property by property; under `.error` it is added
     /// to ``conflicts`` and nothing is written for it.
-    mutating func update(_ e: Entity, pk: Int64, _ changes: PropertyChanges, object: @autoclosure () -> String,
-                         read: Snapshot? = nil) throws {
+    mutating func update(
+        _ e: Entity, pk: Int64, _ changes: PropertyChanges, object: @autoclosure () -> String,
+        read: Snapshot? = nil
+    ) throws {
         guard let current = try s.snapshot(e, pk) else {
-            guard let read else { throw StoreError(.objectNotFound, "no object \(object()) in the store (never saved, or deleted)") }
+            guard let read else {
+                throw StoreError(.objectNotFound, "no object \(object()) in the store (never saved, or deleted)")
+            }
             switch resolver.deleted(read: read) {
             case .skip: return
             case .conflict(let conflict): conflicts.append(conflict)
@@ -116,8 +126,12 @@ struct ChangeWriter {
     }
 
     /// Writes what differs between `current` and `changes`, records it, and keeps the result.
-    private mutating func write(_ e: Entity, current: Snapshot, _ changes: PropertyChanges, object: @autoclosure () -> String) throws {
-        var columns: [String] = [], bindings: [SQLValue] = [], indexes: [Int] = []
+    private mutating func write(
+        _ e: Entity, current: Snapshot, _ changes: PropertyChanges, object: @autoclosure () -> String
+    ) throws {
+        var columns: [String] = []
+        var bindings: [SQLValue] = []
+        var indexes: [Int] = []
         for (i, a) in e.attributes.enumerated() {
             guard let v = changes.values[a.name], v != current[a.name] else { continue }
             bindings.append(try validate(v, a, object: object()))
@@ -125,7 +139,9 @@ struct ChangeWriter {
             indexes.append(i)
         }
         for (i, r) in e.toOneRelationships.enumerated() {
-            guard let target = changes.relationships[r.name], target != current.relationships[r.name]?.primaryKey else { continue }
+            guard let target = changes.relationships[r.name], target != current.relationships[r.name]?.primaryKey else {
+                continue
+            }
             bindings.append(target.map(SQLValue.integer) ?? .null)
             columns.append(r.name)
             indexes.append(e.attributes.count + i)
@@ -137,11 +153,14 @@ struct ChangeWriter {
         let pk = current.id.primaryKey
         try unique(object()) { try s.updateRow(e, pk, columns: columns, values: bindings) }
         recorder.updated(model.index(of: e), pk, properties: indexes)
-        var after = Snapshot(id: current.id, version: current.version + 1, values: current.values, relationships: current.relationships)
+        var after = Snapshot(
+            id: current.id, version: current.version + 1, values: current.values, relationships: current.relationships)
         for name in columns {
             if let v = changes.values[name] { after.values[name] = v }
             if let r = e.relationship(named: name), let target = changes.relationships[name] {
-                after.relationships[name] = target.map { ObjectID(storeID: container.storeID, entity: r.destination, primaryKey: $0) }
+                after.relationships[name] = target.map {
+                    ObjectID(storeID: container.storeID, entity: r.destination, primaryKey: $0)
+                }
             }
         }
         updatedSnapshots[current.id] = after
@@ -153,7 +172,9 @@ struct ChangeWriter {
     private mutating func restore(_ e: Entity, read: Snapshot, _ changes: PropertyChanges) throws {
         let all = read.values.merging(changes.values) { $1 }
         var bindings: [SQLValue] = []
-        for a in e.attributes { bindings.append(try validate(all[a.name] ?? a.defaultValue, a, object: read.id.description)) }
+        for a in e.attributes {
+            bindings.append(try validate(all[a.name] ?? a.defaultValue, a, object: read.id.description))
+        }
         for r in e.toOneRelationships {
             let target = changes.relationships[r.name] ?? read.relationships[r.name]?.primaryKey
             let kept = try target.map { try exists(try model.entity(r.destination), $0) } ?? false
@@ -178,7 +199,9 @@ struct ChangeWriter {
             throw StoreError(.unknownProperty, "\(e.name).\(r.name) is not a many-to-many relationship")
         }
         let dest = try model.entity(r.destination)
-        guard try exists(e, pk) else { throw StoreError(.objectNotFound, "no object \(e.name)/\(pk) in the store (never saved, or deleted)") }
+        guard try exists(e, pk) else {
+            throw StoreError(.objectNotFound, "no object \(e.name)/\(pk) in the store (never saved, or deleted)")
+        }
         guard try exists(dest, target) else {
             throw StoreError(.objectNotFound, "no object \(dest.name)/\(target) in the store (never saved, or deleted)")
         }

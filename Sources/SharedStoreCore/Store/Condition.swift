@@ -24,8 +24,12 @@ public indirect enum Condition: Sendable, Hashable {
     case or([Condition])
     case not(Condition)
 
-    public enum Comparison: String, Sendable, Hashable { case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">=" }
-    public enum TextOperator: String, Sendable, Hashable { case contains = "CONTAINS", beginsWith = "BEGINSWITH", endsWith = "ENDSWITH", like = "LIKE", equal = "==" }
+    public enum Comparison: String, Sendable, Hashable {
+        case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
+    }
+    public enum TextOperator: String, Sendable, Hashable {
+        case contains = "CONTAINS", beginsWith = "BEGINSWITH", endsWith = "ENDSWITH", like = "LIKE", equal = "=="
+    }
 
     public struct TextOptions: OptionSet, Sendable, Hashable {
         public let rawValue: Int
@@ -57,11 +61,21 @@ public struct Key: Sendable, Hashable {
 
     public func among(_ values: [Value]) -> Condition { .among(path, values) }
     public func between(_ low: Value, _ high: Value) -> Condition { .between(path, low, high) }
-    public func contains(_ s: String, _ options: Condition.TextOptions...) -> Condition { .text(path, .contains, s, Condition.TextOptions(options)) }
-    public func beginsWith(_ s: String, _ options: Condition.TextOptions...) -> Condition { .text(path, .beginsWith, s, Condition.TextOptions(options)) }
-    public func endsWith(_ s: String, _ options: Condition.TextOptions...) -> Condition { .text(path, .endsWith, s, Condition.TextOptions(options)) }
-    public func like(_ s: String, _ options: Condition.TextOptions...) -> Condition { .text(path, .like, s, Condition.TextOptions(options)) }
-    public func equals(_ s: String, _ options: Condition.TextOptions...) -> Condition { .text(path, .equal, s, Condition.TextOptions(options)) }
+    public func contains(_ s: String, _ options: Condition.TextOptions...) -> Condition {
+        .text(path, .contains, s, Condition.TextOptions(options))
+    }
+    public func beginsWith(_ s: String, _ options: Condition.TextOptions...) -> Condition {
+        .text(path, .beginsWith, s, Condition.TextOptions(options))
+    }
+    public func endsWith(_ s: String, _ options: Condition.TextOptions...) -> Condition {
+        .text(path, .endsWith, s, Condition.TextOptions(options))
+    }
+    public func like(_ s: String, _ options: Condition.TextOptions...) -> Condition {
+        .text(path, .like, s, Condition.TextOptions(options))
+    }
+    public func equals(_ s: String, _ options: Condition.TextOptions...) -> Condition {
+        .text(path, .equal, s, Condition.TextOptions(options))
+    }
 
     public var ascending: SortKey { SortKey(path, ascending: true) }
     public var descending: SortKey { SortKey(path, ascending: false) }
@@ -85,7 +99,10 @@ public struct FetchRequest: Sendable, Hashable {
     public var limit: Int?
     public var offset: Int
 
-    public init(_ entity: String, where condition: Condition = .always, sortedBy sort: [SortKey] = [], limit: Int? = nil, offset: Int = 0) {
+    public init(
+        _ entity: String, where condition: Condition = .always, sortedBy sort: [SortKey] = [], limit: Int? = nil,
+        offset: Int = 0
+    ) {
         self.entity = entity
         self.condition = condition
         self.sort = sort

@@ -29,7 +29,9 @@ extension Container {
     package func quickCheck() throws -> [String] { try read { s in try s.quickCheck() } }
 
     /// What history holds: the floor, the newest token ever, and the rows' extent.
-    package func historyExtent() throws -> (floor: Int64, newest: Int64, lowest: Int64, highest: Int64, rows: Int64, belowFloor: Int64) {
+    package func historyExtent() throws -> (
+        floor: Int64, newest: Int64, lowest: Int64, highest: Int64, rows: Int64, belowFloor: Int64
+    ) {
         try read { s in
             let floor = try s.historyMeta().floor
             let e = try s.historyExtent(floor: floor)

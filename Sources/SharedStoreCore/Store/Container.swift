@@ -16,7 +16,10 @@ import Synchronization
 /// ```
 public final class Container: Sendable {
     public struct Options: Sendable, Hashable {
-        public enum Synchronous: String, Sendable, Hashable { case normal = "NORMAL", full = "FULL" }
+        public enum Synchronous: String, Sendable, Hashable {
+            case normal = "NORMAL"
+            case full = "FULL"
+        }
         /// Record every save as a history transaction (Core Data's NSPersistentHistoryTrackingKey).
         public var historyTracking = true
         /// Keep the store in memory (tests): nothing is written to the group directory.
@@ -62,7 +65,8 @@ public final class Container: Sendable {
         self.process = (Int64(getpid()), ProcessInfo.processInfo.processName)
         self.entitySQL = model.entities.enumerated().map { EntitySQL($1, index: $0) }
         guard options.busyTimeout.isFinite, options.busyTimeout >= 0 else {
-            throw StoreError(.invalidArgument, "busy timeout must be a finite number of seconds, not \(options.busyTimeout)")
+            throw StoreError(
+                .invalidArgument, "busy timeout must be a finite number of seconds, not \(options.busyTimeout)")
         }
         let timeout = Int32(min(options.busyTimeout, 3600) * 1000)
         if options.inMemory {
@@ -72,7 +76,9 @@ public final class Container: Sendable {
                 try SQLiteConnection(path: memoryPath, busyTimeoutMilliseconds: timeout)
             }
             try StoreError.wrap(path: "memory") { try SQLStore.defineFunctions(connection) }
-            storeID = try Schema.existingStoreID(connection, model: model, path: "memory") ?? Schema.create(connection, model: model, path: "memory")
+            storeID =
+                try Schema.existingStoreID(connection, model: model, path: "memory")
+                ?? Schema.create(connection, model: model, path: "memory")
             writer = ConnectionGuard(connection)
             reader = writer
             return
@@ -103,7 +109,9 @@ public final class Container: Sendable {
         var attempt = 0
         while true {
             do {
-                let w = try StoreError.wrap(path: path) { try SQLiteConnection(path: path, busyTimeoutMilliseconds: timeout) }
+                let w = try StoreError.wrap(path: path) {
+                    try SQLiteConnection(path: path, busyTimeoutMilliseconds: timeout)
+                }
                 // Check before configuring: WAL mode would rewrite the header of a foreign database.
                 let existing = try Schema.existingStoreID(w, model: model, path: path)
                 try StoreError.wrap(path: path) {
@@ -118,7 +126,9 @@ public final class Container: Sendable {
                     return r
                 }
                 return (w, r, id)
-            } catch let error as StoreError where error.code == .busy && Monotonic.seconds() - start < options.busyTimeout {
+            } catch let error as StoreError
+                where error.code == .busy && Monotonic.seconds() - start < options.busyTimeout
+            {
                 usleep(BusyWait.step(attempt))
                 attempt += 1
             }
@@ -165,7 +175,9 @@ public final class Container: Sendable {
 
     func check(_ token: HistoryToken) throws {
         guard token.storeID == storeID else {
-            throw StoreError(.foreignToken, "token \(token) belongs to another store (this store is \(storeID.uuidString.lowercased()))")
+            throw StoreError(
+                .foreignToken,
+                "token \(token) belongs to another store (this store is \(storeID.uuidString.lowercased()))")
         }
     }
 
@@ -183,7 +195,9 @@ public final class Container: Sendable {
     /// Runs `body` with the writer connection outside any transaction (a checkpoint).
     func writeOutsideTransaction<T>(_ body: (SQLStore) throws -> T) throws -> T {
         let path = storePath
-        return try writer.withConnection { c in try StoreError.wrap(path: path) { try body(SQLStore(c: c, container: self)) } }
+        return try writer.withConnection { c in
+            try StoreError.wrap(path: path) { try body(SQLStore(c: c, container: self)) }
+        }
     }
 
     /// Runs `body` in a read transaction: one consistent snapshot of the store.
@@ -229,10 +243,15 @@ public final class Container: Sendable {
         switch value {
         case .string(let s):
             let n = s.count
-            if let min = a.minLength, n < min { throw StoreError(.validation, "\(name) is \(n) characters long, at least \(min) required") }
-            if let max = a.maxLength, n > max { throw StoreError(.validation, "\(name) is \(n) characters long, at most \(max) allowed") }
+            if let min = a.minLength, n < min {
+                throw StoreError(.validation, "\(name) is \(n) characters long, at least \(min) required")
+            }
+            if let max = a.maxLength, n > max {
+                throw StoreError(.validation, "\(name) is \(n) characters long, at most \(max) allowed")
+            }
             if a.isSingleLine, TextSafety.containsControl(s, allowingTab: true) {
-                throw StoreError(.validation, "\(name) '\(TextSafety.visible(s))' holds a control character (a newline, an escape…)")
+                let shown = TextSafety.visible(s)
+                throw StoreError(.validation, "\(name) '\(shown)' holds a control character (a newline, an escape…)")
             }
             if let p = a.pattern {
                 guard let re = regex(p), re.matches(s) else {
@@ -245,8 +264,12 @@ public final class Container: Sendable {
             throw StoreError(.validation, "\(name) is not a finite number")
         case .integer, .double:
             let d = value.doubleValue ?? 0
-            if let min = a.minValue, d < min { throw StoreError(.validation, "\(name) is \(value), at least \(min) required") }
-            if let max = a.maxValue, d > max { throw StoreError(.validation, "\(name) is \(value), at most \(max) allowed") }
+            if let min = a.minValue, d < min {
+                throw StoreError(.validation, "\(name) is \(value), at least \(min) required")
+            }
+            if let max = a.maxValue, d > max {
+                throw StoreError(.validation, "\(name) is \(value), at most \(max) allowed")
+            }
         default: break
         }
         return sql

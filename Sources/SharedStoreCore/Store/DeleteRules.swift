@@ -17,7 +17,9 @@ struct DeleteRules {
 
     /// Deletes `pks` of `e` and what cascades from them; `deleted` holds the objects already
     /// deleted in this transaction (each goes once).
-    mutating func delete(_ e: Entity, pks: [Int64], deleted: inout Set<ObjectKey>, recorder: inout ChangeRecorder) throws {
+    mutating func delete(_ e: Entity, pks: [Int64], deleted: inout Set<ObjectKey>, recorder: inout ChangeRecorder)
+        throws
+    {
         requested = Set(pks.map { ObjectKey(entity: model.index(of: e), pk: $0) })
         work = pks.map { (e, $0) }
         var i = 0
@@ -26,7 +28,8 @@ struct DeleteRules {
             i += 1
             guard deleted.insert(ObjectKey(entity: model.index(of: entity), pk: pk)).inserted else { continue }
             guard let row = try s.snapshot(entity, pk) else {
-                throw StoreError(.objectNotFound, "no object \(entity.name)/\(pk) in the store (never saved, or deleted)")
+                throw StoreError(
+                    .objectNotFound, "no object \(entity.name)/\(pk) in the store (never saved, or deleted)")
             }
             for r in entity.relationships {
                 try apply(r, of: entity, row, deleted: deleted, recorder: &recorder)
@@ -41,26 +44,39 @@ struct DeleteRules {
     }
 
     /// The rule of relationship `r` for the object `row` about to be deleted.
-    private mutating func apply(_ r: Relationship, of entity: Entity, _ row: Snapshot, deleted: Set<ObjectKey>,
-                                recorder: inout ChangeRecorder) throws {
+    private mutating func apply(
+        _ r: Relationship, of entity: Entity, _ row: Snapshot, deleted: Set<ObjectKey>,
+        recorder: inout ChangeRecorder
+    ) throws {
         let dest = try model.entity(r.destination)
         let destIndex = model.index(of: dest)
         let pk = row.id.primaryKey
         let object = row.id.description
         func denied(_ related: [Int64]) -> StoreError {
-            StoreError(.deleteDenied, "cannot delete \(object): \(entity.name).\(r.name) still has \(related.count) \(dest.name) object(s) (delete rule deny)")
+            StoreError(
+                .deleteDenied,
+                "cannot delete \(object): \(entity.name).\(r.name) still has \(related.count) \(dest.name) "
+                    + "object(s) (delete rule deny)"
+            )
         }
-        func outside(_ related: [Int64]) -> Bool { related.contains { !requested.contains(ObjectKey(entity: destIndex, pk: $0)) } }
+        func outside(_ related: [Int64]) -> Bool {
+            related.contains { !requested.contains(ObjectKey(entity: destIndex, pk: $0)) }
+        }
         if let join = model.joinTable(entity, r) {
             let related = try s.linked(join, to: pk).filter { !deleted.contains(ObjectKey(entity: destIndex, pk: $0)) }
             if r.deleteRule == .deny, outside(related) { throw denied(related) }
             try s.unlinkAll(join, from: pk)
             switch r.deleteRule {
             case .cascade: work += related.map { (dest, $0) }
-            case .nullify, .deny: for other in related { recorder.updated(destIndex, other, properties: [dest.historyIndex(of: r.inverse)]) }
+            case .nullify, .deny:
+                for other in related {
+                    recorder.updated(destIndex, other, properties: [dest.historyIndex(of: r.inverse)])
+                }
             }
         } else if r.isToMany {
-            let related = try s.objects(dest, whose: r.inverse, is: pk).filter { !deleted.contains(ObjectKey(entity: destIndex, pk: $0)) }
+            let related = try s.objects(dest, whose: r.inverse, is: pk).filter {
+                !deleted.contains(ObjectKey(entity: destIndex, pk: $0))
+            }
             guard !related.isEmpty else { return }
             switch r.deleteRule {
             case .deny:
@@ -69,11 +85,16 @@ struct DeleteRules {
                 work += related.map { (dest, $0) }
             case .nullify:
                 try s.nullify(dest, r.inverse, pointingTo: pk)
-                for other in related { recorder.updated(destIndex, other, properties: [dest.historyIndex(of: r.inverse)]) }
+                for other in related {
+                    recorder.updated(destIndex, other, properties: [dest.historyIndex(of: r.inverse)])
+                }
             }
         } else if let target = row.relationships[r.name] {
             switch r.deleteRule {
-            case .deny: throw StoreError(.deleteDenied, "cannot delete \(object): \(entity.name).\(r.name) is set to \(target) (delete rule deny)")
+            case .deny:
+                throw StoreError(
+                    .deleteDenied,
+                    "cannot delete \(object): \(entity.name).\(r.name) is set to \(target) (delete rule deny)")
             case .cascade: work.append((dest, target.primaryKey))
             case .nullify: break  // the to-many side stores nothing
             }

@@ -23,18 +23,23 @@ public enum GroupDirectory {
     public static func check(_ path: String) throws {
         var st = stat()
         guard stat(path, &st) == 0 else {
-            throw StoreError(.fileAccess, "cannot use group directory \(shown(path)): \(String(cString: strerror(errno)))")
+            throw StoreError(
+                .fileAccess, "cannot use group directory \(shown(path)): \(String(cString: strerror(errno)))")
         }
         guard st.st_mode & S_IFMT == S_IFDIR else {
             throw StoreError(.fileAccess, "group directory \(shown(path)) is not a directory")
         }
         guard st.st_uid == geteuid() else {
-            throw StoreError(.fileAccess, "group directory \(shown(path)) belongs to user \(st.st_uid), not to the current user \(geteuid()); "
-                + "use a directory of your own (or chown it)")
+            throw StoreError(
+                .fileAccess,
+                "group directory \(shown(path)) belongs to user \(st.st_uid), not to the current user \(geteuid()); "
+                    + "use a directory of your own (or chown it)")
         }
         guard st.st_mode & 0o022 == 0 else {
-            throw StoreError(.fileAccess, "group directory \(shown(path)) can be written by other users (mode "
-                + "\(String(st.st_mode & 0o777, radix: 8))); make it private with: chmod 700 \(shown(path))")
+            throw StoreError(
+                .fileAccess,
+                "group directory \(shown(path)) can be written by other users (mode "
+                    + "\(String(st.st_mode & 0o777, radix: 8))); make it private with: chmod 700 \(shown(path))")
         }
     }
 
@@ -67,8 +72,10 @@ public enum GroupDirectory {
         }
         let kind = st.st_mode & S_IFMT
         guard kind == S_IFREG else {
-            throw StoreError(.fileAccess, "\(shown(path)) is \(describe(kind)), not a regular file; refusing to open it "
-                + "(remove it if it should not be there)")
+            throw StoreError(
+                .fileAccess,
+                "\(shown(path)) is \(describe(kind)), not a regular file; refusing to open it "
+                    + "(remove it if it should not be there)")
         }
     }
 
@@ -93,7 +100,8 @@ public enum GroupDirectory {
         if !parent.isEmpty, parent != path { try makePrivateDirectory(parent) }
         if mkdir(path, 0o700) != 0 {
             guard errno == EEXIST else {
-                throw StoreError(.fileAccess, "cannot create group directory \(shown(path)): \(String(cString: strerror(errno)))")
+                throw StoreError(
+                    .fileAccess, "cannot create group directory \(shown(path)): \(String(cString: strerror(errno)))")
             }
             return
         }

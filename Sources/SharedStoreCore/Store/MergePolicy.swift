@@ -43,6 +43,7 @@ public struct MergeConflict: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         if deletedInStore { return "\(objectID) was deleted from the store after it was read" }
         let parts = properties.map { "\($0.name): read \($0.read), store \($0.stored), saving \($0.saving)" }
-        return "\(objectID) changed in the store (version \(versionRead) read, \(versionStored ?? 0) stored): " + parts.joined(separator: "; ")
+        return "\(objectID) changed in the store (version \(versionRead) read, \(versionStored ?? 0) stored): "
+            + parts.joined(separator: "; ")
     }
 }

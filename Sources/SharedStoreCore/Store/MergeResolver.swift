@@ -65,7 +65,10 @@ struct MergeResolver {
     func deleted(read: Snapshot) -> Deleted {
         switch policy {
         case .error:
-            return .conflict(MergeConflict(objectID: read.id, deletedInStore: true, properties: [], versionRead: read.version, versionStored: nil))
+            return .conflict(
+                MergeConflict(
+                    objectID: read.id, deletedInStore: true, properties: [], versionRead: read.version,
+                    versionStored: nil))
         case .storeTrump, .rollback:
             return .skip
         case .objectTrump, .overwrite:
@@ -104,7 +107,9 @@ struct MergeResolver {
         }
     }
 
-    static func conflict(_ e: Entity, read: Snapshot, current: Snapshot, _ changes: PropertyChanges, theirs: Set<String>) -> MergeConflict {
+    static func conflict(
+        _ e: Entity, read: Snapshot, current: Snapshot, _ changes: PropertyChanges, theirs: Set<String>
+    ) -> MergeConflict {
         func link(_ id: ObjectID?) -> Value { id.map { .string($0.description) } ?? .null }
         var properties: [MergeConflict.Property] = []
         for a in e.attributes {
@@ -114,9 +119,14 @@ struct MergeResolver {
         for r in e.toOneRelationships {
             guard let target = changes.relationships[r.name] else { continue }
             let saving: Value = target.map { .string("\(r.destination)/\($0)") } ?? .null
-            properties.append(.init(name: r.name, read: link(read.relationships[r.name]), stored: link(current.relationships[r.name]), saving: saving))
+            properties.append(
+                .init(
+                    name: r.name, read: link(read.relationships[r.name]), stored: link(current.relationships[r.name]),
+                    saving: saving))
         }
         properties.sort { (theirs.contains($0.name) ? 0 : 1, $0.name) < (theirs.contains($1.name) ? 0 : 1, $1.name) }
-        return MergeConflict(objectID: read.id, deletedInStore: false, properties: properties, versionRead: read.version, versionStored: current.version)
+        return MergeConflict(
+            objectID: read.id, deletedInStore: false, properties: properties, versionRead: read.version,
+            versionStored: current.version)
     }
 }

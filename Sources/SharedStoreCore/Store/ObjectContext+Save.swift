@@ -22,8 +22,9 @@ extension ObjectContext {
         // What this save wrote is what the context has now read of those objects.
         registered = outcome.snapshots
         container.didCommit(outcome.token)
-        return SaveResult(token: outcome.token, permanentIDs: outcome.permanentIDs, insertedCount: outcome.counts.inserted,
-                          updatedCount: outcome.counts.updated, deletedCount: outcome.counts.deleted)
+        return SaveResult(
+            token: outcome.token, permanentIDs: outcome.permanentIDs, insertedCount: outcome.counts.inserted,
+            updatedCount: outcome.counts.updated, deletedCount: outcome.counts.deleted)
     }
 }
 
@@ -71,8 +72,10 @@ struct SavePlan {
         try insertAll(&w, &permanent)
         try updateAll(&w, permanent)
         if !w.conflicts.isEmpty {
-            throw StoreError(.conflict, "\(w.conflicts.count) object(s) changed in the store since this context read them: "
-                + w.conflicts.map(\.description).joined(separator: " | "), conflicts: w.conflicts)
+            throw StoreError(
+                .conflict,
+                "\(w.conflicts.count) object(s) changed in the store since this context read them: "
+                    + w.conflicts.map(\.description).joined(separator: " | "), conflicts: w.conflicts)
         }
         for link in links {
             let e = try model.entity(link.id.entity)
@@ -81,7 +84,8 @@ struct SavePlan {
         }
         for id in deletes { try w.delete(try model.entity(id.entity), pks: [id.primaryKey]) }
         let token = try w.writeHistory(author: author, contextName: contextName)
-        return SaveOutcome(token: token, permanentIDs: permanent, counts: w.recorder.counts, snapshots: w.updatedSnapshots)
+        return SaveOutcome(
+            token: token, permanentIDs: permanent, counts: w.recorder.counts, snapshots: w.updatedSnapshots)
     }
 
     /// The inserts; a duplicate of a stored unique key becomes that object, by the policy.
@@ -107,25 +111,31 @@ struct SavePlan {
             }
             permanent[pending.id] = ObjectID(storeID: storeID, entity: e.name, primaryKey: pk)
             for (name, target) in pending.relationships where takesReferences {
-                if let target, target.isTemporary, changes.relationships[name] == .some(nil) { deferred.append((e, pk, name, target)) }
+                if let target, target.isTemporary, changes.relationships[name] == .some(nil) {
+                    deferred.append((e, pk, name, target))
+                }
             }
         }
         for (e, pk, name, target) in deferred {
             guard let p = permanent[target] else {
-                throw StoreError(.objectNotFound, "\(e.name)/\(pk).\(name) refers to \(target), which this context did not insert")
+                throw StoreError(
+                    .objectNotFound, "\(e.name)/\(pk).\(name) refers to \(target), which this context did not insert")
             }
             try w.s.setRelationship(e, name, of: pk, to: p.primaryKey)
         }
     }
 
     /// A stored object with the same unique key, updated by the policy; nil: insert.
-    private func duplicate(_ w: inout ChangeWriter, _ e: Entity, _ changes: PropertyChanges, object: String) throws -> Int64? {
+    private func duplicate(_ w: inout ChangeWriter, _ e: Entity, _ changes: PropertyChanges, object: String) throws
+        -> Int64?
+    {
         guard policy != .error, let existing = try w.existingUnique(e, changes, object: object) else { return nil }
         switch w.resolver.duplicate(e, changes.values) {
         case .keepStored:
             break
         case .update(let values):
-            let update = PropertyChanges(values: values, relationships: changes.relationships.filter { $0.value != nil })
+            let update = PropertyChanges(
+                values: values, relationships: changes.relationships.filter { $0.value != nil })
             try w.update(e, pk: existing, update, object: "\(e.name)/\(existing)")
         }
         return existing
@@ -143,7 +153,8 @@ struct SavePlan {
                 }
                 if target.isTemporary {
                     guard let p = permanent[target] else {
-                        throw StoreError(.objectNotFound, "\(id).\(name) refers to \(target), which this context did not insert")
+                        throw StoreError(
+                            .objectNotFound, "\(id).\(name) refers to \(target), which this context did not insert")
                     }
                     changes.relationships[name] = p.primaryKey
                 } else {
@@ -180,11 +191,13 @@ public struct BatchResult: Sendable, Hashable {
 
 extension ObjectContext {
     private func commitBatch(_ body: (inout ChangeWriter) throws -> [ObjectID]) throws -> BatchResult {
-        let author = transactionAuthor, contextName = name
+        let author = transactionAuthor
+        let contextName = name
         let result = try container.write { s -> BatchResult in
             var w = ChangeWriter(s)
             let ids = try body(&w)
-            return BatchResult(count: ids.count, token: try w.writeHistory(author: author, contextName: contextName), objectIDs: ids)
+            return BatchResult(
+                count: ids.count, token: try w.writeHistory(author: author, contextName: contextName), objectIDs: ids)
         }
         container.didCommit(result.token)
         return result
@@ -202,7 +215,8 @@ extension ObjectContext {
             var ids: [ObjectID] = []
             ids.reserveCapacity(rows.count)
             for (i, row) in rows.enumerated() {
-                let pk = try w.insert(e, PropertyChanges(values: row, relationships: [:]), object: "\(e.name) (batch row \(i + 1))")
+                let pk = try w.insert(
+                    e, PropertyChanges(values: row, relationships: [:]), object: "\(e.name) (batch row \(i + 1))")
                 ids.append(ObjectID(storeID: container.storeID, entity: e.name, primaryKey: pk))
             }
             return ids
@@ -212,7 +226,9 @@ extension ObjectContext {
     /// Sets `values` on every object matching `condition`, in one transaction, recorded in history
     /// object by object (objects whose values already match are left alone).
     @discardableResult
-    public func batchUpdate(_ entityName: String, where condition: Condition, set values: [String: Value]) throws -> BatchResult {
+    public func batchUpdate(_ entityName: String, where condition: Condition, set values: [String: Value]) throws
+        -> BatchResult
+    {
         let e = try model.entity(entityName)
         try e.checkAttributes(values.keys)
         return try commitBatch { w in
@@ -220,7 +236,9 @@ extension ObjectContext {
             for pk in try w.s.primaryKeys(e, condition) {
                 let before = w.recorder.count
                 try w.update(e, pk: pk, PropertyChanges(values: values, relationships: [:]), object: "\(e.name)/\(pk)")
-                if w.recorder.count > before { ids.append(ObjectID(storeID: container.storeID, entity: e.name, primaryKey: pk)) }
+                if w.recorder.count > before {
+                    ids.append(ObjectID(storeID: container.storeID, entity: e.name, primaryKey: pk))
+                }
             }
             return ids
         }

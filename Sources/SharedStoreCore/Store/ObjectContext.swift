@@ -75,7 +75,9 @@ public final class ObjectContext {
     ///
     /// - Throws: `.unknownEntity` or `.unknownProperty` at once; value rules are checked on save.
     @discardableResult
-    public func insert(_ entityName: String, _ values: [String: Value], relationships: [String: ObjectID?] = [:]) throws -> ObjectID {
+    public func insert(_ entityName: String, _ values: [String: Value], relationships: [String: ObjectID?] = [:]) throws
+        -> ObjectID
+    {
         let entity = try model.entity(entityName)
         try checkNames(entity, values: values, relationships: relationships)
         let id = ObjectID(storeID: container.storeID, entity: entityName, primaryKey: -nextTemporaryKey)
@@ -131,7 +133,8 @@ public final class ObjectContext {
             throw StoreError(.unknownProperty, "\(entity.name) has no many-to-many relationship '\(relationship)'")
         }
         guard target.entity == r.destination else {
-            throw StoreError(.validation, "\(entity.name).\(relationship) takes \(r.destination) objects, not \(target)")
+            throw StoreError(
+                .validation, "\(entity.name).\(relationship) takes \(r.destination) objects, not \(target)")
         }
     }
 
@@ -187,7 +190,9 @@ public final class ObjectContext {
     ///
     /// - Throws: `.objectNotFound` when there is none.
     public func object(with id: ObjectID) throws -> Snapshot {
-        guard id.storeID == container.storeID, !id.isTemporary else { throw StoreError(.objectNotFound, "\(id) is not a stored object of this store") }
+        guard id.storeID == container.storeID, !id.isTemporary else {
+            throw StoreError(.objectNotFound, "\(id) is not a stored object of this store")
+        }
         let entity = try model.entity(id.entity)
         guard let s = try container.read({ s in try s.snapshot(entity, id.primaryKey) }) else {
             throw StoreError(.objectNotFound, "no object \(id) in the store")
@@ -204,7 +209,8 @@ public final class ObjectContext {
         }
         let dest = try model.entity(r.destination)
         let keys = try container.read { s in
-            try model.joinTable(entity, r).map { try s.linked($0, to: id.primaryKey) } ?? s.objects(dest, whose: r.inverse, is: id.primaryKey)
+            try model.joinTable(entity, r).map { try s.linked($0, to: id.primaryKey) }
+                ?? s.objects(dest, whose: r.inverse, is: id.primaryKey)
         }
         return keys.map { ObjectID(storeID: container.storeID, entity: dest.name, primaryKey: $0) }
     }

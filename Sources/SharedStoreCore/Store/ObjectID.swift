@@ -48,7 +48,8 @@ public struct ObjectID: Sendable, Hashable, Comparable, Codable, CustomStringCon
         }
         let parts = body.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2, Model.isIdentifier(String(parts[0])), let pk = Int64(parts[1]), pk > 0,
-              parts[1].allSatisfy(\.isASCII), parts[1].first != "+" else {
+            parts[1].allSatisfy(\.isASCII), parts[1].first != "+"
+        else {
             throw StoreError(.malformedID, "malformed object id '\(text)': expected Entity/N with N a positive integer")
         }
         self.init(storeID: storeID, entity: String(parts[0]), primaryKey: pk)
@@ -56,7 +57,8 @@ public struct ObjectID: Sendable, Hashable, Comparable, Codable, CustomStringCon
 
     public init(from decoder: Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
-        guard text.hasPrefix("x-sharedstore://"), let uuid = UUID(uuidString: String(text.dropFirst(16).prefix(36))) else {
+        guard text.hasPrefix("x-sharedstore://"), let uuid = UUID(uuidString: String(text.dropFirst(16).prefix(36)))
+        else {
             throw StoreError(.malformedID, "malformed object id URI '\(text)'")
         }
         try self.init(parsing: text, storeID: uuid)

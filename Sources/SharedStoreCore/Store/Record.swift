@@ -32,15 +32,21 @@ extension ObjectContext {
 
     /// Writes a fetched record's properties back to its object.
     public func update<R: Record>(_ record: R) throws {
-        guard let id = record.id else { throw StoreError(.objectNotFound, "\(R.entityName) record has no id: insert it first") }
+        guard let id = record.id else {
+            throw StoreError(.objectNotFound, "\(R.entityName) record has no id: insert it first")
+        }
         let (values, rels) = try RecordEncoder.encode(record, entity: try model.entity(R.entityName))
         try update(id, values, relationships: rels)
     }
 
     /// Fetches records of type `R`.
-    public func fetch<R: Record>(_ type: R.Type, where condition: Condition = .always, sortedBy sort: [SortKey] = [],
-                                 limit: Int? = nil, offset: Int = 0) throws -> [R] {
-        try fetch(FetchRequest(R.entityName, where: condition, sortedBy: sort, limit: limit, offset: offset)).map { try R(snapshot: $0) }
+    public func fetch<R: Record>(
+        _ type: R.Type, where condition: Condition = .always, sortedBy sort: [SortKey] = [],
+        limit: Int? = nil, offset: Int = 0
+    ) throws -> [R] {
+        try fetch(FetchRequest(R.entityName, where: condition, sortedBy: sort, limit: limit, offset: offset)).map {
+            try R(snapshot: $0)
+        }
     }
 
     /// The stored object with `id` as a record of type `R`.
@@ -71,10 +77,13 @@ enum RecordEncoder {
     static func encode<R: Record>(_ record: R, entity: Entity) throws -> ([String: Value], [String: ObjectID?]) {
         let box = Box()
         try record.encode(to: Encoder(box: box))
-        var values: [String: Value] = [:], rels: [String: ObjectID?] = [:]
+        var values: [String: Value] = [:]
+        var rels: [String: ObjectID?] = [:]
         for (key, v) in box.fields where key != "id" {
             if entity.attribute(named: key) != nil {
-                guard case .value(let value) = v else { throw StoreError(.validation, "\(entity.name).\(key) takes a value, not an object id") }
+                guard case .value(let value) = v else {
+                    throw StoreError(.validation, "\(entity.name).\(key) takes a value, not an object id")
+                }
                 values[key] = value
             } else if entity.relationship(named: key) != nil {
                 switch v {
@@ -138,12 +147,16 @@ enum RecordEncoder {
         mutating func encodeIfPresent(_ v: String?, forKey key: Key) throws { put(v.map(Value.string) ?? .null, key) }
         mutating func encodeIfPresent(_ v: Bool?, forKey key: Key) throws { put(v.map(Value.bool) ?? .null, key) }
         mutating func encodeIfPresent(_ v: Double?, forKey key: Key) throws { put(v.map(Value.double) ?? .null, key) }
-        mutating func encodeIfPresent(_ v: Int?, forKey key: Key) throws { put(v.map { .integer(Int64($0)) } ?? .null, key) }
+        mutating func encodeIfPresent(_ v: Int?, forKey key: Key) throws {
+            put(v.map { .integer(Int64($0)) } ?? .null, key)
+        }
         mutating func encodeIfPresent(_ v: Int64?, forKey key: Key) throws { put(v.map(Value.integer) ?? .null, key) }
         mutating func nestedContainer<N: CodingKey>(keyedBy: N.Type, forKey key: Key) -> KeyedEncodingContainer<N> {
             KeyedEncodingContainer(Keyed<N>(box: Box()))
         }
-        mutating func nestedUnkeyedContainer(forKey key: Key) -> UnkeyedEncodingContainer { Unsupported(codingPath: codingPath) }
+        mutating func nestedUnkeyedContainer(forKey key: Key) -> UnkeyedEncodingContainer {
+            Unsupported(codingPath: codingPath)
+        }
         mutating func superEncoder() -> Swift.Encoder { Encoder(box: Box()) }
         mutating func superEncoder(forKey key: Key) -> Swift.Encoder { Encoder(box: Box()) }
     }
@@ -152,10 +165,16 @@ enum RecordEncoder {
     struct Unsupported: UnkeyedEncodingContainer, SingleValueEncodingContainer {
         var codingPath: [CodingKey]
         var count: Int { 0 }
-        func fail() -> StoreError { StoreError(.validation, "records hold flat properties only (at \(codingPath.map(\.stringValue).joined(separator: ".")))") }
+        func fail() -> StoreError {
+            StoreError(
+                .validation,
+                "records hold flat properties only (at \(codingPath.map(\.stringValue).joined(separator: ".")))")
+        }
         mutating func encodeNil() throws { throw fail() }
         mutating func encode<T: Encodable>(_ value: T) throws { throw fail() }
-        mutating func nestedContainer<N: CodingKey>(keyedBy: N.Type) -> KeyedEncodingContainer<N> { KeyedEncodingContainer(Keyed<N>(box: Box())) }
+        mutating func nestedContainer<N: CodingKey>(keyedBy: N.Type) -> KeyedEncodingContainer<N> {
+            KeyedEncodingContainer(Keyed<N>(box: Box()))
+        }
         mutating func nestedUnkeyedContainer() -> UnkeyedEncodingContainer { self }
         mutating func superEncoder() -> Swift.Encoder { Encoder(box: Box()) }
     }
@@ -181,10 +200,15 @@ struct SnapshotDecoder: Decoder {
     struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
         let snapshot: Snapshot
         var codingPath: [CodingKey] = []
-        var allKeys: [Key] { (Array(snapshot.values.keys) + Array(snapshot.relationships.keys) + ["id"]).compactMap { Key(stringValue: $0) } }
+        var allKeys: [Key] {
+            (Array(snapshot.values.keys) + Array(snapshot.relationships.keys) + ["id"]).compactMap {
+                Key(stringValue: $0)
+            }
+        }
 
         func contains(_ key: Key) -> Bool {
-            key.stringValue == "id" || snapshot.values[key.stringValue] != nil || snapshot.relationships[key.stringValue] != nil
+            key.stringValue == "id" || snapshot.values[key.stringValue] != nil
+                || snapshot.relationships[key.stringValue] != nil
         }
 
         func decodeNil(forKey key: Key) throws -> Bool {
@@ -194,7 +218,8 @@ struct SnapshotDecoder: Decoder {
         }
 
         func mismatch(_ key: Key, _ type: Any.Type) -> StoreError {
-            StoreError(.validation, "\(snapshot.id).\(key.stringValue) holds \(snapshot[key.stringValue]), not a \(type)")
+            StoreError(
+                .validation, "\(snapshot.id).\(key.stringValue) holds \(snapshot[key.stringValue]), not a \(type)")
         }
 
         func value(_ key: Key) throws -> Value {

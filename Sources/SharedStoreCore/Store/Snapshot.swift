@@ -21,7 +21,8 @@ public struct Snapshot: Sendable, Hashable, CustomStringConvertible {
     public subscript(_ name: String) -> Value { values[name] ?? .null }
 
     public var description: String {
-        let parts = values.keys.sorted().map { "\($0): \(values[$0] ?? .null)" }
+        let parts =
+            values.keys.sorted().map { "\($0): \(values[$0] ?? .null)" }
             + relationships.keys.sorted().map { "\($0): \(relationships[$0].map(\.description) ?? "nil")" }
         return "\(id) {\(parts.joined(separator: ", "))}"
     }

@@ -53,7 +53,8 @@ struct StringMatch: Hashable {
     }
 
     func matches(_ text: String, _ pattern: String) -> Bool {
-        let a = fold(text), b = fold(pattern)
+        let a = fold(text)
+        let b = fold(pattern)
         switch op {
         case .equal: return a == b
         case .contains: return b.isEmpty || a.contains(b)
@@ -65,7 +66,10 @@ struct StringMatch: Hashable {
 
     /// Core Data's LIKE: `*` matches any run, `?` one character.
     private static func wildcard(_ s: [Character], _ p: [Character]) -> Bool {
-        var si = 0, pi = 0, star = -1, mark = 0
+        var si = 0
+        var pi = 0
+        var star = -1
+        var mark = 0
         while si < s.count {
             if pi < p.count, p[pi] == "?" || p[pi] == s[si] {
                 si += 1

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The structure issue 10 set, checked: formatting (swift-format), lines of at most 120
+# characters and functions of at most 60 lines in Sources and Tests, no SQL text outside the
+# SQL owner (SharedStoreCore/SQL; the SQLite wrapper's transaction control and storebench's raw
+# baseline aside), no sqlite3_/mdb_ call outside the C wrappers (and the raw baseline).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. Scripts/lib/setup.sh
+status=0
+fail() { echo "lint: $*" >&2; status=1; }
+
+bash Scripts/format.sh --check || fail "files are not formatted: run Scripts/format.sh"
+swift_files=$(find Sources Tests -name '*.swift')
+long_lines=$(awk 'length > 120 { print FILENAME ":" FNR ": " length " characters" }' $swift_files)
+[ -z "$long_lines" ] || fail "lines over 120 characters:"$'\n'"$long_lines"
+python3 Scripts/lib/function_lengths.py 60 $(find Sources -name '*.swift') || fail "functions over 60 lines (above)"
+sql=$(grep -rnE '"[^"]*\b(SELECT|INSERT|UPDATE|DELETE FROM|CREATE|PRAGMA|BEGIN|COMMIT|ROLLBACK|DROP|ALTER)\b' Sources --include=*.swift \
+      | grep -v -e '^Sources/SharedStoreCore/SQL/' -e '^Sources/SharedStoreSQLite/' -e '^Sources/storebench/Baseline.swift' || true)
+[ -z "$sql" ] || fail "SQL outside SharedStoreCore/SQL:"$'\n'"$sql"
+calls=$(grep -rnE '\b(sqlite3|mdb)_[a-z_]+\(' Sources --include=*.swift \
+        | grep -v -e '^Sources/SharedStoreSQLite/' -e '^Sources/SharedStoreLMDB/' -e '^Sources/storebench/Baseline.swift' || true)
+[ -z "$calls" ] || fail "C calls outside the wrappers:"$'\n'"$calls"
+[ "$status" -eq 0 ] && echo "lint: formatted; no line over 120, no function over 60 lines; SQL and C calls in their layers"
+exit "$status"
