@@ -107,7 +107,7 @@ struct QueryBuilder {
 
     /// A WHERE expression that is never NULL, so that NOT and OR follow two-valued logic.
     mutating func sql(_ c: Condition) throws -> String {
-        switch c {
+        switch c.node {
         case .always:
             return "1"
         case .compare(let path, let op, let v):

@@ -12,17 +12,32 @@ import SharedStoreSupport
 /// let c: Condition = Key("title").contains("cafe", .caseInsensitive, .diacriticInsensitive)
 ///     && Key("isRead") == false && Key("category.name") == "Swift"
 /// ```
-public indirect enum Condition: Sendable, Hashable {
-    case always
-    case compare(String, Comparison, Value)
-    case among(String, [Value])
-    case between(String, Value, Value)
-    case text(String, TextOperator, String, TextOptions)
-    /// A to-one relationship is the object (or nil).
-    case related(String, ObjectID?)
-    case and([Condition])
-    case or([Condition])
-    case not(Condition)
+public struct Condition: Sendable, Hashable {
+    /// The condition's form; internal, so that it can grow (to-many predicates, say) without
+    /// breaking code that builds conditions with ``Key`` and the operators.
+    indirect enum Node: Sendable, Hashable {
+        case always
+        case compare(String, Comparison, Value)
+        case among(String, [Value])
+        case between(String, Value, Value)
+        case text(String, TextOperator, String, TextOptions)
+        /// A to-one relationship is the object (or nil).
+        case related(String, ObjectID?)
+        case and([Condition])
+        case or([Condition])
+        case not(Condition)
+    }
+
+    let node: Node
+
+    init(_ node: Node) { self.node = node }
+
+    /// Every object.
+    public static let always = Condition(.always)
+    /// All of `conditions` (every object when there are none).
+    public static func all(_ conditions: [Condition]) -> Condition { Condition(.and(conditions)) }
+    /// Any of `conditions` (no object when there are none).
+    public static func any(_ conditions: [Condition]) -> Condition { Condition(.or(conditions)) }
 
     public enum Comparison: String, Sendable, Hashable {
         case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
@@ -41,9 +56,9 @@ public indirect enum Condition: Sendable, Hashable {
         static let all: TextOptions = [.caseInsensitive, .diacriticInsensitive]
     }
 
-    public static func && (a: Condition, b: Condition) -> Condition { .and([a, b]) }
-    public static func || (a: Condition, b: Condition) -> Condition { .or([a, b]) }
-    public static prefix func ! (a: Condition) -> Condition { .not(a) }
+    public static func && (a: Condition, b: Condition) -> Condition { Condition(.and([a, b])) }
+    public static func || (a: Condition, b: Condition) -> Condition { Condition(.or([a, b])) }
+    public static prefix func ! (a: Condition) -> Condition { Condition(.not(a)) }
 }
 
 /// A key path in a condition or a sort: `Key("title")`, `Key("category.name")`.
@@ -51,30 +66,30 @@ public struct Key: Sendable, Hashable {
     public let path: String
     public init(_ path: String) { self.path = path }
 
-    public static func == (k: Key, v: Value) -> Condition { .compare(k.path, .equal, v) }
-    public static func != (k: Key, v: Value) -> Condition { .compare(k.path, .notEqual, v) }
-    public static func < (k: Key, v: Value) -> Condition { .compare(k.path, .less, v) }
-    public static func <= (k: Key, v: Value) -> Condition { .compare(k.path, .lessOrEqual, v) }
-    public static func > (k: Key, v: Value) -> Condition { .compare(k.path, .greater, v) }
-    public static func >= (k: Key, v: Value) -> Condition { .compare(k.path, .greaterOrEqual, v) }
-    public static func == (k: Key, id: ObjectID) -> Condition { .related(k.path, id) }
+    public static func == (k: Key, v: Value) -> Condition { Condition(.compare(k.path, .equal, v)) }
+    public static func != (k: Key, v: Value) -> Condition { Condition(.compare(k.path, .notEqual, v)) }
+    public static func < (k: Key, v: Value) -> Condition { Condition(.compare(k.path, .less, v)) }
+    public static func <= (k: Key, v: Value) -> Condition { Condition(.compare(k.path, .lessOrEqual, v)) }
+    public static func > (k: Key, v: Value) -> Condition { Condition(.compare(k.path, .greater, v)) }
+    public static func >= (k: Key, v: Value) -> Condition { Condition(.compare(k.path, .greaterOrEqual, v)) }
+    public static func == (k: Key, id: ObjectID) -> Condition { Condition(.related(k.path, id)) }
 
-    public func among(_ values: [Value]) -> Condition { .among(path, values) }
-    public func between(_ low: Value, _ high: Value) -> Condition { .between(path, low, high) }
+    public func among(_ values: [Value]) -> Condition { Condition(.among(path, values)) }
+    public func between(_ low: Value, _ high: Value) -> Condition { Condition(.between(path, low, high)) }
     public func contains(_ s: String, _ options: Condition.TextOptions...) -> Condition {
-        .text(path, .contains, s, Condition.TextOptions(options))
+        Condition(.text(path, .contains, s, Condition.TextOptions(options)))
     }
     public func beginsWith(_ s: String, _ options: Condition.TextOptions...) -> Condition {
-        .text(path, .beginsWith, s, Condition.TextOptions(options))
+        Condition(.text(path, .beginsWith, s, Condition.TextOptions(options)))
     }
     public func endsWith(_ s: String, _ options: Condition.TextOptions...) -> Condition {
-        .text(path, .endsWith, s, Condition.TextOptions(options))
+        Condition(.text(path, .endsWith, s, Condition.TextOptions(options)))
     }
     public func like(_ s: String, _ options: Condition.TextOptions...) -> Condition {
-        .text(path, .like, s, Condition.TextOptions(options))
+        Condition(.text(path, .like, s, Condition.TextOptions(options)))
     }
     public func equals(_ s: String, _ options: Condition.TextOptions...) -> Condition {
-        .text(path, .equal, s, Condition.TextOptions(options))
+        Condition(.text(path, .equal, s, Condition.TextOptions(options)))
     }
 
     public var ascending: SortKey { SortKey(path, ascending: true) }
