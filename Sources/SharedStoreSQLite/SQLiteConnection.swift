@@ -55,6 +55,7 @@ package final class SQLiteConnection {
         sqlite3_close_v2(handle)
     }
 
+    @usableFromInline
     package func error(_ rc: Int32, sql: String? = nil) -> SQLiteError {
         let extended = sqlite3_extended_errcode(handle)
         let message = String(cString: sqlite3_errmsg(handle))

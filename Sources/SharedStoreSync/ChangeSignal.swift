@@ -120,13 +120,13 @@ final class ChangeSignalWatch: @unchecked Sendable {
     /// Waits until the file changes, `timeout` passes, or ``stop()`` is called. A burst of
     /// events is drained and reported as one wake-up (coalescing).
     func wait(timeout: TimeInterval) -> Wake {
-        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(0, timeout) * 1e9)
+        let deadline = Monotonic.nanoseconds() + UInt64(max(0, timeout) * 1e9)
         var fds = [
             pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
             pollfd(fd: stopRead, events: Int16(POLLIN), revents: 0),
         ]
         while true {
-            let now = DispatchTime.now().uptimeNanoseconds
+            let now = Monotonic.nanoseconds()
             let remaining = now >= deadline ? 0 : Int32(min((deadline - now) / 1_000_000 + 1, UInt64(Int32.max)))
             let rc = poll(&fds, 2, remaining)
             if rc < 0 {

@@ -175,23 +175,10 @@ struct HistoryReader {
             )
         }
         let n = min(request.batchSize, remaining)
-        var out: [HistoryTransaction] = []
-        var scanned = 0
-        try s.historyRows(after: cursor, filter: filter, limit: n) { row in
-            scanned += 1
-            cursor = row.token
-            let changes = try HistoryCodec.decode(
-                row.changes, model: container.model, storeID: container.storeID, entityFilter: entityFilter)
-            if entityFilter != nil && changes.isEmpty { return }
-            out.append(
-                HistoryTransaction(
-                    token: HistoryToken(storeID: container.storeID, value: row.token), author: row.author,
-                    contextName: row.context,
-                    processID: row.process, executable: row.executable,
-                    timestamp: Date(timeIntervalSince1970: row.timestamp), changes: changes))
-        }
-        remaining = scanned < n ? 0 : remaining - out.count
-        return out
+        let batch = try s.historyTransactions(after: cursor, filter: filter, limit: n, entities: entityFilter)
+        cursor = batch.last
+        remaining = batch.scanned < n ? 0 : remaining - batch.transactions.count
+        return batch.transactions
     }
 
     /// Where the stream starts, checked against the retained history and the store's timeline.

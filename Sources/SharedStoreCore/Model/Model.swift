@@ -102,11 +102,11 @@ public struct Entity: Sendable, Hashable {
     /// to-many relationship shows as updated when a many-to-many link is made or broken).
     var historyPropertyNames: [String] { storedPropertyNames + toManyRelationships.map(\.name) }
 
-    /// Checks that every name is an attribute of this entity.
+    /// Checks that every key of `values` is an attribute of this entity.
     ///
     /// - Throws: `.unknownProperty` naming the first that is not (and `object`, when given).
-    func checkAttributes(_ names: some Sequence<String>, object: String? = nil) throws {
-        for name in names where attribute(named: name) == nil {
+    func checkAttributes(_ values: [String: Value], object: String? = nil) throws {
+        for name in values.keys where attribute(named: name) == nil {
             throw StoreError(
                 .unknownProperty, (object.map { "\($0): " } ?? "") + "\(self.name) has no attribute '\(name)'")
         }

@@ -77,8 +77,12 @@ extension SQLStore {
 
     func historyMeta() throws -> HistoryMeta {
         var meta = HistoryMeta()
-        let keys = [MetaKey.historyDeletedThrough, .historyDeletedTime, .lostTokens].map { SQLValue.text($0.rawValue) }
-        try c.cached("SELECT key, value FROM ss_meta WHERE key IN (?, ?, ?)").forEachRow(keys) { row in
+        try c.cached(
+            """
+            SELECT key, value FROM ss_meta
+            WHERE key IN ('history_deleted_through', 'history_deleted_time', 'lost_tokens')
+            """
+        ).forEachRow { row in
             switch MetaKey(rawValue: row.text(0)) {
             case .historyDeletedThrough: meta.floor = Int64(row.text(1)) ?? 0
             case .historyDeletedTime: meta.floorTime = Double(row.text(1)) ?? 0
@@ -89,8 +93,34 @@ extension SQLStore {
         return meta
     }
 
-    /// Up to `limit` rows after token `after` that pass `filter`, in token order.
-    func historyRows(after: Int64, filter: HistoryFilter, limit: Int, _ body: (HistoryRow) throws -> Void) throws {
+    /// Up to `limit` rows after token `after` that pass `filter`, in token order, decoded into
+    /// transactions (those without a change of `entities`, when given, are left out). Returns
+    /// them with how many rows were read and the last token read.
+    func historyTransactions(after: Int64, filter: HistoryFilter, limit: Int, entities: Set<Int>?)
+        throws -> (transactions: [HistoryTransaction], scanned: Int, last: Int64)
+    {
+        let (sql, values) = historySelect(after: after, filter: filter, limit: limit)
+        var out: [HistoryTransaction] = []
+        out.reserveCapacity(min(limit, 1024))
+        var scanned = 0
+        var last = after
+        let model = container.model
+        let storeID = container.storeID
+        try c.cached(sql).forEachRow(values) { row in
+            scanned += 1
+            last = row.int64(0)
+            let changes = try HistoryCodec.decode(row.blob(6), model: model, storeID: storeID, entityFilter: entities)
+            if entities != nil && changes.isEmpty { return }
+            out.append(
+                HistoryTransaction(
+                    token: HistoryToken(storeID: storeID, value: last), author: row.isNull(2) ? nil : row.text(2),
+                    contextName: row.isNull(3) ? nil : row.text(3), processID: row.int64(4), executable: row.text(5),
+                    timestamp: Date(timeIntervalSince1970: row.double(1)), changes: changes))
+        }
+        return (out, scanned, last)
+    }
+
+    private func historySelect(after: Int64, filter: HistoryFilter, limit: Int) -> (String, [SQLValue]) {
         var sql =
             "SELECT token, timestamp, author, context, process, executable, changes FROM ss_history WHERE token > ?"
         var values: [SQLValue] = [.integer(after)]
@@ -111,14 +141,7 @@ extension SQLStore {
             sql += " AND timestamp > ?"
             values.append(.double(time))
         }
-        sql += " ORDER BY token LIMIT ?"
-        try c.cached(sql).forEachRow(values + [.integer(Int64(limit))]) { row in
-            try body(
-                HistoryRow(
-                    token: row.int64(0), timestamp: row.double(1), author: row.isNull(2) ? nil : row.text(2),
-                    context: row.isNull(3) ? nil : row.text(3), process: row.int64(4), executable: row.text(5),
-                    changes: row.blob(6)))
-        }
+        return (sql + " ORDER BY token LIMIT ?", values + [.integer(Int64(limit))])
     }
 
     /// How many transactions after the floor are at or below `through`.

@@ -22,15 +22,16 @@ extension SQLStore {
         try entityStatement(e, .select).firstRow([.integer(pk)]) { container.snapshot($0, e) }
     }
 
-    /// Inserts a row: `bind` binds every stored property in order (``Entity/storedPropertyNames``)
-    /// to the prepared statement, starting at 1. Returns the new primary key.
-    func insertRow(_ e: Entity, bind: (SQLiteStatement) throws -> Void) throws -> Int64 {
-        let stmt = try entityStatement(e, .insert)
+    /// The prepared insert of the entity at `index`, reset: bind every stored property in order
+    /// (``Entity/storedPropertyNames``) from 1, then run it; ``lastInsertedKey`` is the new row's.
+    func insertStatement(entity index: Int) throws -> SQLiteStatement {
+        let stmt = try container.entitySQL[index].statement(.insert, c)
         stmt.reset()
-        try bind(stmt)
-        try stmt.run()
-        return c.lastInsertRowID
+        return stmt
     }
+
+    /// The primary key of the row inserted last on this connection.
+    var lastInsertedKey: Int64 { c.lastInsertRowID }
 
     /// Inserts a row with its primary key given (an object brought back under its own id).
     func insertRow(_ e: Entity, primaryKey: Int64, values: [SQLValue]) throws {

@@ -73,22 +73,20 @@ struct ChangeWriter {
 
     /// Inserts a validated row and records the insert; returns the new primary key.
     mutating func insert(_ e: Entity, _ changes: PropertyChanges, object: @autoclosure () -> String) throws -> Int64 {
-        let pk = try unique(object()) {
-            try s.insertRow(e) { stmt in
-                var column: Int32 = 1
-                for a in e.attributes {
-                    try stmt.bind(
-                        try validate(changes.values[a.name] ?? a.defaultValue, a, object: object()), at: column)
-                    column += 1
-                }
-                for r in e.toOneRelationships {
-                    try stmt.bind(
-                        changes.relationships[r.name].flatMap { $0 }.map(SQLValue.integer) ?? .null, at: column)
-                    column += 1
-                }
-            }
+        let index = model.index(of: e)
+        let stmt = try s.insertStatement(entity: index)
+        var column: Int32 = 1
+        for a in e.attributes {
+            try stmt.bind(try validate(changes.values[a.name] ?? a.defaultValue, a, object: object()), at: column)
+            column += 1
         }
-        recorder.inserted(model.index(of: e), pk)
+        for r in e.toOneRelationships {
+            try stmt.bind(changes.relationships[r.name].flatMap { $0 }.map(SQLValue.integer) ?? .null, at: column)
+            column += 1
+        }
+        try unique(object()) { try stmt.run() }
+        let pk = s.lastInsertedKey
+        recorder.inserted(index, pk)
         return pk
     }
 

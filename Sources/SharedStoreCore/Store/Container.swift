@@ -225,7 +225,7 @@ public final class Container: Sendable {
     /// - Throws: `.validation` naming `object`, the attribute and the rule; `.unknownProperty`.
     public func validate(_ entity: String, _ values: [String: Value], object: String) throws {
         let e = try model.entity(entity)
-        try e.checkAttributes(values.keys, object: object)
+        try e.checkAttributes(values, object: object)
         for a in e.attributes { _ = try validate(values[a.name] ?? a.defaultValue, a, object: object) }
     }
 

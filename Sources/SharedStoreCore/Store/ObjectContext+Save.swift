@@ -210,7 +210,7 @@ extension ObjectContext {
     @discardableResult
     public func batchInsert(_ entityName: String, _ rows: [[String: Value]]) throws -> BatchResult {
         let e = try model.entity(entityName)
-        for row in rows { try e.checkAttributes(row.keys) }
+        for row in rows { try e.checkAttributes(row) }
         return try commitBatch { w in
             var ids: [ObjectID] = []
             ids.reserveCapacity(rows.count)
@@ -230,7 +230,7 @@ extension ObjectContext {
         -> BatchResult
     {
         let e = try model.entity(entityName)
-        try e.checkAttributes(values.keys)
+        try e.checkAttributes(values)
         return try commitBatch { w in
             var ids: [ObjectID] = []
             for pk in try w.s.primaryKeys(e, condition) {

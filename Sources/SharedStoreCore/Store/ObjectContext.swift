@@ -161,7 +161,7 @@ public final class ObjectContext {
     }
 
     private func checkNames(_ entity: Entity, values: [String: Value], relationships: [String: ObjectID?]) throws {
-        try entity.checkAttributes(values.keys)
+        try entity.checkAttributes(values)
         for (key, target) in relationships {
             guard let r = entity.relationship(named: key), !r.isToMany else {
                 throw StoreError(.unknownProperty, "\(entity.name) has no to-one relationship '\(key)'")
