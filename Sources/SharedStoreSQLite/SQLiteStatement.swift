@@ -132,17 +132,19 @@ package enum SQLValue: Equatable, Sendable {
 package struct SQLiteRow {
     @usableFromInline let handle: OpaquePointer
 
-    @inlinable package func isNull(_ i: Int32) -> Bool { sqlite3_column_type(handle, i) == SQLITE_NULL }
-    @inlinable package func int64(_ i: Int32) -> Int64 { sqlite3_column_int64(handle, i) }
-    @inlinable package func double(_ i: Int32) -> Double { sqlite3_column_double(handle, i) }
+    @inlinable @inline(__always) package func isNull(_ i: Int32) -> Bool {
+        sqlite3_column_type(handle, i) == SQLITE_NULL
+    }
+    @inlinable @inline(__always) package func int64(_ i: Int32) -> Int64 { sqlite3_column_int64(handle, i) }
+    @inlinable @inline(__always) package func double(_ i: Int32) -> Double { sqlite3_column_double(handle, i) }
 
-    @inlinable package func text(_ i: Int32) -> String {
+    @inlinable @inline(__always) package func text(_ i: Int32) -> String {
         guard let p = sqlite3_column_text(handle, i) else { return "" }
         let n = Int(sqlite3_column_bytes(handle, i))
         return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
     }
 
-    @inlinable package func blob(_ i: Int32) -> [UInt8] {
+    @inlinable @inline(__always) package func blob(_ i: Int32) -> [UInt8] {
         let n = Int(sqlite3_column_bytes(handle, i))
         guard n > 0, let p = sqlite3_column_blob(handle, i) else { return [] }
         return Array(UnsafeRawBufferPointer(start: p, count: n))

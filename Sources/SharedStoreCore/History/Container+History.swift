@@ -128,6 +128,7 @@ struct HistoryReader {
     let container: Container
     let request: HistoryRequest
     let filter: HistoryFilter
+    let query: HistoryQuery
     let entityFilter: Set<Int>?
     var cursor: Int64 = 0
     var remaining: Int
@@ -158,6 +159,7 @@ struct HistoryReader {
         }
         if case .afterDate(let d) = request.start { filter.after = d.timeIntervalSince1970 }
         self.filter = filter
+        query = SQLStore.historyQuery(filter)
     }
 
     /// The next batch (empty when every row of it was filtered out), or nil at the end.
@@ -175,7 +177,7 @@ struct HistoryReader {
             )
         }
         let n = min(request.batchSize, remaining)
-        let batch = try s.historyTransactions(after: cursor, filter: filter, limit: n, entities: entityFilter)
+        let batch = try s.historyTransactions(query, after: cursor, limit: n, entities: entityFilter)
         cursor = batch.last
         remaining = batch.scanned < n ? 0 : remaining - batch.transactions.count
         return batch.transactions

@@ -25,6 +25,12 @@ struct HistoryFilter {
     var after: Double?
 }
 
+/// The statement of a history stream and the values of its filter.
+struct HistoryQuery {
+    let sql: String
+    let filterValues: [SQLValue]
+}
+
 /// What `ss_meta` says about history: the floor it was deleted through, the newest time deleted,
 /// and the token numbers a restore lost (as stored: see ``Container/parseLostRanges(_:)``).
 struct HistoryMeta {
@@ -93,37 +99,11 @@ extension SQLStore {
         return meta
     }
 
-    /// Up to `limit` rows after token `after` that pass `filter`, in token order, decoded into
-    /// transactions (those without a change of `entities`, when given, are left out). Returns
-    /// them with how many rows were read and the last token read.
-    func historyTransactions(after: Int64, filter: HistoryFilter, limit: Int, entities: Set<Int>?)
-        throws -> (transactions: [HistoryTransaction], scanned: Int, last: Int64)
-    {
-        let (sql, values) = historySelect(after: after, filter: filter, limit: limit)
-        var out: [HistoryTransaction] = []
-        out.reserveCapacity(min(limit, 1024))
-        var scanned = 0
-        var last = after
-        let model = container.model
-        let storeID = container.storeID
-        try c.cached(sql).forEachRow(values) { row in
-            scanned += 1
-            last = row.int64(0)
-            let changes = try HistoryCodec.decode(row.blob(6), model: model, storeID: storeID, entityFilter: entities)
-            if entities != nil && changes.isEmpty { return }
-            out.append(
-                HistoryTransaction(
-                    token: HistoryToken(storeID: storeID, value: last), author: row.isNull(2) ? nil : row.text(2),
-                    contextName: row.isNull(3) ? nil : row.text(3), processID: row.int64(4), executable: row.text(5),
-                    timestamp: Date(timeIntervalSince1970: row.double(1)), changes: changes))
-        }
-        return (out, scanned, last)
-    }
-
-    private func historySelect(after: Int64, filter: HistoryFilter, limit: Int) -> (String, [SQLValue]) {
+    /// The statement that reads the rows of `filter` after a token, built once per stream.
+    static func historyQuery(_ filter: HistoryFilter) -> HistoryQuery {
         var sql =
             "SELECT token, timestamp, author, context, process, executable, changes FROM ss_history WHERE token > ?"
-        var values: [SQLValue] = [.integer(after)]
+        var values: [SQLValue] = []
         func placeholders(_ n: Int) -> String { Array(repeating: "?", count: n).joined(separator: ",") }
         if let authors = filter.authors {
             sql += " AND author IN (\(placeholders(authors.count)))"
@@ -141,7 +121,33 @@ extension SQLStore {
             sql += " AND timestamp > ?"
             values.append(.double(time))
         }
-        return (sql + " ORDER BY token LIMIT ?", values + [.integer(Int64(limit))])
+        return HistoryQuery(sql: sql + " ORDER BY token LIMIT ?", filterValues: values)
+    }
+
+    /// Up to `limit` rows of `query` after token `after`, in token order, decoded into
+    /// transactions (those without a change of `entities`, when given, are left out). Returns
+    /// them with how many rows were read and the last token read.
+    func historyTransactions(_ query: HistoryQuery, after: Int64, limit: Int, entities: Set<Int>?)
+        throws -> (transactions: [HistoryTransaction], scanned: Int, last: Int64)
+    {
+        var out: [HistoryTransaction] = []
+        var scanned = 0
+        var last = after
+        let model = container.model
+        let storeID = container.storeID
+        let values = [.integer(after)] + query.filterValues + [.integer(Int64(limit))]
+        try c.cached(query.sql).forEachRow(values) { row in
+            scanned += 1
+            last = row.int64(0)
+            let changes = try HistoryCodec.decode(row.blob(6), model: model, storeID: storeID, entityFilter: entities)
+            if entities != nil && changes.isEmpty { return }
+            out.append(
+                HistoryTransaction(
+                    token: HistoryToken(storeID: storeID, value: last), author: row.isNull(2) ? nil : row.text(2),
+                    contextName: row.isNull(3) ? nil : row.text(3), processID: row.int64(4), executable: row.text(5),
+                    timestamp: Date(timeIntervalSince1970: row.double(1)), changes: changes))
+        }
+        return (out, scanned, last)
     }
 
     /// How many transactions after the floor are at or below `through`.
