@@ -1,6 +1,12 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// What a module that imports SharedStore depends on, named target by target: SharedStore only
+// re-exports them, and SwiftPM rebuilds a module when one of its direct dependencies changes.
+let library: [Target.Dependency] = [
+    "SharedStore", "SharedStoreCore", "SharedStoreSync", "SharedStoreSupport", "SharedStoreSQLite",
+]
+
 let package = Package(
     name: "SharedStore",
     products: [
@@ -19,11 +25,11 @@ let package = Package(
         // The one module users import.
         .target(name: "SharedStore", dependencies: ["SharedStoreCore", "SharedStoreSync", "SharedStoreSupport"]),
         // The read-later model the targets, the demo and the scenarios share.
-        .target(name: "ReadLater", dependencies: ["SharedStore"]),
+        .target(name: "ReadLater", dependencies: library),
         // The one argument parser of every executable.
         .target(name: "ArgumentParsing"),
         // Output and the commands of the targets, written once.
-        .target(name: "StoreCLI", dependencies: ["SharedStore", "ReadLater", "ArgumentParsing"]),
+        .target(name: "StoreCLI", dependencies: library + ["ReadLater", "ArgumentParsing"]),
         // The targets of shared/docs/CLI.md: thin executables over StoreCLI.
         .executableTarget(name: "main-app", dependencies: ["StoreCLI"]),
         .executableTarget(name: "share-extension", dependencies: ["StoreCLI"]),
@@ -31,11 +37,11 @@ let package = Package(
         .executableTarget(name: "history-cleaner", dependencies: ["StoreCLI"]),
         .executableTarget(name: "storectl", dependencies: ["StoreCLI"]),
         // The benchmark: SharedStore against raw SQLite in the same run.
-        .executableTarget(name: "storebench", dependencies: ["SharedStore", "CSQLite", "ArgumentParsing"]),
+        .executableTarget(name: "storebench", dependencies: library + ["CSQLite", "ArgumentParsing"]),
         // The parsers of outside input as fuzz targets (libFuzzer with -DFUZZING; else a corpus replayer).
-        .executableTarget(name: "sharedstore-fuzz", dependencies: ["SharedStore", "ReadLater", "StoreCLI"]),
+        .executableTarget(name: "sharedstore-fuzz", dependencies: library + ["ReadLater", "StoreCLI"]),
         // A small executable the tests and the demo drive as a real second process.
-        .executableTarget(name: "sharedstore-helper", dependencies: ["SharedStore", "ReadLater", "ArgumentParsing"]),
+        .executableTarget(name: "sharedstore-helper", dependencies: library + ["ReadLater", "ArgumentParsing"]),
         .testTarget(
             name: "SharedStoreTests",
             dependencies: [

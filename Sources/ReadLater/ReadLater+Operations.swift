@@ -68,13 +68,19 @@ extension ReadLater {
         return links
     }
 
-    /// Articles of a view, oldest first, as the `main-app list` lines of CLI.md.
-    public static func articleLines(_ view: ViewContext, unreadOnly: Bool = false) -> [JSONValue] {
-        let names = Dictionary(
-            uniqueKeysWithValues: view.objects(of: "Category").map { ($0.id, $0["name"].stringValue ?? "") })
-        return sortedArticles(view)
-            .filter { !unreadOnly || $0["isRead"] != .bool(true) }
-            .map { a in
+    /// The articles, oldest first, as they are read: `body` gets one `main-app list` line of
+    /// CLI.md at a time (an indexed scan; memory is that of one article and the categories).
+    public static func listArticles(
+        _ context: ObjectContext, unreadOnly: Bool = false, limit: Int? = nil, offset: Int = 0,
+        _ body: (JSONValue) throws -> Void
+    ) throws {
+        var names: [ObjectID: String] = [:]
+        try context.forEach(FetchRequest("Category")) { names[$0.id] = $0["name"].stringValue ?? "" }
+        let request = FetchRequest(
+            "Article", where: unreadOnly ? Key("isRead") == false : .always,
+            sortedBy: [Key("createdAt").ascending], limit: limit, offset: offset)
+        try context.forEach(request) { a in
+            try body(
                 .object([
                     ("id", .string(a.id.description)),
                     ("title", a["title"].jsonValue),
@@ -82,27 +88,21 @@ extension ReadLater {
                     ("isRead", a["isRead"].jsonValue),
                     ("category", a.relationships["category"].flatMap { names[$0] }.map(JSONValue.string) ?? .null),
                     ("createdAt", a["createdAt"].jsonValue),
-                ])
-            }
+                ]))
+        }
     }
 
-    /// The widget's summary: unread and total counts, the three newest articles.
-    public static func widgetLine(_ view: ViewContext) -> JSONValue {
-        let articles = sortedArticles(view)
-        let unread = articles.filter { $0["isRead"] != .bool(true) }.count
-        let latest = articles.suffix(3).reversed().map { a in
-            JSONValue.object([("id", .string(a.id.description)), ("title", a["title"].jsonValue)])
+    /// The widget's summary: unread and total counts, the three newest articles — two counts and
+    /// a three-row fetch, each on an index.
+    public static func widgetLine(_ context: ObjectContext) throws -> JSONValue {
+        let unread = try context.count(FetchRequest("Article", where: Key("isRead") == false))
+        let total = try context.count(FetchRequest("Article"))
+        var latest: [JSONValue] = []
+        try context.forEach(FetchRequest("Article", sortedBy: [Key("createdAt").descending], limit: 3)) { a in
+            latest.append(.object([("id", .string(a.id.description)), ("title", a["title"].jsonValue)]))
         }
         return .object([
-            ("unread", .number(Double(unread))), ("total", .number(Double(articles.count))), ("latest", .array(latest)),
+            ("unread", .number(Double(unread))), ("total", .number(Double(total))), ("latest", .array(latest)),
         ])
-    }
-
-    private static func sortedArticles(_ view: ViewContext) -> [Snapshot] {
-        view.objects(of: "Article").sorted {
-            let a = $0["createdAt"].dateValue ?? .distantPast
-            let b = $1["createdAt"].dateValue ?? .distantPast
-            return a != b ? a < b : $0.id < $1.id
-        }
     }
 }

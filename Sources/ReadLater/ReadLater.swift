@@ -19,7 +19,10 @@ public enum ReadLater {
                         Attribute("url", .string, pattern: urlPattern, preservedInHistory: true),
                         Attribute("createdAt", .date),
                         Attribute("isRead", .bool, default: false),
-                    ], relationships: [.toOne("category", "Category", inverse: "articles", deleteRule: .nullify)]),
+                    ], relationships: [.toOne("category", "Category", inverse: "articles", deleteRule: .nullify)],
+                    // What the targets sort and filter on: the list (oldest first), the widget's
+                    // newest three and unread count, the unread list.
+                    indexes: [Index("createdAt"), Index("isRead", "createdAt")]),
                 Entity(
                     "Category",
                     attributes: [

@@ -17,7 +17,12 @@ public enum Targets {
         consumer: "MainApp",
         commands: [
             Command("add", "add an article", options: addOptions),
-            Command("list", "list articles, oldest first", options: [.flag("unread", "only unread articles")]),
+            Command(
+                "list", "list articles, oldest first, as they are read",
+                options: [
+                    .flag("unread", "only unread articles"), .value("limit", "N", "at most N articles"),
+                    .value("offset", "N", "skip the first N articles"),
+                ]),
             Command("mark-read", "mark an article read", positionals: ["ID"]),
             Command("mark-unread", "mark an article unread", positionals: ["ID"]),
             Command("delete", "delete an article", positionals: ["ID"]),
@@ -30,13 +35,16 @@ public enum Targets {
         case "add":
             try add(inv, author: me)
         case "list":
-            let (view, _) = try inv.syncedView(consumer: me)
-            inv.output.table(
-                ReadLater.articleLines(view, unreadOnly: inv.arguments.has("unread")),
-                columns: [
-                    ("id", "ID"), ("isRead", "READ"), ("title", "TITLE"), ("category", "CATEGORY"), ("url", "URL"),
-                    ("createdAt", "CREATED"),
-                ])
+            _ = try inv.syncedConsumer(me)
+            let table = inv.output.tableStream(columns: [
+                ("id", "ID"), ("isRead", "READ"), ("title", "TITLE"), ("category", "CATEGORY"), ("url", "URL"),
+                ("createdAt", "CREATED"),
+            ])
+            try ReadLater.listArticles(
+                try inv.readContext(), unreadOnly: inv.arguments.has("unread"),
+                limit: try inv.arguments.integer("limit", in: 0...Int.max),
+                offset: try inv.arguments.integer("offset", in: 0...Int.max) ?? 0, table.add)
+            table.finish()
         case "mark-read", "mark-unread":
             let id = try inv.objectID(inv.arguments.positionals[0], entity: "Article")
             let context = try inv.context(author: me)
@@ -50,7 +58,7 @@ public enum Targets {
         case "sync":
             let progress = Progress("syncing")
             var n = 0
-            let (_, result) = try inv.syncedView(consumer: me) { t in
+            let result = try inv.syncedConsumer(me) { t in
                 inv.output.record(t.json)
                 n += 1
                 progress.update(n)
@@ -152,8 +160,8 @@ public enum Targets {
         let me = "Widget"
         switch inv.command {
         case "show":
-            let (view, _) = try inv.syncedView(consumer: me)
-            inv.output.record(ReadLater.widgetLine(view))
+            _ = try inv.syncedConsumer(me)
+            inv.output.record(try ReadLater.widgetLine(try inv.readContext()))
         case "toggle-read":
             let id = try inv.objectID(inv.arguments.positionals[0], entity: "Article")
             let context = try inv.context(author: me)
@@ -161,14 +169,16 @@ public enum Targets {
             try context.update(id, ["isRead": .bool(isRead)])
             try inv.saved(id, try context.save(), extra: [("isRead", .bool(isRead))])
         case "watch":
-            var first = true
+            // A line only when the summary changed: after every merge the summary is read again
+            // (two counts and three rows) and compared with the last one printed.
+            var last: JSONValue?
+            let context = try inv.readContext()
             try inv.watch(
                 consumer: me, each: { _ in },
-                afterSync: { result, view in
-                    if first || result.changedObjects > 0 || result.transactions > 0 {
-                        inv.output.record(ReadLater.widgetLine(view))
-                    }
-                    first = false
+                afterSync: { _, _ in
+                    let line = try ReadLater.widgetLine(context)
+                    if line != last { inv.output.record(line) }
+                    last = line
                 })
         default:
             throw UsageError("unknown command '\(inv.command)'")

@@ -13,9 +13,31 @@ public final class Output {
             && ProcessInfo.processInfo.environment["TERM"] != "dumb"
     }
 
-    /// One line on stdout, written at once.
+    /// Lines of a stream, written in blocks (a million lines are not a million writes).
+    private var pending = Data()
+
+    /// One line on stdout, written at once (after any pending streamed lines).
     public func line(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        pending.append(contentsOf: (text + "\n").utf8)
+        flush()
+    }
+
+    /// One line of a long stream: buffered, written in blocks of 64 KiB and by ``flush()``.
+    public func streamed(_ text: String) {
+        pending.append(contentsOf: (text + "\n").utf8)
+        if pending.count >= 1 << 16 { flush() }
+    }
+
+    /// Writes what is buffered.
+    public func flush() {
+        guard !pending.isEmpty else { return }
+        FileHandle.standardOutput.write(pending)
+        pending.removeAll(keepingCapacity: true)
+    }
+
+    /// A table whose rows arrive one at a time (``TableStream``).
+    public func tableStream(columns: [(key: String, title: String)]) -> TableStream {
+        TableStream(output: self, columns: columns)
     }
 
     /// A JSON object (with `--json`) or its fields as `key: value` lines.
@@ -40,20 +62,17 @@ public final class Output {
             rows.forEach { line($0.serialized) }
             return
         }
-        let cells = rows.map { row in columns.map { human(row[$0.key] ?? .null) } }
-        var widths = columns.map(\.title.count)
-        for r in cells { for (i, c) in r.enumerated() { widths[i] = max(widths[i], c.count) } }
-        widths = widths.map { min($0, 60) }
+        let stream = tableStream(columns: columns)
+        for row in rows { stream.add(row) }
+        stream.finish()
+    }
+
+    /// The cells of a row for people, fitted to `widths` (a long value ends with "…").
+    func formatRow(_ cells: [String], widths: [Int]) -> String {
         func fit(_ s: String, _ w: Int) -> String {
             s.count > w ? String(s.prefix(w - 1)) + "…" : s.padding(toLength: w, withPad: " ", startingAt: 0)
         }
-        line(
-            bold(
-                zip(columns, widths).map { fit($0.0.title, $0.1) }.joined(separator: "  ").trimmingCharacters(
-                    in: .whitespaces)))
-        for r in cells {
-            line(zip(r, widths).map { fit($0.0, $0.1) }.joined(separator: "  ").trimmingCharacters(in: .whitespaces))
-        }
+        return zip(cells, widths).map { fit($0.0, $0.1) }.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
     }
 
     func human(_ v: JSONValue) -> String {
@@ -101,5 +120,51 @@ public final class Progress {
     /// Ends the progress line.
     public func finish() {
         if printed && tty { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
+    }
+}
+
+/// A table written as its rows arrive: JSON lines at once; for people, the first rows set the
+/// column widths (up to 60 characters), then every row streams at those widths.
+public final class TableStream {
+    private let output: Output
+    private let columns: [(key: String, title: String)]
+    private var head: [[String]] = []
+    private var widths: [Int]?
+    /// How many rows size the columns before the rest streams.
+    private static let sizingRows = 200
+
+    init(output: Output, columns: [(key: String, title: String)]) {
+        self.output = output
+        self.columns = columns
+    }
+
+    public func add(_ row: JSONValue) {
+        if output.json {
+            output.streamed(row.serialized)
+            return
+        }
+        let cells = columns.map { output.human(row[$0.key] ?? .null) }
+        if let widths {
+            output.streamed(output.formatRow(cells, widths: widths))
+            return
+        }
+        head.append(cells)
+        if head.count >= Self.sizingRows { startBody() }
+    }
+
+    private func startBody() {
+        var w = columns.map(\.title.count)
+        for r in head { for (i, c) in r.enumerated() { w[i] = max(w[i], c.count) } }
+        let widths = w.map { min($0, 60) }
+        self.widths = widths
+        output.streamed(output.bold(output.formatRow(columns.map(\.title), widths: widths)))
+        for r in head { output.streamed(output.formatRow(r, widths: widths)) }
+        head = []
+    }
+
+    /// Writes what is left (a table of fewer rows than the sizing count is written here).
+    public func finish() {
+        if !output.json && widths == nil { startBody() }
+        output.flush()
     }
 }

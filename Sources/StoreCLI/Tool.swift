@@ -49,6 +49,8 @@ public struct Tool: Sendable {
                 return command != nil || argv.contains("--help") ? 0 : 2
             case .run(let args):
                 let invocation = Invocation(tool: name, arguments: args)
+                // What a command streamed before it failed is written, then its error.
+                defer { invocation.output.flush() }
                 try handler(invocation)
                 invocation.afterCommand(consumer: consumer, hasNoView: hasNoView)
                 for warning in invocation.warnings {
@@ -175,14 +177,22 @@ public final class Invocation {
         return context
     }
 
-    /// The target's view, registered as consumer `name` and synced.
-    public func syncedView(consumer name: String, _ each: (HistoryTransaction) throws -> Void = { _ in }) throws -> (
-        ViewContext, SyncResult
-    ) {
-        let view = try ViewContext(container: container(), registry: registry(), consumer: name)
-        let result = try view.sync(each)
+    /// Syncs consumer `name`: merges what other targets saved since its token — reporting each
+    /// transaction to `each` — and advances the token, loading no object (the target then reads
+    /// what it shows through queries: memory stays that of what it shows, whatever the store's
+    /// size).
+    public func syncedConsumer(_ name: String, _ each: (HistoryTransaction) throws -> Void = { _ in }) throws
+        -> SyncResult
+    {
+        let consumer = try ViewContext(container: container(), registry: registry(), consumer: name, entities: [])
+        let result = try consumer.sync(each)
         if let warning = result.registryWarning { warn(warning) }
-        return (view, result)
+        return result
+    }
+
+    /// A context to read with (the target's queries).
+    public func readContext() throws -> ObjectContext {
+        try container().newContext(name: "\(tool).\(command)")
     }
 
     /// Parses an object id argument of `entity`.

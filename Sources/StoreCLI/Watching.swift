@@ -13,7 +13,8 @@ extension Invocation {
     ) throws {
         let seconds = try arguments.seconds("for", in: 0...31_536_000)
         let count = try arguments.integer("count", in: 1...Int.max)
-        let view = try ViewContext(container: container(), registry: registry(), consumer: consumer)
+        // A consumer that loads no object: the watch prints transactions or re-reads a summary.
+        let view = try ViewContext(container: container(), registry: registry(), consumer: consumer, entities: [])
         let observer = try ChangeObserver(container: container())
         let stop = StopFlag()
         signal(SIGINT, SIG_IGN)

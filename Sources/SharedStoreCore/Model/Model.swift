@@ -75,21 +75,44 @@ public struct Relationship: Sendable, Hashable {
     }
 }
 
-/// An entity: attributes, relationships and uniqueness constraints (each a list of attribute names).
+/// An index of an entity (Core Data's fetch index): attributes or to-one relationships in order,
+/// each ascending or descending, so that fetches that filter and sort on them read the index,
+/// not the table.
+public struct Index: Sendable, Hashable {
+    public struct Part: Sendable, Hashable {
+        public let property: String
+        public let ascending: Bool
+    }
+
+    public let parts: [Part]
+
+    /// An index on `properties`, each ascending.
+    public init(_ properties: String...) { parts = properties.map { Part(property: $0, ascending: true) } }
+
+    /// An index on `keys` (``Key/ascending`` or ``Key/descending``).
+    public init(_ keys: [SortKey]) { parts = keys.map { Part(property: $0.path, ascending: $0.ascending) } }
+}
+
+/// An entity: attributes, relationships, uniqueness constraints (each a list of attribute names)
+/// and indexes.
 public struct Entity: Sendable, Hashable {
     public var name: String
     public var attributes: [Attribute]
     public var relationships: [Relationship]
     public var uniquenessConstraints: [[String]]
+    /// Indexes that fetches use (a uniqueness constraint and a to-one relationship have one
+    /// already). Created with the store and, when a model adds one, at the next open.
+    public var indexes: [Index]
 
     public init(
         _ name: String, attributes: [Attribute], relationships: [Relationship] = [],
-        uniquenessConstraints: [[String]] = []
+        uniquenessConstraints: [[String]] = [], indexes: [Index] = []
     ) {
         self.name = name
         self.attributes = attributes
         self.relationships = relationships
         self.uniquenessConstraints = uniquenessConstraints
+        self.indexes = indexes
     }
 
     public func attribute(named name: String) -> Attribute? { attributes.first { $0.name == name } }
@@ -194,6 +217,15 @@ public struct Model: Sendable, Hashable {
                         "\(e.name).\(r.name): one-to-one relationships are not supported; use a to-one with a "
                             + "to-many inverse"
                     )
+                }
+            }
+            for index in e.indexes {
+                guard !index.parts.isEmpty else { throw fail("\(e.name): empty index") }
+                for part in index.parts
+                where e.attribute(named: part.property) == nil
+                    && !(e.relationship(named: part.property).map { !$0.isToMany } ?? false)
+                {
+                    throw fail("\(e.name): index names unknown property '\(part.property)'")
                 }
             }
             for c in e.uniquenessConstraints {

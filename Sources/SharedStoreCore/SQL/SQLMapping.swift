@@ -187,6 +187,9 @@ struct QueryBuilder {
             let (col, _) = try column(k.path)
             return "\(col) \(k.ascending ? "ASC" : "DESC")"
         }
+        // The key breaks ties in the direction of the last sort key: an index on the sort keys
+        // (which ends with the row id) then serves the whole order, either way.
         return " ORDER BY " + parts.joined(separator: ", ") + ", t0.Z_PK"
+            + (keys.last?.ascending == false ? " DESC" : "")
     }
 }

@@ -12,6 +12,15 @@ extension SQLStore {
         return try c.cached(sql).rows(bindings) { container.snapshot($0, e) }
     }
 
+    /// Calls `body` with each object matching `request`, in order, as the rows are read: memory
+    /// stays that of one object, whatever the result's size.
+    func forEach(_ request: FetchRequest, _ body: (Snapshot) throws -> Void) throws {
+        let e = try model.entity(request.entity)
+        let (sql, bindings) = try query(
+            e, columns: EntitySQL.columns(of: e), where: request.condition, sort: request.sort, window: request)
+        try c.cached(sql).forEachRow(bindings) { try body(container.snapshot($0, e)) }
+    }
+
     func count(_ request: FetchRequest) throws -> Int {
         let e = try model.entity(request.entity)
         let (sql, bindings) = try query(e, columns: "t0.Z_PK", where: request.condition, sort: nil, window: request)
@@ -26,7 +35,7 @@ extension SQLStore {
 
     /// `SELECT columns FROM entity AS t0 <joins> WHERE condition [ORDER BY …] [LIMIT … OFFSET …]`
     /// and its bindings; `sort` nil leaves the order to SQLite.
-    private func query(
+    func query(
         _ e: Entity, columns: String, where condition: Condition, sort: [SortKey]?,
         window: FetchRequest?
     ) throws -> (String, [SQLValue]) {

@@ -66,12 +66,48 @@ extension SQLStore {
                 + "WITHOUT ROWID;\n"
             sql += "CREATE INDEX \(q(join.name + "_b")) ON \(q(join.name))(b, a);\n"
         }
+        for index in e.indexes { sql += createIndex(e, index) + ";\n" }
         for (i, u) in e.uniquenessConstraints.enumerated() {
             sql +=
                 "CREATE UNIQUE INDEX \(q("ss_unique_\(e.name)_\(i)")) ON "
                 + "\(q(e.name))(\(u.map(q).joined(separator: ", ")));\n"
         }
         return sql
+    }
+
+    /// `CREATE INDEX IF NOT EXISTS "ss_index_Entity_a_b_desc" ON "Entity"("a", "b" DESC)`.
+    private static func createIndex(_ e: Entity, _ index: Index) -> String {
+        let q = SQLMapping.quote
+        let name = indexName(e, index)
+        let columns = index.parts.map { q($0.property) + ($0.ascending ? "" : " DESC") }.joined(separator: ", ")
+        return "CREATE INDEX IF NOT EXISTS \(q(name)) ON \(q(e.name))(\(columns))"
+    }
+
+    private static func indexName(_ e: Entity, _ index: Index) -> String {
+        "ss_index_\(e.name)_" + index.parts.map { $0.property + ($0.ascending ? "" : "_desc") }.joined(separator: "_")
+    }
+
+    /// Creates the indexes `model` declares that the store lacks (a model that added one since
+    /// the store was made); a no-op when all exist. Returns how many were missing.
+    static func createMissingIndexes(_ c: SQLiteConnection, model: Model) throws -> Int {
+        let existing = Set(try c.cached("SELECT name FROM sqlite_schema WHERE type = 'index'").rows { $0.text(0) })
+        var missing: [String] = []
+        for e in model.entities {
+            for index in e.indexes where !existing.contains(indexName(e, index)) {
+                missing.append(createIndex(e, index))
+            }
+        }
+        guard !missing.isEmpty else { return 0 }
+        try c.writeTransaction { for sql in missing { try c.execute(sql) } }
+        return missing.count
+    }
+
+    /// How SQLite runs a fetch: the `detail` column of `EXPLAIN QUERY PLAN`, one line per step.
+    func queryPlan(_ request: FetchRequest) throws -> [String] {
+        let e = try model.entity(request.entity)
+        let (sql, bindings) = try query(
+            e, columns: EntitySQL.columns(of: e), where: request.condition, sort: request.sort, window: request)
+        return try c.cached("EXPLAIN QUERY PLAN " + sql).rows(bindings) { $0.text(3) }
     }
 
     /// `ss_strop(value, pattern, operator)`, the string matcher behind CONTAINS, BEGINSWITH,

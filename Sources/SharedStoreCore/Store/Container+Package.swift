@@ -23,6 +23,12 @@ extension Container {
         }
     }
 
+    /// How SQLite runs `request`: `EXPLAIN QUERY PLAN`'s steps, such as
+    /// `SEARCH Article USING INDEX ss_index_Article_isRead_createdAt (isRead=?)`.
+    public func queryPlan(_ request: FetchRequest) throws -> [String] {
+        try read { s in try s.queryPlan(request) }
+    }
+
     // MARK: - Verification
 
     /// SQLite's structural check: `["ok"]`, or the first problems.

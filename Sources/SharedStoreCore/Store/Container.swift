@@ -119,6 +119,10 @@ public final class Container: Sendable {
                     try SQLStore.defineFunctions(w)
                 }
                 let id = try existing ?? Schema.create(w, model: model, path: path)
+                // Indexes are no part of a model's identity: one the model added since is made now.
+                if existing != nil {
+                    _ = try StoreError.wrap(path: path) { try SQLStore.createMissingIndexes(w, model: model) }
+                }
                 let r = try StoreError.wrap(path: path) { () throws -> SQLiteConnection in
                     let r = try SQLiteConnection(path: path, busyTimeoutMilliseconds: timeout)
                     try SQLStore.makeQueryOnly(r)

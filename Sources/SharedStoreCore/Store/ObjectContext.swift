@@ -181,6 +181,18 @@ public final class ObjectContext {
         return snapshots
     }
 
+    /// Streams the objects matching `request`, in order, from one consistent read: `body` sees
+    /// one object at a time, so a million objects cost the memory of one (a cursor). Streamed
+    /// objects are not remembered as read (a save of them is not checked for conflicts).
+    ///
+    /// For example:
+    /// ```swift
+    /// try context.forEach(FetchRequest("Article", sortedBy: [Key("createdAt").ascending])) { print($0.id) }
+    /// ```
+    public func forEach(_ request: FetchRequest, _ body: (Snapshot) throws -> Void) throws {
+        try container.read { s in try s.forEach(request, body) }
+    }
+
     /// How many objects match `request`.
     public func count(_ request: FetchRequest) throws -> Int {
         try container.read { s in try s.count(request) }

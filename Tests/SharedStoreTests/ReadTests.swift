@@ -1,0 +1,61 @@
+import Foundation
+import ReadLater
+import SharedStore
+import Testing
+
+/// Issue 11: reads that cost what they return — indexes in the model, fetches that use them,
+/// streamed results.
+@Suite struct ReadTests {
+    @Test func theReadLaterFetchesUseTheirIndexes() throws {
+        let container = try TemporaryGroup().open()
+        let newestUnread = FetchRequest(
+            "Article", where: Key("isRead") == false, sortedBy: [Key("createdAt").descending], limit: 50)
+        let plan = try container.queryPlan(newestUnread).joined(separator: " | ")
+        #expect(plan.contains("ss_index_Article_isRead_createdAt"), "\(plan)")
+        #expect(!plan.contains("TEMP B-TREE"), "the order comes from the index: \(plan)")
+        let oldestFirst = try container.queryPlan(FetchRequest("Article", sortedBy: [Key("createdAt").ascending]))
+            .joined(separator: " | ")
+        #expect(
+            oldestFirst.contains("ss_index_Article_createdAt") && !oldestFirst.contains("TEMP B-TREE"), "\(oldestFirst)"
+        )
+        let newest = try container.queryPlan(FetchRequest("Article", sortedBy: [Key("createdAt").descending], limit: 3))
+            .joined(separator: " | ")
+        #expect(newest.contains("ss_index_Article_createdAt") && !newest.contains("TEMP B-TREE"), "\(newest)")
+    }
+
+    @Test func anIndexTheModelAddsIsMadeAtTheNextOpen() throws {
+        let group = TemporaryGroup()
+        let plain = try Model([Entity("Note", attributes: [Attribute("day", .integer)])])
+        let indexed = try Model([Entity("Note", attributes: [Attribute("day", .integer)], indexes: [Index("day")])])
+        let before = try group.open(plain)
+        let context = before.newContext(author: "A")
+        for day in 0..<20 { try context.insert("Note", ["day": .integer(Int64(day % 7))]) }
+        try context.save()
+        #expect(!(try before.queryPlan(FetchRequest("Note", where: Key("day") == 3)).joined().contains("ss_index")))
+        let after = try group.open(indexed)
+        #expect(
+            try after.queryPlan(FetchRequest("Note", where: Key("day") == 3)).joined().contains("ss_index_Note_day"))
+        #expect(try after.newContext().count(FetchRequest("Note", where: Key("day") == 3)) == 3)
+    }
+
+    @Test func aStreamedFetchEqualsTheFetchInOrderAndWindow() throws {
+        let container = try TemporaryGroup().open()
+        let context = container.newContext(author: "A")
+        for i in 0..<30 {
+            try context.insert(
+                ReadLater.Article(
+                    title: "a\(i)", url: "https://r.example/\(i)",
+                    createdAt: Date(timeIntervalSince1970: Double(i % 10))))
+        }
+        try context.save()
+        for request in [
+            FetchRequest("Article", sortedBy: [Key("createdAt").ascending]),
+            FetchRequest("Article", sortedBy: [Key("createdAt").descending], limit: 7, offset: 3),
+            FetchRequest("Article", where: Key("title").beginsWith("a1"), sortedBy: [Key("title").ascending]),
+        ] {
+            var streamed: [ObjectID] = []
+            try context.forEach(request) { streamed.append($0.id) }
+            #expect(streamed == (try context.fetch(request)).map(\.id))
+        }
+    }
+}
