@@ -120,28 +120,24 @@ public enum Targets {
             try add(inv, author: me)
         case "share-batch":
             let path = inv.arguments.positionals[0]
-            let data: Data
+            let input: FileHandle
             if path == "-" {
-                data = FileHandle.standardInput.readDataToEndOfFile()
+                input = FileHandle.standardInput
             } else {
-                guard let d = FileManager.default.contents(atPath: path) else {
+                guard let handle = FileHandle(forReadingAtPath: path) else {
                     throw StoreError(.fileAccess, "cannot read batch file \(path)")
                 }
-                data = d
+                input = handle
             }
-            guard let text = String(data: data, encoding: .utf8) else {
-                throw StoreError(.validation, "batch file \(path) is not UTF-8 text")
-            }
-            let links = try ReadLater.parseBatch(text, container: inv.container())
-            let context = try inv.context(author: me)
-            _ = try ReadLater.insert(links, in: context)
-            let progress = Progress("saving \(links.count) links")
-            progress.update(0, of: links.count)
-            let result = try context.save()
+            let progress = Progress("sharing")
+            let result = try ReadLater.shareBatch(
+                input, name: path == "-" ? "standard input" : "batch file \(path)",
+                context: try inv.context(author: me)
+            ) { progress.update($0) }
             progress.finish()
             let token = try result.token ?? inv.container().currentToken()
             inv.output.record(
-                .object([("inserted", .number(Double(links.count))), ("token", .string(token.description))]))
+                .object([("inserted", .number(Double(result.articles))), ("token", .string(token.description))]))
         default:
             throw UsageError("unknown command '\(inv.command)'")
         }

@@ -10,6 +10,9 @@ struct ChangeCounts: Hashable {
 /// history transaction, in the same SQLite transaction as the data (invariant 1).
 struct ChangeRecorder {
     private(set) var changes: [RecordedChange] = []
+    /// Inserts alone never name one object twice (each gets a new key): coalescing, which
+    /// needs a table of every object, is skipped for them (a batch of a million inserts).
+    private var onlyInserts = true
 
     var isEmpty: Bool { changes.isEmpty }
     var count: Int { changes.count }
@@ -19,17 +22,19 @@ struct ChangeRecorder {
     }
 
     mutating func updated(_ entity: Int, _ pk: Int64, properties: [Int]) {
+        onlyInserts = false
         changes.append(RecordedChange(kind: .update, entity: entity, primaryKey: pk, updated: properties))
     }
 
     mutating func deleted(_ entity: Int, _ pk: Int64, tombstone: [(Int, Value)]) {
+        onlyInserts = false
         changes.append(RecordedChange(kind: .delete, entity: entity, primaryKey: pk, tombstone: tombstone))
     }
 
     /// One change per object: an insert absorbs later updates, updates merge their properties,
     /// a delete replaces what came before.
     var coalesced: [RecordedChange] {
-        guard changes.count > 1 else { return changes }
+        guard changes.count > 1, !onlyInserts else { return changes }
         var out: [RecordedChange] = []
         var at: [ObjectKey: Int] = [:]
         for change in changes {

@@ -182,6 +182,73 @@ struct SavePlan {
 
 // MARK: - Batch operations
 
+/// The objects of one streamed batch (``ObjectContext/batch(_:)``): inserted one at a time,
+/// written at once, all in the batch's one write transaction. Valid only inside the closure
+/// that receives it.
+public struct BatchWriter: ~Copyable {
+    fileprivate var writer: ChangeWriter
+    fileprivate var count = 0
+    /// Objects found or made by ``uniqueObject(_:_:)``, by entity and values.
+    fileprivate var unique: [String: [[String: Value]: ObjectID]] = [:]
+    /// Related objects known to exist in this transaction (checked once, or made by the batch).
+    fileprivate var existing: Set<ObjectID> = []
+
+    var storeID: UUID { writer.s.storeID }
+
+    /// Inserts an object with `values` and to-one `relationships` (stored objects, or objects this
+    /// batch made); returns its permanent id.
+    ///
+    /// - Throws: `.validation`, `.uniqueness`, `.unknownProperty`, `.objectNotFound` naming `object`.
+    public mutating func insert(
+        _ entityName: String, _ values: [String: Value], relationships: [String: ObjectID?] = [:],
+        object: @autoclosure () -> String
+    ) throws -> ObjectID {
+        let e = try writer.model.entity(entityName)
+        try e.checkAttributes(values, object: object())
+        var changes = PropertyChanges(values: values, relationships: [:])
+        for (name, target) in relationships {
+            guard let r = e.relationship(named: name), !r.isToMany else {
+                throw StoreError(.unknownProperty, "\(object()): \(e.name) has no to-one relationship '\(name)'")
+            }
+            guard let target else {
+                changes.relationships[name] = .some(nil)
+                continue
+            }
+            guard target.storeID == storeID, target.entity == r.destination, !target.isTemporary,
+                try existing.contains(target)
+                    || writer.exists(try writer.model.entity(r.destination), target.primaryKey)
+            else {
+                throw StoreError(.objectNotFound, "\(object()).\(name) refers to \(target), which is not in the store")
+            }
+            existing.insert(target)
+            changes.relationships[name] = target.primaryKey
+        }
+        let pk = try writer.insert(e, changes, object: object())
+        count += 1
+        return ObjectID(storeID: storeID, entity: e.name, primaryKey: pk)
+    }
+
+    /// The object of `entityName` whose uniqueness constraint `values` hold: the stored one, or
+    /// one this batch inserts now (a category named in many lines is one object).
+    public mutating func uniqueObject(
+        _ entityName: String, _ values: [String: Value], object: @autoclosure () -> String
+    )
+        throws -> ObjectID
+    {
+        if let known = unique[entityName]?[values] { return known }
+        let e = try writer.model.entity(entityName)
+        let changes = PropertyChanges(values: values, relationships: [:])
+        let id: ObjectID
+        if let pk = try writer.existingUnique(e, changes, object: object()) {
+            id = ObjectID(storeID: storeID, entity: e.name, primaryKey: pk)
+        } else {
+            id = try insert(entityName, values, object: object())
+        }
+        unique[entityName, default: [:]][values] = id
+        return id
+    }
+}
+
 /// What a batch operation did.
 public struct BatchResult: Sendable, Hashable {
     public let count: Int
@@ -198,6 +265,31 @@ extension ObjectContext {
             let ids = try body(&w)
             return BatchResult(
                 count: ids.count, token: try w.writeHistory(author: author, contextName: contextName), objectIDs: ids)
+        }
+        container.didCommit(result.token)
+        return result
+    }
+
+    /// Inserts objects one at a time in one write transaction, recorded in history object by
+    /// object: memory stays that of one object (and the history being recorded), so a batch can
+    /// be read from a stream of any length. A thrown error rolls the whole batch back.
+    ///
+    /// For example:
+    /// ```swift
+    /// let result = try context.batch { batch in
+    ///     for line in lines { _ = try batch.insert("Article", values(line), object: "line \(n)") }
+    /// }
+    /// ```
+    /// - Returns: how many objects were inserted and the token (no ids: there may be millions).
+    @discardableResult
+    public func batch(_ body: (inout BatchWriter) throws -> Void) throws -> BatchResult {
+        let author = transactionAuthor
+        let contextName = name
+        let result = try container.write { s -> BatchResult in
+            var batch = BatchWriter(writer: ChangeWriter(s))
+            try body(&batch)
+            let token = try batch.writer.writeHistory(author: author, contextName: contextName)
+            return BatchResult(count: batch.count, token: token, objectIDs: [])
         }
         container.didCommit(result.token)
         return result
