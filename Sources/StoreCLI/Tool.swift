@@ -50,7 +50,10 @@ public struct Tool: Sendable {
             case .run(let args):
                 let invocation = Invocation(tool: name, arguments: args)
                 // What a command streamed before it failed is written, then its error.
-                defer { invocation.output.flush() }
+                defer {
+                    invocation.output.flush()
+                    Self.reportPeakMemory()
+                }
                 try handler(invocation)
                 invocation.afterCommand(consumer: consumer, hasNoView: hasNoView)
                 for warning in invocation.warnings {
@@ -67,6 +70,18 @@ public struct Tool: Sendable {
         } catch {
             return failure("\(error)")
         }
+    }
+
+    /// For the benchmark: when `SHAREDSTORE_PEAK_RSS_FILE` names a file, the process's peak
+    /// resident memory (VmHWM, in KiB) is written there as it ends (a parent cannot read a
+    /// child's own peak: wait4 counts the parent's memory at the fork).
+    static func reportPeakMemory() {
+        guard let path = ProcessInfo.processInfo.environment["SHAREDSTORE_PEAK_RSS_FILE"], !path.isEmpty,
+            let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+        else { return }
+        let kib = line.split(separator: " ").dropFirst().first.map(String.init) ?? "0"
+        try? kib.write(toFile: path, atomically: false, encoding: .utf8)
     }
 
     // Messages quote arguments and stored values: control characters are shown escaped, so that

@@ -122,6 +122,56 @@ struct BenchError: Error, CustomStringConvertible {
     init(_ d: String) { description = d }
 }
 
+// MARK: - Reads through the C API
+
+extension Baseline {
+    /// "50 newest unread" through the C API: one prepared statement, the same index.
+    final class NewestUnread {
+        private let db: OpaquePointer
+        private let stmt: OpaquePointer
+
+        init(path: String) throws {
+            var handle: OpaquePointer?
+            guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READONLY, nil) == SQLITE_OK, let handle else {
+                sqlite3_close_v2(handle)
+                throw BenchError("cannot open \(path)")
+            }
+            db = handle
+            var s: OpaquePointer?
+            let sql = #"""
+                SELECT Z_PK, Z_OPT, "title", "value", "createdAt", "isRead" FROM "Item"
+                WHERE "isRead" = 0 ORDER BY "createdAt" DESC, Z_PK DESC LIMIT 50
+                """#
+            guard sqlite3_prepare_v2(db, sql, -1, &s, nil) == SQLITE_OK, let s else {
+                sqlite3_close_v2(db)
+                throw BenchError("cannot prepare the baseline query")
+            }
+            stmt = s
+        }
+
+        deinit {
+            sqlite3_finalize(stmt)
+            sqlite3_close_v2(db)
+        }
+
+        /// Runs the query, reading every column of every row; returns how many rows.
+        func run() throws -> Int {
+            defer { sqlite3_reset(stmt) }
+            var n = 0
+            while sqlite3_step(stmt) == SQLITE_ROW {
+                _ = sqlite3_column_int64(stmt, 0)
+                _ = sqlite3_column_int64(stmt, 1)
+                _ = sqlite3_column_text(stmt, 2).map { String(cString: $0) }
+                _ = sqlite3_column_int64(stmt, 3)
+                _ = sqlite3_column_double(stmt, 4)
+                _ = sqlite3_column_int64(stmt, 5)
+                n += 1
+            }
+            return n
+        }
+    }
+}
+
 // MARK: - Set-up through the C API
 
 /// Makes `count` history transactions quickly: one real save, then copies of its row in SQL

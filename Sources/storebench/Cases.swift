@@ -32,6 +32,8 @@ struct Settings {
     var bigHistory: Int { pick(1_000_000, 100_000, 2000) }
     var latencyCommits: Int { pick(1000, 200, 20) }
     var writerSeconds: Double { pick(3, 1, 0.2) }
+    /// The store size of the read cases.
+    var readRows: Int { pick(1_000_000, 100_000, 2000) }
 }
 
 /// Result of one case: one JSON line.

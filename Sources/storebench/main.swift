@@ -110,6 +110,10 @@ do {
         show(try historyFetchCase(settings, retained: settings.bigHistory, name: "history-fetch-1m"))
     }
     if want("latency") { show(try latencyCase(settings)) }
+    if want("query-indexed") { show(try queryIndexedCase(settings)) }
+    if want("share-batch-1m") || want("list-1m") || want("widget-show-1m") {
+        for report in try targetsCase(settings) { show(report) }
+    }
     if want("token-advance") { show(try tokenAdvanceCase(settings)) }
     if want("cleaner") { show(try cleanerCase(settings)) }
     if want("catch-up-memory") { show(try catchUpCase(settings)) }

@@ -1,0 +1,160 @@
+import Foundation
+import SharedStore
+
+// MARK: - Reads (issue 11): an indexed query, and the targets as processes on a big store
+
+/// The `Item` entity with the index the query below uses.
+let indexedModel: Model = {
+    do {
+        return try Model([
+            Entity(
+                "Item",
+                attributes: [
+                    Attribute("title", .string), Attribute("value", .integer), Attribute("createdAt", .date),
+                    Attribute("isRead", .bool, default: false),
+                ], indexes: [Index("isRead", "createdAt")])
+        ])
+    } catch {
+        preconditionFailure("indexed bench model: \(error)")
+    }
+}()
+
+/// "50 newest unread of N": the library's fetch against the same SQL through the C API, both on
+/// the same store and index, in queries per second.
+func queryIndexedCase(_ s: Settings) throws -> Report {
+    let dir = scratch()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let container = try openStore(group: dir + "/group", model: indexedModel)
+    let context = container.newContext(author: "Filler")
+    try context.batch { batch in
+        for i in 0..<s.readRows {
+            var values = item(i)
+            values["isRead"] = .bool(i % 3 == 0)
+            values["createdAt"] = .date(Date(timeIntervalSince1970: Double(i)))
+            _ = try batch.insert("Item", values, object: "row \(i)")
+        }
+    }
+    let request = FetchRequest(
+        "Item", where: Key("isRead") == false, sortedBy: [Key("createdAt").descending], limit: 50)
+    let queries = s.pick(2000, 500, 50)
+    let baseline = try Baseline.NewestUnread(path: dir + "/group/" + Container.storeFileName)
+    var report = try compare(
+        "query-indexed", unit: "queries/s", rounds: s.rounds,
+        ours: {
+            try throughput(queries) {
+                for _ in 0..<queries { guard try context.fetch(request).count == 50 else { throw BenchError("short") } }
+            }
+        },
+        baseline: {
+            try throughput(queries) {
+                for _ in 0..<queries { guard try baseline.run() == 50 else { throw BenchError("short") } }
+            }
+        })
+    if case .object(var pairs) = report {
+        pairs.append(("rows", .number(Double(s.readRows))))
+        pairs.append(("plan", .string(try container.queryPlan(request).joined(separator: "; "))))
+        report = .object(pairs)
+    }
+    return report
+}
+
+/// The targets as processes on a store of `readRows` articles: `share-batch` of that many lines,
+/// `main-app list --json`, and `widget show` against the same command on a 1-article store —
+/// wall time and peak resident memory of each process.
+func targetsCase(_ s: Settings) throws -> [Report] {
+    let dir = scratch()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let bin = URL(
+        fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0]
+    ).deletingLastPathComponent().path
+    let rows = s.readRows
+    let file = dir + "/batch.tsv"
+    try writeBatchFile(file, lines: rows)
+    let big = ["SHAREDSTORE_GROUP": dir + "/big"]
+    let small = ["SHAREDSTORE_GROUP": dir + "/small"]
+    let share = try measureProcess(bin + "/share-extension", ["share-batch", file, "--json"], env: big)
+    _ = try measureProcess(
+        bin + "/share-extension", ["share", "--url", "https://one.example", "--title", "one"], env: small)
+    let list = try measureProcess(bin + "/main-app", ["list", "--json"], env: big, discardOutput: true)
+    var bigShows: [ProcessFigures] = []
+    var smallShows: [ProcessFigures] = []
+    for _ in 0..<max(3, s.rounds) {
+        smallShows.append(try measureProcess(bin + "/widget", ["show", "--json"], env: small))
+        bigShows.append(try measureProcess(bin + "/widget", ["show", "--json"], env: big))
+    }
+    let bigMedian = median(bigShows.map(\.seconds))
+    let smallMedian = median(smallShows.map(\.seconds))
+    return [
+        .object([
+            ("case", .string("share-batch-1m")), ("rows", .number(Double(rows))),
+            ("rows_per_s", .number((Double(rows) / share.seconds).rounded())),
+            ("peak_rss_mib", .number(round3(share.peakMiB))),
+        ]),
+        .object([
+            ("case", .string("list-1m")), ("rows", .number(Double(rows))),
+            ("rows_per_s", .number((Double(rows) / list.seconds).rounded())),
+            ("peak_rss_mib", .number(round3(list.peakMiB))),
+        ]),
+        .object([
+            ("case", .string("widget-show-1m")), ("rows", .number(Double(rows))),
+            ("median_s", .number(round3(bigMedian))), ("one_article_median_s", .number(round3(smallMedian))),
+            ("ratio_to_one_article", .number(round3(bigMedian / max(smallMedian, 1e-6)))),
+            ("peak_rss_mib", .number(round3(bigShows.map(\.peakMiB).max() ?? 0))),
+        ]),
+    ]
+}
+
+private func writeBatchFile(_ path: String, lines: Int) throws {
+    let categories = ["Swift", "Linux", "Databases", "Misc", ""]
+    var text = ""
+    text.reserveCapacity(lines * 48)
+    for i in 0..<lines {
+        let c = categories[i % categories.count]
+        text += "https://bench.example/\(i)\tarticle number \(i)" + (c.isEmpty ? "" : "\t\(c)") + "\n"
+    }
+    try text.write(toFile: path, atomically: false, encoding: .utf8)
+}
+
+struct ProcessFigures {
+    let seconds: Double
+    let peakMiB: Double
+}
+
+/// Runs an executable to its end; its wall time and peak resident memory (the target writes its
+/// own VmHWM to `SHAREDSTORE_PEAK_RSS_FILE` as it ends).
+func measureProcess(_ path: String, _ arguments: [String], env: [String: String], discardOutput: Bool = false) throws
+    -> ProcessFigures
+{
+    var environment = ProcessInfo.processInfo.environment
+    for (k, v) in env { environment[k] = v }
+    let peakFile = NSTemporaryDirectory() + "/storebench-peak-\(UUID().uuidString)"
+    environment["SHAREDSTORE_PEAK_RSS_FILE"] = peakFile
+    defer { try? FileManager.default.removeItem(atPath: peakFile) }
+    let argv = ([path] + arguments).map { strdup($0) } + [nil]
+    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer {
+        argv.forEach { free($0) }
+        envp.forEach { free($0) }
+    }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    if !discardOutput { posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0) }
+    var pid: pid_t = 0
+    let t0 = now()
+    guard posix_spawn(&pid, path, &actions, nil, argv, envp) == 0 else { throw BenchError("cannot start \(path)") }
+    var status: Int32 = 0
+    var usage = rusage()
+    while wait4(pid, &status, 0, &usage) < 0 {
+        guard errno == EINTR else { throw BenchError("wait4 failed for \(path)") }
+    }
+    let seconds = now() - t0
+    guard status == 0 else {
+        throw BenchError("\(path) \(arguments.joined(separator: " ")) exited with status \(status)")
+    }
+    let peakKiB =
+        (try? String(contentsOfFile: peakFile, encoding: .utf8)).flatMap { Double($0) } ?? Double(usage.ru_maxrss)
+    return ProcessFigures(seconds: seconds, peakMiB: peakKiB / 1024)
+}
