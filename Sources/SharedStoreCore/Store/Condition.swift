@@ -34,6 +34,19 @@ public struct Condition: Sendable, Hashable {
 
     /// Every object.
     public static let always = Condition(.always)
+
+    /// The key paths the condition reads (a live query decides from them whether a change
+    /// can matter).
+    package var keyPaths: [String] {
+        switch node {
+        case .always: return []
+        case .compare(let path, _, _), .among(let path, _), .between(let path, _, _), .text(let path, _, _, _),
+            .related(let path, _):
+            return [path]
+        case .and(let cs), .or(let cs): return cs.flatMap(\.keyPaths)
+        case .not(let c): return c.keyPaths
+        }
+    }
     /// All of `conditions` (every object when there are none).
     public static func all(_ conditions: [Condition]) -> Condition { Condition(.and(conditions)) }
     /// Any of `conditions` (no object when there are none).

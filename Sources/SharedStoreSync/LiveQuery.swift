@@ -1,0 +1,244 @@
+import Foundation
+import SharedStoreCore
+import SharedStoreSupport
+
+/// How one result of a fetch became the next: what a list on screen needs to animate (Core
+/// Data's `NSFetchedResultsController` changes, a collection view's batch updates).
+///
+/// Positions: `removed` in the old result; `inserted`, `updated` and the targets of `moved` in
+/// the new one. Objects neither removed nor moved keep their relative order. ``apply(to:)`` turns
+/// the old result into the new one.
+public struct ResultDiff: Sendable, Hashable {
+    public struct Move: Sendable, Hashable {
+        public let from: Int
+        public let to: Int
+    }
+
+    public var removed: [Int] = []
+    public var inserted: [Int] = []
+    public var moved: [Move] = []
+    /// Objects in both results whose stored version changed.
+    public var updated: [Int] = []
+
+    public var isEmpty: Bool { removed.isEmpty && inserted.isEmpty && moved.isEmpty && updated.isEmpty }
+
+    /// The diff from `old` to `new` (objects by id; an object whose version changed is updated;
+    /// the longest run of objects that kept their relative order stays, the others move).
+    public init(from old: [Snapshot], to new: [Snapshot]) {
+        var oldIndex: [ObjectID: Int] = [:]
+        for (i, s) in old.enumerated() { oldIndex[s.id] = i }
+        var newIndex: [ObjectID: Int] = [:]
+        for (i, s) in new.enumerated() { newIndex[s.id] = i }
+        removed = old.indices.filter { newIndex[old[$0].id] == nil }
+        inserted = new.indices.filter { oldIndex[new[$0].id] == nil }
+        updated = new.indices.filter { i in oldIndex[new[i].id].map { old[$0].version != new[i].version } ?? false }
+        // The objects in both, in old order, with their new positions: those off the longest
+        // increasing run of new positions are the moves.
+        let common = old.indices.compactMap { i in newIndex[old[i].id].map { (from: i, to: $0) } }
+        let staying = Set(Self.longestIncreasingRun(common.map(\.to)).map { common[$0].from })
+        moved = common.filter { !staying.contains($0.from) }.map { Move(from: $0.from, to: $0.to) }
+    }
+
+    /// Turns `old` into the new result, given the new snapshots of inserted and updated objects
+    /// (`new`, by position): the test of the diff.
+    public func apply(to old: [Snapshot], new: [Snapshot]) -> [Snapshot] {
+        var out = [Snapshot?](repeating: nil, count: new.count)
+        for i in inserted { out[i] = new[i] }
+        for m in moved { out[m.to] = old[m.from] }
+        let gone = Set(removed).union(moved.map(\.from))
+        var staying = old.indices.filter { !gone.contains($0) }.makeIterator()
+        for i in out.indices where out[i] == nil { out[i] = staying.next().map { old[$0] } }
+        for i in updated { out[i] = new[i] }
+        return out.compactMap { $0 }
+    }
+
+    /// Indexes (into `values`) of one longest strictly increasing subsequence.
+    static func longestIncreasingRun(_ values: [Int]) -> [Int] {
+        var tails: [Int] = []  // index into values of the smallest tail of each length
+        var previous = [Int](repeating: -1, count: values.count)
+        for (i, v) in values.enumerated() {
+            var lo = 0
+            var hi = tails.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if values[tails[mid]] < v { lo = mid + 1 } else { hi = mid }
+            }
+            if lo > 0 { previous[i] = tails[lo - 1] }
+            if lo == tails.count { tails.append(i) } else { tails[lo] = i }
+        }
+        var run: [Int] = []
+        var i = tails.last ?? -1
+        while i >= 0 {
+            run.append(i)
+            i = previous[i]
+        }
+        return run.reversed()
+    }
+}
+
+/// One result of a live query.
+public struct LiveResult: Sendable, Hashable {
+    /// The objects, as the fetch returns them.
+    public let objects: [Snapshot]
+    /// How far the previous result became this one (empty for the first).
+    public let diff: ResultDiff
+    /// The store's token the result is read at (or after).
+    public let token: HistoryToken
+    /// The consumer's history had expired: the query ran again from scratch (it holds no replica).
+    public let reloaded: Bool
+}
+
+/// A fetch that follows the store, in this process and all others: Core Data's
+/// `NSFetchedResultsController`, GRDB's `ValueObservation`.
+///
+/// It gives the current result, then after every merge that can change it — and only then — the
+/// new result with its ``ResultDiff``. Whether a merged transaction can change the result is
+/// decided from the transaction itself (entity, changed properties, object ids), without
+/// reading the store; only then does the query run again, on its index. It keeps nothing but the
+/// last result. Its consumer's token advances as it merges; an expired token just re-runs it.
+///
+/// For example:
+/// ```swift
+/// let query = try LiveQuery(container: container, registry: registry, consumer: "List",
+///                           request: FetchRequest("Article", where: Key("isRead") == false,
+///                                                 sortedBy: [Key("createdAt").descending], limit: 50))
+/// for try await result in query.results() {
+///     print(result.objects.count, result.diff.inserted)
+/// }
+/// ```
+public final class LiveQuery: @unchecked Sendable {
+    public let request: FetchRequest
+    private let container: Container
+    private let consumer: ViewContext
+    private let context: ObjectContext
+    private let relevance: Relevance
+    private var last: [Snapshot] = []
+    private var started = false
+    /// How many times the query ran (the first included): what relevance saves is visible here.
+    public private(set) var runs = 0
+    // The consumer and the context are confined to whoever calls `next` (one thread at a time).
+    private let lock = NSLock()
+
+    /// - Parameter consumer: its name in the token registry (its own position, held by nobody
+    ///   else: two live queries need two names).
+    public init(container: Container, registry: TokenRegistry, consumer: String, request: FetchRequest) throws {
+        self.request = request
+        self.container = container
+        self.consumer = try ViewContext(container: container, registry: registry, consumer: consumer, entities: [])
+        self.context = container.newContext(name: "live.\(consumer)")
+        self.relevance = try Relevance(model: container.model, request: request)
+    }
+
+    /// The first result, then a result each time merged history changed it; nil when nothing
+    /// that was merged could change it (the query did not run). Blocking; one caller at a time.
+    public func next() throws -> LiveResult? {
+        try lock.withLock {
+            var relevant = !started
+            let sync = try consumer.sync { transaction in
+                if !relevant, relevance.touches(transaction, current: last) { relevant = true }
+            }
+            // A reload (expired, evicted) merged nothing it could look at: run again.
+            guard relevant || sync.reloaded && started else { return nil }
+            let objects = try context.fetch(request)
+            context.rollback()
+            runs += 1
+            let diff = started ? ResultDiff(from: last, to: objects) : ResultDiff(from: [], to: [])
+            let first = !started
+            started = true
+            defer { last = objects }
+            guard first || !diff.isEmpty else { return nil }
+            return LiveResult(
+                objects: objects, diff: first ? ResultDiff(from: [], to: objects) : diff, token: sync.token,
+                reloaded: sync.reloaded && !first)
+        }
+    }
+
+    /// The results as an async sequence: the first at once, then one per change, woken by the
+    /// change signal of any process. Ends when the task is cancelled; throws what the store threw.
+    public func results(pollInterval: TimeInterval = 1) -> AsyncThrowingStream<LiveResult, Error> {
+        AsyncThrowingStream { continuation in
+            let stop = Protected(false)
+            let thread = Thread { [self] in
+                do {
+                    let observer = try ChangeObserver(container: container, pollInterval: pollInterval)
+                    defer { observer.stop() }
+                    while !stop.withLock({ $0 }) {
+                        if let result = try next() { continuation.yield(result) }
+                        _ = try observer.next(timeout: pollInterval)
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in stop.withLock { $0 = true } }
+            thread.name = "SharedStore.LiveQuery"
+            thread.start()
+        }
+    }
+
+    /// Calls `body` on a background thread with the first result and each change, until the
+    /// returned task is cancelled.
+    @discardableResult
+    public func observe(pollInterval: TimeInterval = 1, _ body: @escaping @Sendable (LiveResult) -> Void) -> Task<
+        Void, Error
+    > {
+        let stream = results(pollInterval: pollInterval)
+        return Task.detached {
+            for try await result in stream { body(result) }
+        }
+    }
+}
+
+/// Whether a merged transaction can change a query's result, from the transaction alone.
+struct Relevance {
+    let entity: String
+    /// Properties of the entity the condition and the sort read.
+    let properties: Set<String>
+    /// Related entities the condition and the sort read through a to-one key path, with the
+    /// properties read there.
+    let related: [String: Set<String>]
+
+    init(model: Model, request: FetchRequest) throws {
+        guard let e = model.entity(named: request.entity) else {
+            throw StoreError(.unknownEntity, "unknown entity '\(request.entity)' for a live query")
+        }
+        entity = e.name
+        var properties = Set<String>()
+        var related: [String: Set<String>] = [:]
+        for path in request.condition.keyPaths + request.sort.map(\.path) {
+            let parts = path.split(separator: ".").map(String.init)
+            properties.insert(parts[0])
+            if parts.count == 2, let r = e.relationship(named: parts[0]) {
+                related[r.destination, default: []].insert(parts[1])
+            }
+        }
+        self.properties = properties
+        self.related = related
+    }
+
+    /// An insert or delete of the entity; an update of an object in the result, or of a
+    /// property the query reads; a change of a related object the query reads through a path.
+    func touches(_ transaction: HistoryTransaction, current: [Snapshot]) -> Bool {
+        lazy var ids = Set(current.map(\.id))
+        for change in transaction.changes {
+            let e = change.objectID.entity
+            if e == entity {
+                switch change.kind {
+                case .insert, .delete: return true
+                case .update:
+                    if ids.contains(change.objectID) || !properties.isDisjoint(with: change.updatedProperties) {
+                        return true
+                    }
+                }
+            } else if let read = related[e] {
+                switch change.kind {
+                case .insert: continue
+                case .delete: return true
+                case .update: if !read.isDisjoint(with: change.updatedProperties) { return true }
+                }
+            }
+        }
+        return false
+    }
+}
