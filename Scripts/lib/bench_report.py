@@ -30,6 +30,8 @@ GOALS = [
     ("list-1m", "peak_rss_mib", 64, "<=", "main-app list: peak RSS ≤ 64 MiB"),
     ("share-batch-1m", "rows_per_s", 150000, ">=", "share-batch of 1,000,000 lines ≥ 150,000 rows/s"),
     ("share-batch-1m", "peak_rss_mib", 96, "<=", "share-batch: peak RSS ≤ 96 MiB"),
+    ("live-query-latency", "median_ms", 2, "<=", "live query over 1,000,000 rows: commit → diff in another process, p50 ≤ 2 ms"),
+    ("live-query-latency", "p99_ms", 10, "<=", "live query: p99 ≤ 10 ms"),
 ]
 if "history-fetch-1k" in by and "history-fetch-1m" in by:
     by["history-fetch-cost"] = {"cost": round(by["history-fetch-1k"]["ratio"] / by["history-fetch-1m"]["ratio"], 3)}
@@ -139,6 +141,10 @@ if "list-1m" in by:
     r = by["list-1m"]
     out.append("| `main-app list --json` over %s articles | **%s rows/s**, peak RSS **%s MiB** |" % (
         fmt(r["rows"]), fmt(r["rows_per_s"]), r["peak_rss_mib"]))
+if "live-query-latency" in by:
+    r = by["live-query-latency"]
+    out.append("| live query (50 newest unread of %s rows): commit → diff delivered in another process, %s commits | median **%s ms**, p99 **%s ms**; its RSS %s → %s MiB |" % (
+        fmt(r["rows"]), r["commits"], r["median_ms"], r["p99_ms"], r["rss_first_mib"], r["rss_last_mib"]))
 if "widget-show-1m" in by:
     r = by["widget-show-1m"]
     out.append("| `widget show` on %s articles | median **%s s** (%s s on a 1-article store: **%s×**), peak RSS **%s MiB** |" % (

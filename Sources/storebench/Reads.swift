@@ -158,3 +158,78 @@ func measureProcess(_ path: String, _ arguments: [String], env: [String: String]
         (try? String(contentsOfFile: peakFile, encoding: .utf8)).flatMap { Double($0) } ?? Double(usage.ru_maxrss)
     return ProcessFigures(seconds: seconds, peakMiB: peakKiB / 1024)
 }
+
+// MARK: - Live query latency
+
+/// `--child live-query GROUP COUNT`: a live query ("50 newest unread") that prints
+/// `[token, time, rss]` for each result it delivers.
+func liveQueryChild(group: String, count: Int64) throws {
+    let container = try openStore(group: group, model: indexedModel)
+    let registry = try TokenRegistry(group: group)
+    let query = try LiveQuery(
+        container: container, registry: registry, consumer: "Live",
+        request: FetchRequest("Item", where: Key("isRead") == false, sortedBy: [Key("createdAt").descending], limit: 50)
+    )
+    let observer = try ChangeObserver(container: container, pollInterval: 1)
+    _ = try query.next()
+    emitLine(.string("ready"))
+    var last: Int64 = 0
+    while last < count {
+        if let result = try query.next() {
+            last = result.token.value
+            emitLine(.array([.number(Double(last)), .number(now()), .number(peakRSSMiB())]))
+            continue
+        }
+        _ = try observer.next(timeout: 10)
+    }
+}
+
+/// A commit here until the diff of a live query over a table of `readRows` rows is delivered in
+/// another process: p50, p99, and the consumer's resident memory at the start and the end.
+func liveQueryLatencyCase(_ s: Settings) throws -> Report {
+    let dir = scratch()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let group = dir + "/group"
+    let container = try openStore(group: group, model: indexedModel)
+    let context = container.newContext(name: "bench", author: "Writer")
+    try context.batch { batch in
+        for i in 0..<s.readRows {
+            var values = item(i)
+            values["isRead"] = .bool(i % 3 == 0)
+            values["createdAt"] = .date(Date(timeIntervalSince1970: Double(i)))
+            _ = try batch.insert("Item", values, object: "row \(i)")
+        }
+    }
+    let commits = s.latencyCommits
+    let (child, lines) = try spawnSelf([
+        "live-query", group, String(try container.currentToken().value + Int64(commits)),
+    ])
+    defer { if child.isRunning { child.terminate() } }
+    guard lines.next() != nil else { throw BenchError("live query did not start") }
+    var latencies: [Double] = []
+    var rss: [Double] = []
+    for i in 1...commits {
+        try context.insert("Item", item(s.readRows + i))  // the newest unread: the result changes
+        let t0 = now()
+        let token = try context.save().token?.value ?? 0
+        while let line = lines.next() {
+            let parts = line.dropFirst().dropLast().split(separator: ",")
+            guard parts.count == 3, let t = Double(parts[0]), let end = Double(parts[1]), let r = Double(parts[2])
+            else { continue }
+            if Int64(t) >= token {
+                latencies.append(end - t0)
+                rss.append(r)
+                break
+            }
+        }
+    }
+    child.waitUntilExit()
+    let ms = latencies.map { $0 * 1000 }
+    return .object([
+        ("case", .string("live-query-latency")), ("rows", .number(Double(s.readRows))),
+        ("commits", .number(Double(ms.count))),
+        ("median_ms", .number(round3(median(ms)))), ("p99_ms", .number(round3(percentile(ms, 0.99)))),
+        ("rss_first_mib", .number(round3(rss.first ?? 0))), ("rss_last_mib", .number(round3(rss.last ?? 0))),
+        ("note", .string("from just before save() to the diff delivered in the other process")),
+    ])
+}

@@ -22,6 +22,7 @@ let childParser = CommandLineParser(
         Command("latency-consumer", "follow the store, print each merge", positionals: ["GROUP", "COUNT"]),
         Command("writer", "save until the end time", positionals: ["GROUP", "SECONDS", "START", "AUTHOR"]),
         Command("catch-up", "merge everything, print the peak memory", positionals: ["GROUP"]),
+        Command("live-query", "follow a live query, print each delivery", positionals: ["GROUP", "COUNT"]),
     ])
 let benchParser = CommandLineParser(
     tool: "storebench", summary: "SharedStore against raw SQLite in the same run",
@@ -45,6 +46,7 @@ if words.first == "--child" {
         switch child.command.name {
         case "latency-consumer": try latencyConsumer(group: p[0], count: Int64(p[1]) ?? 0)
         case "writer": try writerChild(group: p[0], seconds: Double(p[1]) ?? 1, start: Double(p[2]) ?? 0, author: p[3])
+        case "live-query": try liveQueryChild(group: p[0], count: Int64(p[1]) ?? 0)
         default: try catchUpChild(group: p[0])
         }
         exit(0)
@@ -111,6 +113,7 @@ do {
     }
     if want("latency") { show(try latencyCase(settings)) }
     if want("query-indexed") { show(try queryIndexedCase(settings)) }
+    if want("live-query-latency") { show(try liveQueryLatencyCase(settings)) }
     if want("share-batch-1m") || want("list-1m") || want("widget-show-1m") {
         for report in try targetsCase(settings) { show(report) }
     }
