@@ -9,7 +9,8 @@ extension SQLStore {
         let e = try model.entity(request.entity)
         let (sql, bindings) = try query(
             e, columns: EntitySQL.columns(of: e), where: request.condition, sort: request.sort, window: request)
-        return try c.cached(sql).rows(bindings) { container.snapshot($0, e) }
+        let layout = RowLayout(e)
+        return try c.cached(sql).rows(bindings) { container.snapshot($0, layout) }
     }
 
     /// Calls `body` with each object matching `request`, in order, as the rows are read: memory
@@ -18,7 +19,8 @@ extension SQLStore {
         let e = try model.entity(request.entity)
         let (sql, bindings) = try query(
             e, columns: EntitySQL.columns(of: e), where: request.condition, sort: request.sort, window: request)
-        try c.cached(sql).forEachRow(bindings) { try body(container.snapshot($0, e)) }
+        let layout = RowLayout(e)
+        try c.cached(sql).forEachRow(bindings) { try body(container.snapshot($0, layout)) }
     }
 
     func count(_ request: FetchRequest) throws -> Int {
@@ -65,22 +67,41 @@ extension SQLStore {
 extension Container {
     /// Reads a row selected with ``selectColumns(_:)``.
     func snapshot(_ row: SQLiteRow, _ e: Entity) -> Snapshot {
+        snapshot(row, RowLayout(e))
+    }
+
+    /// Reads a row selected with ``EntitySQL/columns(of:)``, by a layout made once per query
+    /// (the entity's attributes and to-one relationships, not recomputed for every row).
+    func snapshot(_ row: SQLiteRow, _ layout: RowLayout) -> Snapshot {
         var values: [String: Value] = [:]
-        values.reserveCapacity(e.attributes.count)
+        values.reserveCapacity(layout.attributes.count)
         var column: Int32 = 2
-        for a in e.attributes {
+        for a in layout.attributes {
             values[a.name] = SQLMapping.value(row, column, a.type)
             column += 1
         }
         var rels: [String: ObjectID] = [:]
-        for r in e.toOneRelationships {
+        for r in layout.toOne {
             if !row.isNull(column) {
                 rels[r.name] = ObjectID(storeID: storeID, entity: r.destination, primaryKey: row.int64(column))
             }
             column += 1
         }
         return Snapshot(
-            id: ObjectID(storeID: storeID, entity: e.name, primaryKey: row.int64(0)),
+            id: ObjectID(storeID: storeID, entity: layout.entity, primaryKey: row.int64(0)),
             version: row.int64(1), values: values, relationships: rels)
+    }
+}
+
+/// What a row of an entity holds, in column order.
+struct RowLayout {
+    let entity: String
+    let attributes: [Attribute]
+    let toOne: [Relationship]
+
+    init(_ e: Entity) {
+        entity = e.name
+        attributes = e.attributes
+        toOne = e.toOneRelationships
     }
 }

@@ -19,6 +19,13 @@ public struct ObjectID: Sendable, Hashable, Comparable, Codable, CustomStringCon
 
     public var isTemporary: Bool { primaryKey < 0 }
 
+    /// Hashes the key and the entity: ids of one context, view or result nearly always share
+    /// their store, so its 16 bytes would cost every lookup and tell nothing (== still compares it).
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(primaryKey)
+        hasher.combine(entity)
+    }
+
     /// `Article/42` (`Article/t3` for a temporary id).
     public var description: String {
         isTemporary ? "\(entity)/t\(-primaryKey)" : "\(entity)/\(primaryKey)"
