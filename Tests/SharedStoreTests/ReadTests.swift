@@ -58,4 +58,28 @@ import Testing
             #expect(streamed == (try context.fetch(request)).map(\.id))
         }
     }
+
+    @Test func batchInsertTakesToOneRelationships() throws {
+        let container = try TemporaryGroup().open()
+        let context = container.newContext(author: "A")
+        let swift = try context.insert(ReadLater.Category(name: "Swift"))
+        let category = try context.save().permanentID(for: swift)
+        let row: [String: Value] = [
+            "title": "t", "url": "https://b.example", "createdAt": .date(Date()), "isRead": false,
+        ]
+        let result = try context.batchInsert(
+            "Article", [row, row], relationships: [["category": category], ["category": nil]])
+        #expect(result.count == 2)
+        #expect(try context.object(with: result.objectIDs[0]).relationships["category"] == category)
+        #expect(try context.object(with: result.objectIDs[1]).relationships["category"] == nil)
+        let token = try #require(result.token)
+        let history = try container.fetchHistory(
+            HistoryRequest(after: HistoryToken(storeID: container.storeID, value: token.value - 1)))
+        #expect(history.first?.changes.map(\.kind) == [.insert, .insert], "recorded object by object")
+        let foreign = ObjectID(storeID: UUID(), entity: "Category", primaryKey: 1)
+        #expect(throws: StoreError.self) {
+            try context.batchInsert("Article", [row], relationships: [["category": foreign]])
+        }
+        #expect(try context.count(FetchRequest("Article")) == 2, "a bad row rejects the whole batch")
+    }
 }

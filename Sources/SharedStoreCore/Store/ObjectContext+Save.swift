@@ -315,6 +315,31 @@ extension ObjectContext {
         }
     }
 
+    /// Inserts many objects with to-one relationships (`relationships[i]` for `rows[i]`: stored
+    /// objects), in one transaction, recorded in history object by object.
+    ///
+    /// - Throws: like ``save()``; a bad row rejects the whole batch, naming its index.
+    @discardableResult
+    public func batchInsert(_ entityName: String, _ rows: [[String: Value]], relationships: [[String: ObjectID?]])
+        throws
+        -> BatchResult
+    {
+        guard relationships.count == rows.count else {
+            throw StoreError(
+                .invalidArgument, "batch insert: \(rows.count) rows but \(relationships.count) relationship sets")
+        }
+        var ids: [ObjectID] = []
+        ids.reserveCapacity(rows.count)
+        let result = try batch { batch in
+            for (i, row) in rows.enumerated() {
+                ids.append(
+                    try batch.insert(
+                        entityName, row, relationships: relationships[i], object: "\(entityName) (batch row \(i + 1))"))
+            }
+        }
+        return BatchResult(count: result.count, token: result.token, objectIDs: ids)
+    }
+
     /// Sets `values` on every object matching `condition`, in one transaction, recorded in history
     /// object by object (objects whose values already match are left alone).
     @discardableResult
