@@ -114,8 +114,9 @@ public final class LiveQuery: @unchecked Sendable {
     private let relevance: Relevance
     private var last: [Snapshot] = []
     private var started = false
+    private var runCount = 0
     /// How many times the query ran (the first included): what relevance saves is visible here.
-    public private(set) var runs = 0
+    public var runs: Int { lock.withLock { runCount } }
     // The consumer and the context are confined to whoever calls `next` (one thread at a time).
     private let lock = NSLock()
 
@@ -141,7 +142,7 @@ public final class LiveQuery: @unchecked Sendable {
             guard relevant || sync.reloaded && started else { return nil }
             let objects = try context.fetch(request)
             context.rollback()
-            runs += 1
+            runCount += 1
             let diff = started ? ResultDiff(from: last, to: objects) : ResultDiff(from: [], to: [])
             let first = !started
             started = true

@@ -228,7 +228,7 @@ struct Stress {
 
     /// A handle appending to `path` (created 0600), for a child's output.
     static func appending(_ path: String) -> FileHandle? {
-        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600)
         return fd >= 0 ? FileHandle(fileDescriptor: fd, closeOnDealloc: true) : nil
     }
 

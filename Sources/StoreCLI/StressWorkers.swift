@@ -25,7 +25,7 @@ enum StressWorkers {
         let fd: Int32
         let sync: Bool
         init(path: String, sync: Bool) throws {
-            fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+            fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600)
             guard fd >= 0 else {
                 throw StoreError(.fileAccess, "cannot open log \(path): \(String(cString: strerror(errno)))")
             }
