@@ -73,17 +73,16 @@ extension Container {
     /// Reads a row selected with ``EntitySQL/columns(of:)``, by a layout made once per query
     /// (the entity's attributes and to-one relationships, not recomputed for every row).
     func snapshot(_ row: SQLiteRow, _ layout: RowLayout) -> Snapshot {
-        var values: [String: Value] = [:]
-        values.reserveCapacity(layout.attributes.count)
+        var values: [String: Value] = Dictionary(minimumCapacity: layout.names.count)
         var column: Int32 = 2
-        for a in layout.attributes {
-            values[a.name] = SQLMapping.value(row, column, a.type)
+        for (name, type) in zip(layout.names, layout.types) {
+            values[name] = SQLMapping.value(row, column, type)
             column += 1
         }
         var rels: [String: ObjectID] = [:]
-        for r in layout.toOne {
+        for (name, destination) in zip(layout.toOneNames, layout.toOneDestinations) {
             if !row.isNull(column) {
-                rels[r.name] = ObjectID(storeID: storeID, entity: r.destination, primaryKey: row.int64(column))
+                rels[name] = ObjectID(storeID: storeID, entity: destination, primaryKey: row.int64(column))
             }
             column += 1
         }
@@ -93,15 +92,21 @@ extension Container {
     }
 }
 
-/// What a row of an entity holds, in column order.
+/// What a row of an entity holds, in column order: names and types only (an `Attribute` holds
+/// its rules too, and copying it for every column of every row showed in profiles).
 struct RowLayout {
     let entity: String
-    let attributes: [Attribute]
-    let toOne: [Relationship]
+    let names: [String]
+    let types: [AttributeType]
+    let toOneNames: [String]
+    let toOneDestinations: [String]
 
     init(_ e: Entity) {
         entity = e.name
-        attributes = e.attributes
-        toOne = e.toOneRelationships
+        names = e.attributes.map(\.name)
+        types = e.attributes.map(\.type)
+        let toOne = e.toOneRelationships
+        toOneNames = toOne.map(\.name)
+        toOneDestinations = toOne.map(\.destination)
     }
 }

@@ -183,7 +183,9 @@ public final class ObjectContext {
 
     /// Streams the objects matching `request`, in order, from one consistent read: `body` sees
     /// one object at a time, so a million objects cost the memory of one (a cursor). Streamed
-    /// objects are not remembered as read (a save of them is not checked for conflicts).
+    /// objects are not remembered as read (a save of them is not checked for conflicts). The read
+    /// lasts as long as the stream: `body` must not read this container itself (its reader is
+    /// busy); collect what it needs first, as `main-app list` does with the categories.
     ///
     /// For example:
     /// ```swift
