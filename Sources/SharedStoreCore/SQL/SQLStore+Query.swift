@@ -73,10 +73,11 @@ extension Container {
     /// Reads a row selected with ``EntitySQL/columns(of:)``, by a layout made once per query
     /// (the entity's attributes and to-one relationships, not recomputed for every row).
     func snapshot(_ row: SQLiteRow, _ layout: RowLayout) -> Snapshot {
-        var values: [String: Value] = Dictionary(minimumCapacity: layout.names.count)
+        var values: [Value] = []
+        values.reserveCapacity(layout.names.count)
         var column: Int32 = 2
-        for (name, type) in zip(layout.names, layout.types) {
-            values[name] = SQLMapping.value(row, column, type)
+        for type in layout.types {
+            values.append(SQLMapping.value(row, column, type))
             column += 1
         }
         var rels: [String: ObjectID] = [:]
@@ -88,7 +89,7 @@ extension Container {
         }
         return Snapshot(
             id: ObjectID(storeID: storeID, entity: layout.entity, primaryKey: row.int64(0)),
-            version: row.int64(1), values: values, relationships: rels)
+            version: row.int64(1), names: layout.names, columns: values, relationships: rels)
     }
 }
 

@@ -151,10 +151,9 @@ struct ChangeWriter {
         let pk = current.id.primaryKey
         try unique(object()) { try s.updateRow(e, pk, columns: columns, values: bindings) }
         recorder.updated(model.index(of: e), pk, properties: indexes)
-        var after = Snapshot(
-            id: current.id, version: current.version + 1, values: current.values, relationships: current.relationships)
+        var after = current.bumped()
         for name in columns {
-            if let v = changes.values[name] { after.values[name] = v }
+            if let v = changes.values[name] { after[name] = v }
             if let r = e.relationship(named: name), let target = changes.relationships[name] {
                 after.relationships[name] = target.map {
                     ObjectID(storeID: container.storeID, entity: r.destination, primaryKey: $0)

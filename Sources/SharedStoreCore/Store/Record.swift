@@ -201,20 +201,20 @@ struct SnapshotDecoder: Decoder {
         let snapshot: Snapshot
         var codingPath: [CodingKey] = []
         var allKeys: [Key] {
-            (Array(snapshot.values.keys) + Array(snapshot.relationships.keys) + ["id"]).compactMap {
+            (snapshot.attributeNames + Array(snapshot.relationships.keys) + ["id"]).compactMap {
                 Key(stringValue: $0)
             }
         }
 
         func contains(_ key: Key) -> Bool {
-            key.stringValue == "id" || snapshot.values[key.stringValue] != nil
+            key.stringValue == "id" || snapshot.has(key.stringValue)
                 || snapshot.relationships[key.stringValue] != nil
         }
 
         func decodeNil(forKey key: Key) throws -> Bool {
             if key.stringValue == "id" { return false }
             if snapshot.relationships[key.stringValue] != nil { return false }
-            return snapshot.values[key.stringValue]?.isNull ?? true
+            return snapshot.has(key.stringValue) ? snapshot[key.stringValue].isNull : true
         }
 
         func mismatch(_ key: Key, _ type: Any.Type) -> StoreError {
@@ -223,10 +223,10 @@ struct SnapshotDecoder: Decoder {
         }
 
         func value(_ key: Key) throws -> Value {
-            guard let v = snapshot.values[key.stringValue] else {
+            guard snapshot.has(key.stringValue) else {
                 throw StoreError(.validation, "\(snapshot.id.entity) has no attribute '\(key.stringValue)'")
             }
-            return v
+            return snapshot[key.stringValue]
         }
 
         func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {

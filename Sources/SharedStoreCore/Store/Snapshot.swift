@@ -4,26 +4,101 @@ import SharedStoreSupport
 
 /// A Sendable value copy of one object as it was read: attributes, to-one relationships and the
 /// version the store had (bumped by every save of the object).
+///
+/// The attribute values are kept as a column array beside the entity's names (shared by every
+/// snapshot of a fetch): a row becomes one small array, not a dictionary to allocate and hash.
+/// ``values`` gives them as a dictionary when asked.
 public struct Snapshot: Sendable, Hashable, CustomStringConvertible {
     public let id: ObjectID
     public let version: Int64
-    public var values: [String: Value]
+    /// Attribute names and their values, position by position.
+    private var names: [String]
+    private var columns: [Value]
     /// To-one relationships that are set; an absent key means nil.
     public var relationships: [String: ObjectID]
 
     public init(id: ObjectID, version: Int64, values: [String: Value], relationships: [String: ObjectID]) {
         self.id = id
         self.version = version
-        self.values = values
+        names = values.keys.sorted()
+        columns = names.map { values[$0] ?? .null }
         self.relationships = relationships
     }
 
-    public subscript(_ name: String) -> Value { values[name] ?? .null }
+    /// A snapshot read from a row: `columns[i]` is the value of `names[i]`.
+    init(id: ObjectID, version: Int64, names: [String], columns: [Value], relationships: [String: ObjectID]) {
+        precondition(names.count == columns.count, "a snapshot needs a value per name")
+        self.id = id
+        self.version = version
+        self.names = names
+        self.columns = columns
+        self.relationships = relationships
+    }
+
+    /// The attribute values by name.
+    public var values: [String: Value] {
+        get { Dictionary(zip(names, columns), uniquingKeysWith: { _, last in last }) }
+        set {
+            names = newValue.keys.sorted()
+            columns = names.map { newValue[$0] ?? .null }
+        }
+    }
+
+    /// The value of attribute `name` (`.null` when it has none).
+    public subscript(_ name: String) -> Value {
+        get { names.firstIndex(of: name).map { columns[$0] } ?? .null }
+        set {
+            if let i = names.firstIndex(of: name) {
+                columns[i] = newValue
+            } else {
+                names.append(name)
+                columns.append(newValue)
+            }
+        }
+    }
+
+    /// The same object at the next version (what a save of it writes next).
+    func bumped() -> Snapshot {
+        Snapshot(id: id, version: version + 1, names: names, columns: columns, relationships: relationships)
+    }
+
+    /// Whether the snapshot holds a value (maybe `.null`) for attribute `name`.
+    public func has(_ name: String) -> Bool { names.contains(name) }
+
+    /// The names of the attributes it holds.
+    public var attributeNames: [String] { names }
+
+    public static func == (a: Snapshot, b: Snapshot) -> Bool {
+        guard a.id == b.id, a.version == b.version, a.relationships == b.relationships else { return false }
+        // Snapshots of one entity share their names (and their order): compare the columns.
+        if a.names == b.names { return a.columns == b.columns }
+        return a.values == b.values
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(id)
+        hasher.combine(version)
+        // Independent of the order of the names, as == is.
+        var values = 0
+        for (n, v) in zip(names, columns) { values ^= Hasher.hash(n, v) }
+        hasher.combine(values)
+        hasher.combine(relationships)
+    }
 
     public var description: String {
         let parts =
-            values.keys.sorted().map { "\($0): \(values[$0] ?? .null)" }
+            zip(names, columns).sorted { $0.0 < $1.0 }.map { "\($0.0): \($0.1)" }
             + relationships.keys.sorted().map { "\($0): \(relationships[$0].map(\.description) ?? "nil")" }
         return "\(id) {\(parts.joined(separator: ", "))}"
+    }
+}
+
+extension Hasher {
+    /// The hash of one name and value, for order-independent combinations.
+    fileprivate static func hash(_ name: String, _ value: Value) -> Int {
+        var h = Hasher()
+        h.combine(name)
+        h.combine(value)
+        return h.finalize()
     }
 }
