@@ -3,6 +3,9 @@ import SharedStoreSQLite
 /// The SQL of one entity's hot statements, built once per container instead of on every save.
 struct EntitySQL: Sendable {
     let index: Int
+    /// The columns a snapshot is read from, and how (``columns(of:)``, ``RowLayout``).
+    let columns: String
+    let layout: RowLayout
     let insert: String
     let select: String
     let delete: String
@@ -10,6 +13,8 @@ struct EntitySQL: Sendable {
 
     init(_ e: Entity, index: Int) {
         self.index = index
+        columns = Self.columns(of: e)
+        layout = RowLayout(e)
         let table = SQLMapping.quote(e.name)
         let names = e.storedPropertyNames
         let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")

@@ -8,8 +8,8 @@ extension SQLStore {
     func fetch(_ request: FetchRequest) throws -> [Snapshot] {
         let e = try model.entity(request.entity)
         let (sql, bindings) = try query(
-            e, columns: EntitySQL.columns(of: e), where: request.condition, sort: request.sort, window: request)
-        let layout = RowLayout(e)
+            e, columns: entitySQL(e).columns, where: request.condition, sort: request.sort, window: request)
+        let layout = entitySQL(e).layout
         return try c.cached(sql).rows(bindings) { container.snapshot($0, layout) }
     }
 
@@ -18,8 +18,8 @@ extension SQLStore {
     func forEach(_ request: FetchRequest, _ body: (Snapshot) throws -> Void) throws {
         let e = try model.entity(request.entity)
         let (sql, bindings) = try query(
-            e, columns: EntitySQL.columns(of: e), where: request.condition, sort: request.sort, window: request)
-        let layout = RowLayout(e)
+            e, columns: entitySQL(e).columns, where: request.condition, sort: request.sort, window: request)
+        let layout = entitySQL(e).layout
         try c.cached(sql).forEachRow(bindings) { try body(container.snapshot($0, layout)) }
     }
 
@@ -67,7 +67,7 @@ extension SQLStore {
 extension Container {
     /// Reads a row selected with ``selectColumns(_:)``.
     func snapshot(_ row: SQLiteRow, _ e: Entity) -> Snapshot {
-        snapshot(row, RowLayout(e))
+        snapshot(row, model.entityIndex[e.name].map { entitySQL[$0].layout } ?? RowLayout(e))
     }
 
     /// Reads a row selected with ``EntitySQL/columns(of:)``, by a layout made once per query
@@ -91,6 +91,11 @@ extension Container {
             id: ObjectID(storeID: storeID, entity: layout.entity, primaryKey: row.int64(0)),
             version: row.int64(1), names: layout.names, columns: values, relationships: rels)
     }
+}
+
+extension SQLStore {
+    /// The hot SQL of `e` (an entity of the container's model).
+    func entitySQL(_ e: Entity) -> EntitySQL { container.entitySQL[model.index(of: e)] }
 }
 
 /// What a row of an entity holds, in column order: names and types only (an `Attribute` holds

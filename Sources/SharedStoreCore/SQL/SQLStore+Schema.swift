@@ -106,7 +106,7 @@ extension SQLStore {
     func queryPlan(_ request: FetchRequest) throws -> [String] {
         let e = try model.entity(request.entity)
         let (sql, bindings) = try query(
-            e, columns: EntitySQL.columns(of: e), where: request.condition, sort: request.sort, window: request)
+            e, columns: entitySQL(e).columns, where: request.condition, sort: request.sort, window: request)
         return try c.cached("EXPLAIN QUERY PLAN " + sql).rows(bindings) { $0.text(3) }
     }
 
