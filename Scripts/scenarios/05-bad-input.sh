@@ -33,6 +33,9 @@ expect_error 1 "bad batch line" share-extension share-batch "$work/batch.tsv"
 err="$(share-extension share-batch "$work/batch.tsv" 2>&1 >/dev/null || true)"
 case "$err" in *"line 2"*) ok "the batch error names line 2" ;; *) fail "batch error does not name line 2: $err" ;; esac
 expect_error 1 "missing batch file" share-extension share-batch "$work/nope.tsv"
+expect_error 1 "a directory as the batch file" share-extension share-batch "$work"
+printf 'https://u.example/1\tok\nhttps://u.example/2\t\xff\xfe\n' >"$work/notutf8.tsv"
+expect_error 1 "a batch line that is not UTF-8" share-extension share-batch "$work/notutf8.tsv"
 assert_eq "$(storectl stats --json | jq_ '[j["objects"], j["transactions"]]')" "$before" "the store is as it was"
 verify_store
 

@@ -124,6 +124,10 @@ public enum Targets {
             if path == "-" {
                 input = FileHandle.standardInput
             } else {
+                var st = stat()
+                if stat(path, &st) == 0, st.st_mode & S_IFMT == S_IFDIR {
+                    throw StoreError(.fileAccess, "batch file \(path) is a directory")
+                }
                 guard let handle = FileHandle(forReadingAtPath: path) else {
                     throw StoreError(.fileAccess, "cannot read batch file \(path)")
                 }
