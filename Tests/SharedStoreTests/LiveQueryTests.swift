@@ -137,4 +137,38 @@ import Testing
         while seen < 2, let result = try await iterator.next() { seen = result.objects.count }
         #expect(seen == 2)
     }
+
+    /// A UI model on the main actor follows a live query under Swift 6 strict concurrency: it
+    /// applies each diff to what it shows and ends up with what a fresh fetch returns.
+    @MainActor @Test(.timeLimit(.minutes(1)))
+    func aMainActorModelFollowsALiveQuery() async throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let query = try LiveQuery(
+            container: container, registry: try TokenRegistry(group: group.path), consumer: "Screen",
+            request: FetchRequest("Article", sortedBy: [Key("createdAt").ascending]))
+        let model = UnreadListModel()
+        #expect(try helper("write", "--group", group.path, "--author", "Far", "--count", "1").waitForExit() == 0)
+        async let followed: Void = model.follow(query, until: 3)
+        #expect(try helper("write", "--group", group.path, "--author", "Far", "--count", "2").waitForExit() == 0)
+        try await followed
+        #expect(model.rows == (try container.newContext().fetch(query.request)).map(\.id))
+        #expect(model.changes >= 1)
+    }
+}
+
+/// What a SwiftUI list model would do with a live query: main-actor state, changed by diffs.
+@MainActor final class UnreadListModel {
+    private(set) var rows: [ObjectID] = []
+    private(set) var changes = 0
+    private var shown: [Snapshot] = []
+
+    func follow(_ query: LiveQuery, until count: Int) async throws {
+        for try await result in query.results(pollInterval: 0.2) {
+            shown = result.diff.apply(to: shown, new: result.objects)
+            rows = shown.map(\.id)
+            changes += 1
+            if rows.count >= count { return }
+        }
+    }
 }
