@@ -2,7 +2,10 @@ import Foundation
 import SharedStore
 
 /// The entity every case writes: the baseline's table has the same columns.
-let benchModel: Model = {
+let benchModel = itemModel(indexes: [])
+
+/// The `Item` entity with `indexes`.
+func itemModel(indexes: [Index]) -> Model {
     do {
         return try Model([
             Entity(
@@ -10,12 +13,12 @@ let benchModel: Model = {
                 attributes: [
                     Attribute("title", .string), Attribute("value", .integer), Attribute("createdAt", .date),
                     Attribute("isRead", .bool, default: false),
-                ])
+                ], indexes: indexes)
         ])
     } catch {
         preconditionFailure("bench model: \(error)")
     }
-}()
+}
 
 func item(_ i: Int) -> [String: Value] {
     ["title": .string("item \(i)"), "value": .integer(Int64(i)), "createdAt": .date(Date()), "isRead": false]

@@ -3,21 +3,24 @@ import SharedStore
 
 // MARK: - Reads (issue 11): an indexed query, and the targets as processes on a big store
 
-/// The `Item` entity with the index the query below uses.
-let indexedModel: Model = {
-    do {
-        return try Model([
-            Entity(
-                "Item",
-                attributes: [
-                    Attribute("title", .string), Attribute("value", .integer), Attribute("createdAt", .date),
-                    Attribute("isRead", .bool, default: false),
-                ], indexes: [Index("isRead", "createdAt")])
-        ])
-    } catch {
-        preconditionFailure("indexed bench model: \(error)")
+/// The `Item` entity with the index "50 newest unread" uses.
+let indexedModel = itemModel(indexes: [Index("isRead", "createdAt")])
+
+/// "50 newest unread": what `query-indexed` runs and `live-query-latency` follows.
+let newestUnread = FetchRequest(
+    "Item", where: Key("isRead") == false, sortedBy: [Key("createdAt").descending], limit: 50)
+
+/// `rows` items in one transaction, a third of them read, with increasing creation dates.
+func fillItems(_ context: ObjectContext, rows: Int) throws {
+    try context.batch { batch in
+        for i in 0..<rows {
+            var values = item(i)
+            values["isRead"] = .bool(i % 3 == 0)
+            values["createdAt"] = .date(Date(timeIntervalSince1970: Double(i)))
+            _ = try batch.insert("Item", values, object: "row \(i)")
+        }
     }
-}()
+}
 
 /// "50 newest unread of N": the library's fetch against the same SQL through the C API, both on
 /// the same store and index, in queries per second.
@@ -26,16 +29,8 @@ func queryIndexedCase(_ s: Settings) throws -> Report {
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let container = try openStore(group: dir + "/group", model: indexedModel)
     let context = container.newContext(author: "Filler")
-    try context.batch { batch in
-        for i in 0..<s.readRows {
-            var values = item(i)
-            values["isRead"] = .bool(i % 3 == 0)
-            values["createdAt"] = .date(Date(timeIntervalSince1970: Double(i)))
-            _ = try batch.insert("Item", values, object: "row \(i)")
-        }
-    }
-    let request = FetchRequest(
-        "Item", where: Key("isRead") == false, sortedBy: [Key("createdAt").descending], limit: 50)
+    try fillItems(context, rows: s.readRows)
+    let request = newestUnread
     let queries = s.pick(2000, 500, 50)
     let baseline = try Baseline.NewestUnread(path: dir + "/group/" + Container.storeFileName)
     var report = try compare(
@@ -168,8 +163,7 @@ func liveQueryChild(group: String, count: Int64) throws {
     let registry = try TokenRegistry(group: group)
     let query = try LiveQuery(
         container: container, registry: registry, consumer: "Live",
-        request: FetchRequest("Item", where: Key("isRead") == false, sortedBy: [Key("createdAt").descending], limit: 50)
-    )
+        request: newestUnread)
     let observer = try ChangeObserver(container: container, pollInterval: 1)
     _ = try query.next()
     emitLine(.string("ready"))
@@ -192,14 +186,7 @@ func liveQueryLatencyCase(_ s: Settings) throws -> Report {
     let group = dir + "/group"
     let container = try openStore(group: group, model: indexedModel)
     let context = container.newContext(name: "bench", author: "Writer")
-    try context.batch { batch in
-        for i in 0..<s.readRows {
-            var values = item(i)
-            values["isRead"] = .bool(i % 3 == 0)
-            values["createdAt"] = .date(Date(timeIntervalSince1970: Double(i)))
-            _ = try batch.insert("Item", values, object: "row \(i)")
-        }
-    }
+    try fillItems(context, rows: s.readRows)
     let commits = s.latencyCommits
     let (child, lines) = try spawnSelf([
         "live-query", group, String(try container.currentToken().value + Int64(commits)),
