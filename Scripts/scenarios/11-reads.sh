@@ -49,5 +49,16 @@ import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 sys.exit(0 if all(a != b for a, b in zip(lines, lines[1:])) else 1)
 PY
+# The widget's counts are kept by every save; a tool that does not keep them (sqlite3 here) makes
+# verify name the count, and storectl recount puts it right.
+sqlite3 "$SHAREDSTORE_GROUP/Store.sqlite" "UPDATE Article SET isRead = 0 WHERE Z_PK = 30"
+storectl verify --json >"$work/verify.out" 2>/dev/null && fail "verify passed with a wrong kept count" || true
+grep -q '"check":"kept-counts","ok":false.*Article.unread is 27, counting gives 28' "$work/verify.out" \
+    && ok "verify names the wrong count and both numbers" || fail "verify: $(cat "$work/verify.out")"
+storectl recount --json >"$work/recount.out"
+assert_eq "$(jq_ '[l["fixed"] for l in lines]' <"$work/recount.out")" \
+    '[[{"count": "Article.unread", "was": 27, "now": 28}]]' "recount fixes exactly that count"
+widget show --json >"$work/show.out"
+assert_eq "$(jq_ 'j["unread"]' <"$work/show.out")" 28 "widget show reads the recounted number"
 verify_store
 finish

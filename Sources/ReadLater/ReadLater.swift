@@ -22,7 +22,9 @@ public enum ReadLater {
                     ], relationships: [.toOne("category", "Category", inverse: "articles", deleteRule: .nullify)],
                     // What the targets sort and filter on: the list (oldest first), the widget's
                     // newest three and unread count, the unread list.
-                    indexes: [Index("createdAt"), Index("isRead", "createdAt")]),
+                    indexes: [Index("createdAt"), Index("isRead", "createdAt")],
+                    // The widget's two numbers, kept by every save: reading them costs one row each.
+                    keptCounts: [KeptCount("all"), KeptCount("unread", where: Key("isRead") == false)]),
                 Entity(
                     "Category",
                     attributes: [

@@ -66,6 +66,7 @@ public enum StoreVerifier {
             let (n, bad) = try container.invalidValues()
             return (bad.isEmpty, bad.isEmpty ? "\(n) objects obey the model's rules" : bad.joined(separator: "; "))
         }
+        run("kept-counts") { try keptCounts(container) }
         run("timeline") {
             let lost = try container.lostTokenRanges()
             return (
@@ -77,6 +78,21 @@ public enum StoreVerifier {
             )
         }
         return checks
+    }
+
+    /// Every kept count equals counting its table.
+    private static func keptCounts(_ container: Container) throws -> (Bool, String) {
+        let counts = try container.keptCounts()
+        let wrong = counts.filter { $0.kept != $0.counted }.map {
+            "\($0.name) is \($0.kept.map(String.init) ?? "missing"), counting gives \($0.counted)"
+        }
+        return (
+            wrong.isEmpty,
+            wrong.isEmpty
+                ? "\(counts.count) kept counts equal counting"
+                : wrong.joined(separator: "; ")
+                    + " (the store was written without keeping them; 'storectl recount' counts again)"
+        )
     }
 
     /// Tokens in order, retained history above the floor (at most one row at or below it: the

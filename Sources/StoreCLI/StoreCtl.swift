@@ -20,6 +20,9 @@ extension Targets {
             Command("stats", "objects, transactions, changes and file sizes"),
             Command("verify", "check the invariants that can be checked at rest; exit 0 only when all hold"),
             Command(
+                "recount",
+                "count every kept count again from its table (after a tool that does not keep them wrote the store)"),
+            Command(
                 "reset-consumer", "remove a consumer from the registry (it reloads in full next time)",
                 positionals: ["NAME"]),
             Command(
@@ -67,6 +70,22 @@ extension Targets {
         case "stress": try stress(inv)
         case "stress-writer": try StressWorkers.writer(inv)
         case "stress-consumer": try StressWorkers.consumer(inv)
+        case "recount":
+            let fixed = try inv.container().recountKeptCounts()
+            inv.output.record(
+                .object([
+                    ("recounted", .number(Double(fixed.count))),
+                    (
+                        "fixed",
+                        .array(
+                            fixed.map {
+                                .object([
+                                    ("count", .string($0.name)), ("was", $0.was.map { .number(Double($0)) } ?? .null),
+                                    ("now", .number(Double($0.now))),
+                                ])
+                            })
+                    ),
+                ]))
         case "reset-consumer":
             let name = inv.arguments.positionals[0]
             let removed = try inv.registry().remove(name)

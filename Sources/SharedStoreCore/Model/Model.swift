@@ -93,8 +93,26 @@ public struct Index: Sendable, Hashable {
     public init(_ keys: [SortKey]) { parts = keys.map { Part(property: $0.path, ascending: $0.ascending) } }
 }
 
-/// An entity: attributes, relationships, uniqueness constraints (each a list of attribute names)
-/// and indexes.
+/// A count of an entity's objects that every save keeps up to date in the save's transaction, so
+/// that reading it costs one row whatever the size of the store: ``ObjectContext/count(_:)`` of a
+/// request for the entity with the same condition (and no window) reads it instead of counting.
+///
+/// The condition may read only the entity's own attributes (a count never depends on another
+/// object). Every writer of the store keeps it: it is part of the model's identity, so a process
+/// with a model lacking it cannot open the store. `storectl verify` compares it with a real count.
+public struct KeptCount: Sendable, Hashable {
+    public let name: String
+    public let condition: Condition
+
+    /// A count named `name` of the objects matching `condition` (all of them by default).
+    public init(_ name: String, where condition: Condition = .always) {
+        self.name = name
+        self.condition = condition
+    }
+}
+
+/// An entity: attributes, relationships, uniqueness constraints (each a list of attribute names),
+/// indexes and kept counts.
 public struct Entity: Sendable, Hashable {
     public var name: String
     public var attributes: [Attribute]
@@ -103,11 +121,14 @@ public struct Entity: Sendable, Hashable {
     /// Indexes that fetches use (a uniqueness constraint and a to-one relationship have one
     /// already). Created with the store and, when a model adds one, at the next open.
     public var indexes: [Index]
+    /// Counts every save keeps up to date (``KeptCount``).
+    public var keptCounts: [KeptCount]
 
     public init(
         _ name: String, attributes: [Attribute], relationships: [Relationship] = [],
-        uniquenessConstraints: [[String]] = [], indexes: [Index] = []
+        uniquenessConstraints: [[String]] = [], indexes: [Index] = [], keptCounts: [KeptCount] = []
     ) {
+        self.keptCounts = keptCounts
         self.name = name
         self.attributes = attributes
         self.relationships = relationships
@@ -219,21 +240,44 @@ public struct Model: Sendable, Hashable {
                     )
                 }
             }
-            for index in e.indexes {
-                guard !index.parts.isEmpty else { throw fail("\(e.name): empty index") }
-                for part in index.parts
-                where e.attribute(named: part.property) == nil
-                    && !(e.relationship(named: part.property).map { !$0.isToMany } ?? false)
-                {
-                    throw fail("\(e.name): index names unknown property '\(part.property)'")
-                }
+            try validateIndexes(e)
+            try validateKeptCounts(e)
+        }
+    }
+
+    /// Indexes and uniqueness constraints name attributes or to-one relationships of `e`.
+    private func validateIndexes(_ e: Entity) throws {
+        func fail(_ message: String) -> StoreError { StoreError(.invalidModel, message) }
+        for index in e.indexes {
+            guard !index.parts.isEmpty else { throw fail("\(e.name): empty index") }
+            for part in index.parts
+            where e.attribute(named: part.property) == nil
+                && !(e.relationship(named: part.property).map { !$0.isToMany } ?? false)
+            {
+                throw fail("\(e.name): index names unknown property '\(part.property)'")
             }
-            for c in e.uniquenessConstraints {
-                guard !c.isEmpty else { throw fail("\(e.name): empty uniqueness constraint") }
-                for n in c
-                where e.attribute(named: n) == nil && !(e.relationship(named: n).map { !$0.isToMany } ?? false) {
-                    throw fail("\(e.name): uniqueness constraint names unknown property '\(n)'")
-                }
+        }
+        for c in e.uniquenessConstraints {
+            guard !c.isEmpty else { throw fail("\(e.name): empty uniqueness constraint") }
+            for n in c
+            where e.attribute(named: n) == nil && !(e.relationship(named: n).map { !$0.isToMany } ?? false) {
+                throw fail("\(e.name): uniqueness constraint names unknown property '\(n)'")
+            }
+        }
+    }
+
+    private func validateKeptCounts(_ e: Entity) throws {
+        var names = Set<String>()
+        for k in e.keptCounts {
+            guard Self.isIdentifier(k.name), names.insert(k.name).inserted else {
+                throw StoreError(
+                    .invalidModel,
+                    "\(e.name): kept count name '\(k.name)' is not a plain identifier or is declared twice")
+            }
+            for path in k.condition.keyPaths where e.attribute(named: path) == nil {
+                throw StoreError(
+                    .invalidModel,
+                    "\(e.name).\(k.name): a kept count may read only attributes of \(e.name), not '\(path)'")
             }
         }
     }
@@ -283,6 +327,7 @@ public struct Model: Sendable, Hashable {
                 )
             }
             for c in e.uniquenessConstraints { lines.append("  unique \(e.name)(\(c.joined(separator: ",")))") }
+            for k in e.keptCounts { lines.append("  count \(e.name).\(k.name) where \(k.condition.canonicalText)") }
         }
         return lines.joined(separator: "\n")
     }

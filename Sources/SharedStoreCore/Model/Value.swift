@@ -42,6 +42,21 @@ public enum Value: Sendable, Hashable, Codable, CustomStringConvertible {
         }
     }
 
+    /// A fixed, single-line text of the value, stored with the model (in a kept count's
+    /// condition): exact for every type, strings escaped as JSON.
+    var canonicalText: String {
+        switch self {
+        case .null: return "nil"
+        case .string(let v): return JSONValue.string(v).serialized
+        case .integer(let v): return String(v)
+        case .double(let v): return "double(\(v))"
+        case .bool(let v): return String(v)
+        case .date(let v): return "date(\(v.timeIntervalSinceReferenceDate))"
+        case .data(let v): return "data(\(v.base64EncodedString()))"
+        case .uuid(let v): return "uuid(\(v.uuidString.lowercased()))"
+        }
+    }
+
     /// The value as plain JSON (dates as ISO 8601 strings, data as base64).
     public var jsonValue: JSONValue {
         switch self {

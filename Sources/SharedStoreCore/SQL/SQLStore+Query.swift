@@ -25,6 +25,13 @@ extension SQLStore {
 
     func count(_ request: FetchRequest) throws -> Int {
         let e = try model.entity(request.entity)
+        // A kept count with the same condition is the answer, in one row.
+        if request.limit == nil, request.offset == 0,
+            let k = e.keptCounts.first(where: { $0.condition == request.condition }),
+            let n = try keptCount(SQLStore.keptCountName(e, k))
+        {
+            return Int(n)
+        }
         let (sql, bindings) = try query(e, columns: "t0.Z_PK", where: request.condition, sort: nil, window: request)
         return try c.cached("SELECT count(*) FROM (\(sql))").firstRow(bindings) { Int($0.int64(0)) } ?? 0
     }

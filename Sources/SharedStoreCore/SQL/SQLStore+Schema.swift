@@ -42,10 +42,16 @@ extension SQLStore {
                 changes BLOB NOT NULL);
 
             """
+        sql += createCountsTable
         for e in model.entities { sql += entityTables(e, model: model) }
         try c.execute(sql)
         let insert = try c.cached("INSERT INTO ss_meta(key, value) VALUES (?, ?)")
         for (key, value) in meta { try insert.execute([.text(key.rawValue), .text(value)]) }
+        // A new store is empty: every kept count starts at 0.
+        let count = try c.cached("INSERT INTO ss_counts(name, value) VALUES (?, 0)")
+        for e in model.entities {
+            for k in e.keptCounts { try count.execute([.text(keptCountName(e, k))]) }
+        }
     }
 
     /// The table of `e` (AUTOINCREMENT: a deleted object's id is never given to another), its

@@ -19,6 +19,8 @@ struct ChangeWriter {
     var updatedSnapshots: [ObjectID: Snapshot] = [:]
     /// Conflicts found under the `.error` policy; the caller fails the save when there are any.
     var conflicts: [MergeConflict] = []
+    /// The kept counts' changes in this transaction.
+    var counter = KeptCounter()
 
     init(_ s: SQLStore, policy: MergePolicy = .objectTrump) {
         self.s = s
@@ -87,6 +89,7 @@ struct ChangeWriter {
         try unique(object()) { try stmt.run() }
         let pk = s.lastInsertedKey
         recorder.inserted(index, pk)
+        if !e.keptCounts.isEmpty { counter.inserted(index, pk) }
         return pk
     }
 
@@ -149,8 +152,12 @@ struct ChangeWriter {
             return
         }
         let pk = current.id.primaryKey
+        let index = model.index(of: e)
+        let counted = !e.keptCounts.isEmpty && !counter.isNew(index, pk) && KeptCounter.reads(e, columns)
+        if counted { counter.add(index, try s.keptCountFlags(e, pk), sign: -1) }
         try unique(object()) { try s.updateRow(e, pk, columns: columns, values: bindings) }
-        recorder.updated(model.index(of: e), pk, properties: indexes)
+        if counted { counter.add(index, try s.keptCountFlags(e, pk), sign: 1) }
+        recorder.updated(index, pk, properties: indexes)
         var after = current.bumped()
         for name in columns {
             if let v = changes.values[name] { after[name] = v }
@@ -179,12 +186,13 @@ struct ChangeWriter {
         }
         try unique(read.id.description) { try s.insertRow(e, primaryKey: read.id.primaryKey, values: bindings) }
         recorder.inserted(model.index(of: e), read.id.primaryKey)
+        if !e.keptCounts.isEmpty { counter.inserted(model.index(of: e), read.id.primaryKey) }
     }
 
     /// Deletes objects with their delete rules (``DeleteRules``).
     mutating func delete(_ e: Entity, pks: [Int64]) throws {
         var rules = DeleteRules(s)
-        try rules.delete(e, pks: pks, deleted: &deleted, recorder: &recorder)
+        try rules.delete(e, pks: pks, deleted: &deleted, recorder: &recorder, counter: &counter)
     }
 
     // MARK: - Many-to-many links
@@ -210,7 +218,9 @@ struct ChangeWriter {
     // MARK: - History
 
     /// Writes the history transaction of everything recorded (see ``ChangeRecorder/write(_:author:contextName:)``).
+    /// Writes the kept counts' changes first: every write transaction ends here.
     func writeHistory(author: String?, contextName: String?) throws -> HistoryToken? {
-        try recorder.write(s, author: author, contextName: contextName)
+        try counter.write(s)
+        return try recorder.write(s, author: author, contextName: contextName)
     }
 }

@@ -47,6 +47,30 @@ public struct Condition: Sendable, Hashable {
         case .not(let c): return c.keyPaths
         }
     }
+    /// A fixed text of the condition, stored with the model (a kept count's condition): the same
+    /// condition always gives the same text.
+    var canonicalText: String {
+        func options(_ o: TextOptions) -> String {
+            o.isEmpty
+                ? ""
+                : "[" + (o.contains(.caseInsensitive) ? "c" : "") + (o.contains(.diacriticInsensitive) ? "d" : "") + "]"
+        }
+        switch node {
+        case .always: return "TRUEPREDICATE"
+        case .compare(let path, let op, let v): return "\(path) \(op.rawValue) \(v.canonicalText)"
+        case .among(let path, let vs): return "\(path) IN {\(vs.map(\.canonicalText).joined(separator: ", "))}"
+        case .between(let path, let a, let b): return "\(path) BETWEEN {\(a.canonicalText), \(b.canonicalText)}"
+        case .text(let path, let op, let pattern, let o):
+            return "\(path) \(op.rawValue)\(options(o)) \(Value.string(pattern).canonicalText)"
+        case .related(let path, let id): return "\(path) == \(id.map { "\($0.entity)/\($0.primaryKey)" } ?? "nil")"
+        case .and(let cs):
+            return "(" + (cs.isEmpty ? "TRUEPREDICATE" : cs.map(\.canonicalText).joined(separator: " AND ")) + ")"
+        case .or(let cs):
+            return "(" + (cs.isEmpty ? "FALSEPREDICATE" : cs.map(\.canonicalText).joined(separator: " OR ")) + ")"
+        case .not(let c): return "NOT \(c.canonicalText)"
+        }
+    }
+
     /// All of `conditions` (every object when there are none).
     public static func all(_ conditions: [Condition]) -> Condition { Condition(.and(conditions)) }
     /// Any of `conditions` (no object when there are none).

@@ -78,6 +78,40 @@ extension Container {
         }
     }
 
+    /// Every kept count with its stored value (nil: its row is missing) and a real count of the
+    /// table, read in one snapshot.
+    package func keptCounts() throws -> [(name: String, kept: Int64?, counted: Int64)] {
+        try read { s in
+            var result: [(name: String, kept: Int64?, counted: Int64)] = []
+            for e in model.entities {
+                for k in e.keptCounts {
+                    let name = SQLStore.keptCountName(e, k)
+                    result.append((name, try s.keptCount(name), try s.recount(e, k)))
+                }
+            }
+            return result
+        }
+    }
+
+    /// Counts every kept count again from its table and stores the result (a store written by a
+    /// tool that does not keep them, say); returns the counts that were wrong, with both values.
+    package func recountKeptCounts() throws -> [(name: String, was: Int64?, now: Int64)] {
+        try write { s in
+            var fixed: [(name: String, was: Int64?, now: Int64)] = []
+            for e in model.entities {
+                for k in e.keptCounts {
+                    let name = SQLStore.keptCountName(e, k)
+                    let (was, now) = (try s.keptCount(name), try s.recount(e, k))
+                    if was != now {
+                        try s.setKeptCount(name, now)
+                        fixed.append((name, was, now))
+                    }
+                }
+            }
+            return fixed
+        }
+    }
+
     /// Every stored object checked against its attributes' rules: how many, and the first
     /// problems (at most `limit`).
     package func invalidValues(limit: Int = 3) throws -> (objects: Int, problems: [String]) {

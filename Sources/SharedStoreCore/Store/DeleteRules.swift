@@ -17,9 +17,10 @@ struct DeleteRules {
 
     /// Deletes `pks` of `e` and what cascades from them; `deleted` holds the objects already
     /// deleted in this transaction (each goes once).
-    mutating func delete(_ e: Entity, pks: [Int64], deleted: inout Set<ObjectKey>, recorder: inout ChangeRecorder)
-        throws
-    {
+    mutating func delete(
+        _ e: Entity, pks: [Int64], deleted: inout Set<ObjectKey>, recorder: inout ChangeRecorder,
+        counter: inout KeptCounter
+    ) throws {
         requested = Set(pks.map { ObjectKey(entity: model.index(of: e), pk: $0) })
         work = pks.map { (e, $0) }
         var i = 0
@@ -38,8 +39,12 @@ struct DeleteRules {
             for (ai, a) in entity.attributes.enumerated() where a.preservesValueInHistoryOnDeletion {
                 tombstone.append((ai, row[a.name]))
             }
+            let index = model.index(of: entity)
+            if !entity.keptCounts.isEmpty, !counter.isNew(index, pk) {
+                counter.add(index, try s.keptCountFlags(entity, pk), sign: -1)
+            }
             try s.deleteRow(entity, pk)
-            recorder.deleted(model.index(of: entity), pk, tombstone: tombstone)
+            recorder.deleted(index, pk, tombstone: tombstone)
         }
     }
 
