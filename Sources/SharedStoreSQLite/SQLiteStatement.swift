@@ -90,8 +90,11 @@ package final class SQLiteStatement {
 
     /// The rows, each mapped by `transform`.
     @inlinable
-    package func rows<T>(_ values: [SQLValue] = [], _ transform: (SQLiteRow) throws -> T) throws -> [T] {
+    package func rows<T>(_ values: [SQLValue] = [], capacity: Int = 0, _ transform: (SQLiteRow) throws -> T) throws
+        -> [T]
+    {
         var result: [T] = []
+        result.reserveCapacity(capacity)
         try forEachRow(values) { result.append(try transform($0)) }
         return result
     }

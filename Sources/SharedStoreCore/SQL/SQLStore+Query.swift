@@ -6,21 +6,34 @@ import SharedStoreSupport
 /// ``QueryBuilder`` with every value bound.
 extension SQLStore {
     func fetch(_ request: FetchRequest) throws -> [Snapshot] {
-        let e = try model.entity(request.entity)
-        let (sql, bindings) = try query(
-            e, columns: entitySQL(e).columns, where: request.condition, sort: request.sort, window: request)
-        let layout = entitySQL(e).layout
-        return try c.cached(sql).rows(bindings) { container.snapshot($0, layout) }
+        let q = try compiledFetch(request)
+        let layout = entitySQL[q.entity].layout
+        // A window's limit is what most fetches return: room for it at once (up to a page).
+        return try c.cached(q.sql).rows(q.bindings, capacity: min(request.limit ?? 0, 1024)) {
+            container.snapshot($0, layout)
+        }
     }
 
     /// Calls `body` with each object matching `request`, in order, as the rows are read: memory
     /// stays that of one object, whatever the result's size.
     func forEach(_ request: FetchRequest, _ body: (Snapshot) throws -> Void) throws {
+        let q = try compiledFetch(request)
+        let layout = entitySQL[q.entity].layout
+        try c.cached(q.sql).forEachRow(q.bindings) { try body(container.snapshot($0, layout)) }
+    }
+
+    /// The SQL of a fetch of `request`, made once and kept by the container.
+    private func compiledFetch(_ request: FetchRequest) throws -> CompiledQuery {
+        if let known = container.compiledFetches.withLock({ $0[request] }) { return known }
         let e = try model.entity(request.entity)
         let (sql, bindings) = try query(
             e, columns: entitySQL(e).columns, where: request.condition, sort: request.sort, window: request)
-        let layout = entitySQL(e).layout
-        try c.cached(sql).forEachRow(bindings) { try body(container.snapshot($0, layout)) }
+        let compiled = CompiledQuery(entity: model.index(of: e), sql: sql, bindings: bindings)
+        container.compiledFetches.withLock { cache in
+            if cache.count >= 256 { cache.removeAll(keepingCapacity: true) }
+            cache[request] = compiled
+        }
+        return compiled
     }
 
     func count(_ request: FetchRequest) throws -> Int {
@@ -100,7 +113,16 @@ extension Container {
     }
 }
 
+/// A fetch request's SQL and bindings, and its entity's index.
+struct CompiledQuery: Sendable {
+    let entity: Int
+    let sql: String
+    let bindings: [SQLValue]
+}
+
 extension SQLStore {
+    var entitySQL: [EntitySQL] { container.entitySQL }
+
     /// The hot SQL of `e` (an entity of the container's model).
     func entitySQL(_ e: Entity) -> EntitySQL { container.entitySQL[model.index(of: e)] }
 }

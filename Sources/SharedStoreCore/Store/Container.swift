@@ -45,6 +45,9 @@ public final class Container: Sendable {
     private let patterns = Mutex<[String: Regex]>([:])
     /// Each entity's hot SQL, by entity index.
     let entitySQL: [EntitySQL]
+    /// The SQL and bindings of recent fetch requests: a program runs the same requests again and
+    /// again (a widget's summary, a live query, a page of a list). Bounded; cleared when full.
+    let compiledFetches = Mutex<[FetchRequest: CompiledQuery]>([:])
     /// Run after every commit of this container (``addCommitHook(_:)``).
     private let commitHooks = Mutex<[@Sendable (HistoryToken?) -> Void]>([])
     /// The newest token this process has seen: a save must get a higher one. SQLite gives a row
@@ -200,6 +203,15 @@ public final class Container: Sendable {
     func writeOutsideTransaction<T>(_ body: (SQLStore) throws -> T) throws -> T {
         let path = storePath
         return try writer.withConnection { c in
+            try StoreError.wrap(path: path) { try body(SQLStore(c: c, container: self)) }
+        }
+    }
+
+    /// Runs `body` with the reader outside a transaction: for a read of one statement, which is
+    /// its own consistent snapshot (SQLite's implicit read transaction lasts until it is reset).
+    func readOneStatement<T>(_ body: (SQLStore) throws -> T) throws -> T {
+        let path = storePath
+        return try reader.withConnection { c in
             try StoreError.wrap(path: path) { try body(SQLStore(c: c, container: self)) }
         }
     }

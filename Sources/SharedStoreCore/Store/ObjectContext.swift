@@ -176,7 +176,7 @@ public final class ObjectContext {
 
     /// The objects matching `request`, as stored.
     public func fetch(_ request: FetchRequest) throws -> [Snapshot] {
-        let snapshots = try container.read { s in try s.fetch(request) }
+        let snapshots = try container.readOneStatement { s in try s.fetch(request) }
         for s in snapshots { registered[s.id] = s }
         return snapshots
     }
@@ -192,12 +192,12 @@ public final class ObjectContext {
     /// try context.forEach(FetchRequest("Article", sortedBy: [Key("createdAt").ascending])) { print($0.id) }
     /// ```
     public func forEach(_ request: FetchRequest, _ body: (Snapshot) throws -> Void) throws {
-        try container.read { s in try s.forEach(request, body) }
+        try container.readOneStatement { s in try s.forEach(request, body) }
     }
 
     /// How many objects match `request`.
     public func count(_ request: FetchRequest) throws -> Int {
-        try container.read { s in try s.count(request) }
+        try container.readOneStatement { s in try s.count(request) }
     }
 
     /// The stored object with `id`.

@@ -19,11 +19,12 @@ public struct ObjectID: Sendable, Hashable, Comparable, Codable, CustomStringCon
 
     public var isTemporary: Bool { primaryKey < 0 }
 
-    /// Hashes the key and the entity: ids of one context, view or result nearly always share
-    /// their store, so its 16 bytes would cost every lookup and tell nothing (== still compares it).
+    /// Hashes the key alone: ids of one context, view or result nearly always share their store,
+    /// and keys of different entities rarely meet in one table, so hashing the store's 16 bytes
+    /// and the entity's name would cost every lookup (a fetch registers each object) and tell
+    /// little; == still compares all three.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(primaryKey)
-        hasher.combine(entity)
     }
 
     /// `Article/42` (`Article/t3` for a temporary id).
