@@ -14,8 +14,18 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Code: String, Sendable, Hashable {
         /// The model is inconsistent (unknown destination, bad name, …).
         case invalidModel
-        /// The store was made with a different model; it was left untouched.
+        /// The store was made with a different model of the same version (or one a migration
+        /// cannot reach); it was left untouched.
         case modelMismatch
+        /// The store was migrated by a newer version of the app: this model is older than the
+        /// store's; update the app. The store was left untouched.
+        case modelNewer
+        /// Another process migrated the store to a newer model while this one runs: its next read
+        /// or write fails with this error, never with a stale schema. Restart with the newer app.
+        case modelOutdated
+        /// A migration was refused (a change lightweight migration cannot make, or stored objects
+        /// that break the new model); nothing was touched.
+        case migrationRefused
         /// The file is not a SharedStore store (not a database, or a database of something else).
         case notAStore
         /// A history record of the store cannot be decoded (the store is damaged).

@@ -31,6 +31,7 @@ package final class SQLiteConnection {
         self.handle = db
         self.path = path
         sqlite3_extended_result_codes(db, 1)
+        _ = sharedstore_sqlite_strict_quotes(db)
         busy = BusyWait(timeout: Double(busyTimeoutMilliseconds) / 1000)
         installBusyHandler()
     }
@@ -117,6 +118,19 @@ package final class SQLiteConnection {
     package var changes: Int { Int(sqlite3_changes(handle)) }
     package var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
     package var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    /// The main database's data version as of this connection's latest transaction: it moves
+    /// with every commit to the file, this connection's or another process's. Read without a
+    /// statement (SQLITE_FCNTL_DATA_VERSION).
+    package var dataVersion: UInt32 {
+        var v: UInt32 = 0
+        _ = sqlite3_file_control(handle, "main", SQLITE_FCNTL_DATA_VERSION, &v)
+        return v
+    }
+
+    /// The data version at which the owner last checked what it needs to know about the file
+    /// (the store checks its model version): nil until it did.
+    package var checkedDataVersion: UInt32?
 
     // MARK: - Transactions
 

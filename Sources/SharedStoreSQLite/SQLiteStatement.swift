@@ -147,6 +147,22 @@ package struct SQLiteRow {
         return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
     }
 
+    /// The number of columns of the row.
+    package var columnCount: Int32 { sqlite3_column_count(handle) }
+
+    /// The storage class of column `i` in this row.
+    package enum StorageClass { case integer, double, text, blob, null }
+
+    package func type(_ i: Int32) -> StorageClass {
+        switch sqlite3_column_type(handle, i) {
+        case SQLITE_INTEGER: return .integer
+        case SQLITE_FLOAT: return .double
+        case SQLITE_TEXT: return .text
+        case SQLITE_BLOB: return .blob
+        default: return .null
+        }
+    }
+
     @inlinable @inline(__always) package func blob(_ i: Int32) -> [UInt8] {
         let n = Int(sqlite3_column_bytes(handle, i))
         guard n > 0, let p = sqlite3_column_blob(handle, i) else { return [] }

@@ -23,6 +23,18 @@ enum FuzzTarget: String, CaseIterable {
         return try? Container(group: "", model: ReadLater.model, options: options)
     }()
 
+    /// History numberings to decode with: the model's own order, and a store's after migrations
+    /// (an entity and properties removed, the rest numbered out of order).
+    private static let numberings: [HistoryNumbering] = {
+        var migrated = HistoryCatalog(ReadLater.model)
+        migrated.entities.insert(HistoryCatalog.Entry(name: nil, properties: [nil, nil]), at: 0)
+        migrated.entities[1].properties.insert(nil, at: 1)
+        migrated.entities[2].properties.reverse()
+        return [HistoryCatalog(ReadLater.model), migrated].compactMap {
+            try? HistoryNumbering(model: ReadLater.model, catalog: $0, path: "fuzz")
+        }
+    }()
+
     /// The parser of every executable, for the argument parser.
     private static let parsers: [CommandLineParser] = [
         Targets.mainApp, Targets.shareExtension, Targets.widget,
@@ -34,8 +46,13 @@ enum FuzzTarget: String, CaseIterable {
     func run(_ bytes: [UInt8]) {
         switch self {
         case .historyBlob:
-            _ = try? HistoryCodec.decode(bytes, model: ReadLater.model, storeID: Self.storeID, entityFilter: nil)
-            _ = try? HistoryCodec.decode(bytes, model: ReadLater.model, storeID: Self.storeID, entityFilter: [1])
+            for numbering in Self.numberings {
+                for filter in [nil, [1]] as [Set<Int>?] {
+                    _ = try? HistoryCodec.decode(
+                        bytes, model: ReadLater.model, numbering: numbering, storeID: Self.storeID, entityFilter: filter
+                    )
+                }
+            }
         case .token:
             let text = String(decoding: bytes, as: UTF8.self)
             if let token = try? HistoryToken(parsing: text) {

@@ -76,7 +76,8 @@ struct ChangeRecorder {
             HistoryRow(
                 token: 0, timestamp: Date().timeIntervalSince1970, author: author, context: contextName,
                 process: container.process.pid, executable: container.process.executable,
-                entities: HistoryCodec.entityMask(changes), changes: HistoryCodec.encode(changes)))
+                entities: HistoryCodec.entityMask(changes, container.numbering),
+                changes: HistoryCodec.encode(changes, container.numbering)))
         // Tokens only grow; a lower one means SQLite ran out of row ids (see `newestSeen`).
         guard token > container.newestSeen.load(ordering: .relaxed) else {
             throw StoreError(

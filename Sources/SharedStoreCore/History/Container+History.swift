@@ -150,7 +150,7 @@ struct HistoryReader {
                     throw StoreError(.unknownEntity, "unknown entity '\(n)' in history request")
                 }
                 set.insert(i)
-                mask |= HistoryCodec.bit(i)
+                mask |= HistoryCodec.bit(container.numbering.entityNumber[i])
             }
             entityFilter = set
             filter.entityMask = mask

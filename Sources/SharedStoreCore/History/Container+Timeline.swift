@@ -81,7 +81,7 @@ extension Container {
                 token: HistoryRow(
                     token: highWater + 1, timestamp: Date().timeIntervalSince1970, author: Self.restoreAuthor,
                     context: Self.restoreContext,
-                    process: process.pid, executable: process.executable, changes: HistoryCodec.encode([])))
+                    process: process.pid, executable: process.executable, changes: HistoryCodec.empty))
             try s.setMeta(.lostTokens, lost.map { "\($0.lowerBound)-\($0.upperBound)" }.joined(separator: ","))
             return (range, highWater + 1)
         }

@@ -20,30 +20,36 @@ struct RecordedChange {
 package enum HistoryCodec {
     static let version: UInt8 = 1
 
-    static func encode(_ changes: [RecordedChange]) -> [UInt8] {
+    /// Encodes changes recorded with model indexes under the store's catalog numbers.
+    static func encode(_ changes: [RecordedChange], _ numbering: HistoryNumbering) -> [UInt8] {
         var out: [UInt8] = [version]
         out.reserveCapacity(8 + changes.count * 6)
         putVarint(UInt64(changes.count), &out)
+        let identity = numbering.isIdentity
         for c in changes {
             out.append(code(c.kind))
-            putVarint(UInt64(c.entity), &out)
+            putVarint(UInt64(identity ? c.entity : numbering.entityNumber[c.entity]), &out)
             putVarint(UInt64(bitPattern: c.primaryKey), &out)
+            let number = { (i: Int) in identity ? i : numbering.propertyNumber[c.entity][i] }
             switch c.kind {
             case .insert:
                 break
             case .update:
                 putVarint(UInt64(c.updated.count), &out)
-                for i in c.updated { putVarint(UInt64(i), &out) }
+                for i in c.updated { putVarint(UInt64(number(i)), &out) }
             case .delete:
                 putVarint(UInt64(c.tombstone.count), &out)
                 for (i, v) in c.tombstone {
-                    putVarint(UInt64(i), &out)
+                    putVarint(UInt64(number(i)), &out)
                     putValue(v, &out)
                 }
             }
         }
         return out
     }
+
+    /// A transaction with no change (a migration's, a restore's).
+    static let empty: [UInt8] = [version, 0]
 
     /// The byte of a change kind on disk, and back.
     static func code(_ kind: HistoryChange.Kind) -> UInt8 {
@@ -63,16 +69,23 @@ package enum HistoryCodec {
         }
     }
 
-    /// Bit mask of the entities a transaction touches, for filtering in SQL.
-    static func entityMask(_ changes: [RecordedChange]) -> Int64 {
-        changes.reduce(0) { $0 | bit($1.entity) }
+    /// Bit mask of the entities (by catalog number) a transaction touches, for filtering in SQL.
+    static func entityMask(_ changes: [RecordedChange], _ numbering: HistoryNumbering) -> Int64 {
+        if numbering.isIdentity { return changes.reduce(0) { $0 | bit($1.entity) } }
+        return changes.reduce(0) { $0 | bit(numbering.entityNumber[$1.entity]) }
     }
+
+    /// The mask of a transaction that concerns every entity (a migration's).
+    static let allEntities: Int64 = -1
 
     static func bit(_ entity: Int) -> Int64 { entity < 62 ? (1 << Int64(entity)) : (1 << 62) }
 
-    package static func decode(_ bytes: [UInt8], model: Model, storeID: UUID, entityFilter: Set<Int>?) throws
-        -> [HistoryChange]
-    {
+    /// Decodes a record: entities and properties by catalog number, named as `model` names them
+    /// now (a removed entity's changes and a removed property are left out); `entityFilter`
+    /// holds model indexes.
+    package static func decode(
+        _ bytes: [UInt8], model: Model, numbering: HistoryNumbering, storeID: UUID, entityFilter: Set<Int>?
+    ) throws -> [HistoryChange] {
         var r = Reader(bytes: bytes)
         guard try r.byte() == version else { throw r.corrupt("unknown history format") }
         let count = try r.count()
@@ -81,23 +94,32 @@ package enum HistoryCodec {
         for _ in 0..<count {
             let code = try r.byte()
             guard let kind = kind(code) else { throw r.corrupt("change kind \(code)") }
-            let ei = try r.count()
-            guard ei < model.entities.count else { throw r.corrupt("entity index \(ei)") }
-            let entity = model.entities[ei]
+            let number = try r.count()
+            guard number < numbering.decoding.count else { throw r.corrupt("entity number \(number)") }
             let pk = Int64(bitPattern: try r.varint())
-            let props = entity.historyPropertyNames
+            // An entity a migration removed: its changes are read past and left out.
+            let mapped = numbering.decoding[number]
+            let props = mapped?.properties ?? []
             var updated: [String] = []
             var tombstone: [String: Value]?
             switch kind {
             case .insert:
                 break
             case .update:
-                for _ in 0..<(try r.count()) { updated.append(try r.property(props)) }
+                for _ in 0..<(try r.count()) {
+                    if let p = try r.property(props, removed: mapped == nil) { updated.append(p) }
+                }
             case .delete:
                 var t: [String: Value] = [:]
-                for _ in 0..<(try r.count()) { t[try r.property(props)] = try r.value() }
+                for _ in 0..<(try r.count()) {
+                    let p = try r.property(props, removed: mapped == nil)
+                    let v = try r.value()
+                    if let p { t[p] = v }
+                }
                 tombstone = t
             }
+            guard let (ei, _) = mapped else { continue }
+            let entity = model.entities[ei]
             if let entityFilter, !entityFilter.contains(ei) { continue }
             changes.append(
                 HistoryChange(
@@ -180,10 +202,12 @@ package enum HistoryCodec {
             return Int(v)
         }
 
-        /// A property index, as the name it has in `names`.
-        mutating func property(_ names: [String]) throws -> String {
+        /// A property number, as the name it has in `names` now (nil: removed by a migration;
+        /// any number of an entity that was removed).
+        mutating func property(_ names: [String?], removed: Bool) throws -> String? {
             let i = try count()
-            guard i < names.count else { throw corrupt("property index \(i)") }
+            if removed { return nil }
+            guard i < names.count else { throw corrupt("property number \(i)") }
             return names[i]
         }
 

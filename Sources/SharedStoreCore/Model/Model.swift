@@ -34,12 +34,17 @@ public struct Attribute: Sendable, Hashable {
     /// Reject strings holding control characters (C0, DEL, C1) other than a tab: for single-line
     /// text such as a title or a name, which must not carry a newline or a terminal escape.
     public var isSingleLine: Bool
+    /// The name this attribute had in the model version before (Core Data's renaming
+    /// identifier): a migration renames the column and history shows the new name.
+    public var renamedFrom: String?
 
     public init(
         _ name: String, _ type: AttributeType, optional: Bool = false, default defaultValue: Value = .null,
         minLength: Int? = nil, maxLength: Int? = nil, pattern: String? = nil,
-        minValue: Double? = nil, maxValue: Double? = nil, singleLine: Bool = false, preservedInHistory: Bool = false
+        minValue: Double? = nil, maxValue: Double? = nil, singleLine: Bool = false, preservedInHistory: Bool = false,
+        renamedFrom: String? = nil
     ) {
+        self.renamedFrom = renamedFrom
         self.isSingleLine = singleLine
         self.name = name
         self.type = type
@@ -123,11 +128,15 @@ public struct Entity: Sendable, Hashable {
     public var indexes: [Index]
     /// Counts every save keeps up to date (``KeptCount``).
     public var keptCounts: [KeptCount]
+    /// The name this entity had in the model version before (a migration renames its table).
+    public var renamedFrom: String?
 
     public init(
         _ name: String, attributes: [Attribute], relationships: [Relationship] = [],
-        uniquenessConstraints: [[String]] = [], indexes: [Index] = [], keptCounts: [KeptCount] = []
+        uniquenessConstraints: [[String]] = [], indexes: [Index] = [], keptCounts: [KeptCount] = [],
+        renamedFrom: String? = nil
     ) {
+        self.renamedFrom = renamedFrom
         self.keptCounts = keptCounts
         self.name = name
         self.attributes = attributes
@@ -173,9 +182,15 @@ public struct Entity: Sendable, Hashable {
 public struct Model: Sendable, Hashable {
     public let entities: [Entity]
     let entityIndex: [String: Int]
+    /// The model's version (Core Data's model versions): a store keeps the version and schema
+    /// of the model that made or last migrated it; a model with a higher version migrates it
+    /// (``Migration``), a model with a lower one cannot open it (`.modelNewer`).
+    public let version: Int
 
     /// - Throws: ``StoreError`` with code `.invalidModel` naming the first inconsistency.
-    public init(_ entities: [Entity]) throws {
+    public init(version: Int = 1, _ entities: [Entity]) throws {
+        guard version >= 1 else { throw StoreError(.invalidModel, "model version \(version): versions start at 1") }
+        self.version = version
         self.entities = entities
         var index: [String: Int] = [:]
         for (i, e) in entities.enumerated() { index[e.name] = i }
@@ -311,9 +326,9 @@ public struct Model: Sendable, Hashable {
         }
     }
 
-    /// A canonical text of the parts of the model that shape the stored schema, one line per
-    /// property. Stored in the store and compared on every open.
-    var schemaDescription: String {
+    /// The description stores of format 2 kept (declaration order, one line per property): a
+    /// store of that format whose description is this model's is brought to format 3 on open.
+    var legacySchemaDescription: String {
         var lines: [String] = []
         for e in entities {
             lines.append("entity \(e.name)")

@@ -93,7 +93,7 @@ extension SQLStore {
             case .historyDeletedThrough: meta.floor = Int64(row.text(1)) ?? 0
             case .historyDeletedTime: meta.floorTime = Double(row.text(1)) ?? 0
             case .lostTokens: meta.lost = row.text(1)
-            case .format, .storeID, .model, .createdAt, nil: break
+            case .format, .storeID, .model, .modelVersion, .schema, .catalog, .createdAt, nil: break
             }
         }
         return meta
@@ -139,7 +139,8 @@ extension SQLStore {
         try c.cached(query.sql).forEachRow(values) { row in
             scanned += 1
             last = row.int64(0)
-            let changes = try HistoryCodec.decode(row.blob(6), model: model, storeID: storeID, entityFilter: entities)
+            let changes = try HistoryCodec.decode(
+                row.blob(6), model: model, numbering: container.numbering, storeID: storeID, entityFilter: entities)
             if entities != nil && changes.isEmpty { return }
             out.append(
                 HistoryTransaction(

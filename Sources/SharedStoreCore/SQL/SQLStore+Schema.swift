@@ -24,6 +24,15 @@ extension SQLStore {
         try c.cached("SELECT name FROM sqlite_schema WHERE type = 'table'").rows { $0.text(0) }
     }
 
+    /// Brings a store of format 2 to format 3: its meta rows, and the kept counts' table.
+    static func upgradeLegacy(_ c: SQLiteConnection, meta: [(MetaKey, String)]) throws {
+        try c.execute(createCountsTable)
+        try c.execute("DELETE FROM ss_meta WHERE key = 'model'")
+        let upsert = try c.cached(
+            "INSERT INTO ss_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
+        for (key, value) in meta { try upsert.execute([.text(key.rawValue), .text(value)]) }
+    }
+
     /// The table that marks a SharedStore store.
     static let metaTable = "ss_meta"
 
@@ -89,23 +98,8 @@ extension SQLStore {
         return "CREATE INDEX IF NOT EXISTS \(q(name)) ON \(q(e.name))(\(columns))"
     }
 
-    private static func indexName(_ e: Entity, _ index: Index) -> String {
+    static func indexName(_ e: Entity, _ index: Index) -> String {
         "ss_index_\(e.name)_" + index.parts.map { $0.property + ($0.ascending ? "" : "_desc") }.joined(separator: "_")
-    }
-
-    /// Creates the indexes `model` declares that the store lacks (a model that added one since
-    /// the store was made); a no-op when all exist. Returns how many were missing.
-    static func createMissingIndexes(_ c: SQLiteConnection, model: Model) throws -> Int {
-        let existing = Set(try c.cached("SELECT name FROM sqlite_schema WHERE type = 'index'").rows { $0.text(0) })
-        var missing: [String] = []
-        for e in model.entities {
-            for index in e.indexes where !existing.contains(indexName(e, index)) {
-                missing.append(createIndex(e, index))
-            }
-        }
-        guard !missing.isEmpty else { return 0 }
-        try c.writeTransaction { for sql in missing { try c.execute(sql) } }
-        return missing.count
     }
 
     /// How SQLite runs a fetch: the `detail` column of `EXPLAIN QUERY PLAN`, one line per step.

@@ -51,8 +51,14 @@ enum MetaKey: String, CaseIterable {
     /// The layout of SharedStore's own tables.
     case format
     case storeID = "store_id"
-    /// The model's canonical description.
+    /// The model's description (stores of format 2; format 3 keeps `schema`).
     case model
+    /// The version of the model that made or last migrated the store.
+    case modelVersion = "model_version"
+    /// The canonical JSON of the store's schema (``StoredSchema``).
+    case schema
+    /// The store's numbering of entities and properties for history (``HistoryCatalog``).
+    case catalog
     case createdAt = "created_at"
     /// Through which token history was deleted (the floor), and the newest time deleted.
     case historyDeletedThrough = "history_deleted_through"

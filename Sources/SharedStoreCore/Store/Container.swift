@@ -55,13 +55,22 @@ public final class Container: Sendable {
     /// a token at Int64.max (only a damaged store has one) must fail the save, never hand out an
     /// older number. Checked against a number in memory, so it costs a save nothing measurable.
     let newestSeen = Atomic<Int64>(0)
+    /// How the model's entities and properties map to the store's history numbers.
+    let numbering: HistoryNumbering
+    /// SQLite's schema cookie when this container last found the store at its model's version:
+    /// a read or write that finds it moved checks the version again (`.modelOutdated`).
+    let schemaCookie = Atomic<Int64>(0)
 
-    /// Opens the store in `group`, creating the directory and the store on first use.
+    /// Opens the store in `group`, creating the directory and the store on first use, and
+    /// migrating a store of an older model version to `model`'s (``MigrationPlan``), with the
+    /// app's custom `migrations` for what lightweight migration cannot do.
     ///
     /// - Throws: ``StoreError``: `.fileAccess` when the directory or file cannot be made or opened,
     ///   `.notAStore` for a file that is not a SharedStore store, `.modelMismatch` when the store
-    ///   was made with another model. The files are left as they were.
-    public init(group: String, model: Model, options: Options = Options()) throws {
+    ///   was made with another model of the same version, `.modelNewer` when a newer version of
+    ///   the app migrated it, `.migrationRefused` for a migration that cannot run. The files are
+    ///   left as they were.
+    public init(group: String, model: Model, options: Options = Options(), migrations: [MigrationStep] = []) throws {
         self.directory = group
         self.model = model
         self.options = options
@@ -79,9 +88,11 @@ public final class Container: Sendable {
                 try SQLiteConnection(path: memoryPath, busyTimeoutMilliseconds: timeout)
             }
             try StoreError.wrap(path: "memory") { try SQLStore.defineFunctions(connection) }
-            storeID =
-                try Schema.existingStoreID(connection, model: model, path: "memory")
-                ?? Schema.create(connection, model: model, path: "memory")
+            let state = try Self.openSchema(connection, model: model, migrations: migrations, path: "memory")
+            storeID = state.storeID
+            numbering = try HistoryNumbering(model: model, catalog: state.catalog, path: "memory")
+            schemaCookie.store(
+                try StoreError.wrap(path: "memory") { try SQLStore.schemaCookie(connection) }, ordering: .relaxed)
             writer = ConnectionGuard(connection)
             reader = writer
             return
@@ -93,8 +104,11 @@ public final class Container: Sendable {
         // files through plain open(2): each must be a regular file or absent.
         try GroupDirectory.prepareFile(path)
         for suffix in ["-wal", "-shm", "-journal"] { try GroupDirectory.checkFile(path + suffix) }
-        let (w, r, id) = try Self.openStore(path: path, model: model, options: options, timeout: timeout)
-        storeID = id
+        let (w, r, state) = try Self.openStore(
+            path: path, model: model, options: options, migrations: migrations, timeout: timeout)
+        storeID = state.storeID
+        numbering = try HistoryNumbering(model: model, catalog: state.catalog, path: path)
+        schemaCookie.store(try StoreError.wrap(path: path) { try SQLStore.schemaCookie(w) }, ordering: .relaxed)
         writer = ConnectionGuard(w)
         reader = ConnectionGuard(r)
         noteToken(try currentToken().value)
@@ -105,9 +119,9 @@ public final class Container: Sendable {
     /// Opening a brand-new file can meet SQLITE_BUSY where SQLite calls no busy handler
     /// (switching to WAL, or the schema being made by another process at the same moment): the
     /// whole open is retried in the busy wait's steps up to the busy timeout, like any write.
-    private static func openStore(path: String, model: Model, options: Options, timeout: Int32)
-        throws -> (SQLiteConnection, SQLiteConnection, UUID)
-    {
+    private static func openStore(
+        path: String, model: Model, options: Options, migrations: [MigrationStep], timeout: Int32
+    ) throws -> (SQLiteConnection, SQLiteConnection, Schema.State) {
         let start = Monotonic.seconds()
         var attempt = 0
         while true {
@@ -116,29 +130,46 @@ public final class Container: Sendable {
                     try SQLiteConnection(path: path, busyTimeoutMilliseconds: timeout)
                 }
                 // Check before configuring: WAL mode would rewrite the header of a foreign database.
-                let existing = try Schema.existingStoreID(w, model: model, path: path)
+                let existing = try Schema.inspect(w, model: model, path: path)
                 try StoreError.wrap(path: path) {
                     try SQLStore.configure(w, synchronous: options.synchronous)
                     try SQLStore.defineFunctions(w)
                 }
-                let id = try existing ?? Schema.create(w, model: model, path: path)
-                // Indexes are no part of a model's identity: one the model added since is made now.
-                if existing != nil {
-                    _ = try StoreError.wrap(path: path) { try SQLStore.createMissingIndexes(w, model: model) }
-                }
+                let state = try openSchema(w, model: model, migrations: migrations, path: path, found: existing)
                 let r = try StoreError.wrap(path: path) { () throws -> SQLiteConnection in
                     let r = try SQLiteConnection(path: path, busyTimeoutMilliseconds: timeout)
                     try SQLStore.makeQueryOnly(r)
                     try SQLStore.defineFunctions(r)
                     return r
                 }
-                return (w, r, id)
+                return (w, r, state)
             } catch let error as StoreError
                 where error.code == .busy && Monotonic.seconds() - start < options.busyTimeout
             {
                 usleep(BusyWait.step(attempt))
                 attempt += 1
             }
+        }
+    }
+
+    /// The store's state once it is at `model`'s version: made, adopted from format 2, or
+    /// migrated (``MigrationRunner``) — each in its own write transaction.
+    private static func openSchema(
+        _ c: SQLiteConnection, model: Model, migrations: [MigrationStep], path: String, found: Schema.Found?? = nil
+    ) throws -> Schema.State {
+        let found = try found ?? Schema.inspect(c, model: model, path: path)
+        switch found {
+        case nil:
+            switch try Schema.create(c, model: model, path: path) {
+            case .ready(let state): return state
+            case .legacy: return try Schema.adoptLegacy(c, model: model, path: path)
+            case .older(let state):
+                return try MigrationRunner(c: c, model: model, steps: migrations, path: path).run(state)
+            }
+        case .ready(let state)?: return state
+        case .legacy?: return try Schema.adoptLegacy(c, model: model, path: path)
+        case .older(let state)?:
+            return try MigrationRunner(c: c, model: model, steps: migrations, path: path).run(state)
         }
     }
 
@@ -195,7 +226,15 @@ public final class Container: Sendable {
     func write<T>(_ body: (SQLStore) throws -> T) throws -> T {
         let path = storePath
         return try writer.withConnection { c in
-            try StoreError.wrap(path: path) { try c.writeTransaction { try body(SQLStore(c: c, container: self)) } }
+            try StoreError.wrap(path: path) {
+                let result = try c.writeTransaction {
+                    try checkModel(c)
+                    return try body(SQLStore(c: c, container: self))
+                }
+                // The only commit since the check is this one (the write lock was held).
+                c.checkedDataVersion = c.dataVersion
+                return result
+            }
         }
     }
 
@@ -212,15 +251,55 @@ public final class Container: Sendable {
     func readOneStatement<T>(_ body: (SQLStore) throws -> T) throws -> T {
         let path = storePath
         return try reader.withConnection { c in
-            try StoreError.wrap(path: path) { try body(SQLStore(c: c, container: self)) }
+            try StoreError.wrap(path: path) {
+                // Checked after the statement: the data version then tells what it read.
+                let result: T
+                do {
+                    result = try body(SQLStore(c: c, container: self))
+                } catch let error as SQLiteError {
+                    // A migration under the statement: say so, not what SQLite said.
+                    try checkModel(c)
+                    throw error
+                }
+                try checkModel(c)
+                return result
+            }
         }
+    }
+
+    /// Fails with `.modelOutdated` when another process migrated the store to a newer model
+    /// since this container last looked: SQLite's schema cookie moved and the stored version is
+    /// not the model's. Costs nothing while nothing was committed since the last check (the data
+    /// version, read without a statement, is unchanged); one PRAGMA otherwise.
+    private func checkModel(_ c: SQLiteConnection) throws {
+        let data = c.dataVersion
+        if data == c.checkedDataVersion { return }
+        let cookie = try SQLStore.schemaCookie(c)
+        if cookie == schemaCookie.load(ordering: .relaxed) {
+            c.checkedDataVersion = data
+            return
+        }
+        let version = try SQLStore.storedModelVersion(c)
+        guard version == model.version else {
+            throw StoreError(
+                .modelOutdated,
+                "another process migrated the store to model \(version.map(String.init) ?? "?") while this one runs "
+                    + "model \(model.version): restart it with the newer version (nothing was read or written)")
+        }
+        schemaCookie.store(cookie, ordering: .relaxed)
+        c.checkedDataVersion = data
     }
 
     /// Runs `body` in a read transaction: one consistent snapshot of the store.
     func read<T>(_ body: (SQLStore) throws -> T) throws -> T {
         let path = storePath
         return try reader.withConnection { c in
-            try StoreError.wrap(path: path) { try c.readTransaction { try body(SQLStore(c: c, container: self)) } }
+            try StoreError.wrap(path: path) {
+                try c.readTransaction {
+                    try checkModel(c)
+                    return try body(SQLStore(c: c, container: self))
+                }
+            }
         }
     }
 

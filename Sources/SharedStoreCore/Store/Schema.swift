@@ -2,33 +2,45 @@ import Foundation
 import SharedStoreSQLite
 import SharedStoreSupport
 
-/// Creates the schema of a model on first open and checks it on every later open.
+/// Creates a store's schema on first open, checks it on every later open, and brings an older
+/// store to the model's version (``MigrationRunner``).
+///
+/// A store keeps (in `ss_meta`) its model version, its schema's canonical JSON
+/// (``StoredSchema``) and its history catalog (``HistoryCatalog``). A model of the same version
+/// must have the same schema; a newer model migrates the store; an older one cannot open it.
 enum Schema {
-    static let formatVersion = "2"
+    static let formatVersion = "3"
+    /// Stores made before model versions: a model description, no version, no catalog.
+    static let legacyFormat = "2"
 
-    /// The store's UUID when the schema exists and matches; nil for an empty database. Throws
-    /// when the file is not a store, another application's database or a store of another model.
-    static func existingStoreID(_ c: SQLiteConnection, model: Model, path: String) throws -> UUID? {
-        let expected = model.schemaDescription
-        return try StoreError.wrap(path: path) {
-            try c.readTransaction { try check(c, expected: expected, path: path) }
+    /// What an existing store says about itself.
+    struct State {
+        let storeID: UUID
+        let version: Int
+        let schema: StoredSchema
+        let catalog: HistoryCatalog
+    }
+
+    /// What opening found.
+    enum Found {
+        /// The store is at the model's version and schema.
+        case ready(State)
+        /// The store is at an older version: it needs the migration to the model's.
+        case older(State)
+        /// A store of format 2 whose description is the model's: brought to format 3 on open.
+        case legacy(UUID)
+    }
+
+    /// What the store at `c` is for `model`; nil for an empty database. Throws when the file is
+    /// not a store, another application's database, a store of a newer model (`.modelNewer`),
+    /// or of another model at the same version (`.modelMismatch`).
+    static func inspect(_ c: SQLiteConnection, model: Model, path: String) throws -> Found? {
+        try StoreError.wrap(path: path) {
+            try c.readTransaction { try found(c, model: model, path: path) }
         }
     }
 
-    /// Creates the schema, unless another process created it since `existingStoreID` looked;
-    /// returns the store's UUID.
-    static func create(_ c: SQLiteConnection, model: Model, path: String) throws -> UUID {
-        let expected = model.schemaDescription
-        return try StoreError.wrap(path: path) {
-            try c.writeTransaction {
-                if let id = try check(c, expected: expected, path: path) { return id }
-                return try create(c, model: model)
-            }
-        }
-    }
-
-    /// The store's UUID when the schema exists and matches, nil when the store is empty.
-    private static func check(_ c: SQLiteConnection, expected: String, path: String) throws -> UUID? {
+    private static func found(_ c: SQLiteConnection, model: Model, path: String) throws -> Found? {
         let tables = try SQLStore.tableNames(c)
         if tables.isEmpty { return nil }
         guard tables.contains(SQLStore.metaTable) else {
@@ -36,41 +48,123 @@ enum Schema {
                 .notAStore, "\(path) is an SQLite database of another application (no ss_meta table); left untouched")
         }
         let meta = try SQLStore.meta(c)
-        guard meta[MetaKey.format.rawValue] == formatVersion else {
+        let id = try storeID(meta, path: path)
+        switch meta[MetaKey.format.rawValue] {
+        case legacyFormat:
+            let stored = meta[MetaKey.model.rawValue] ?? ""
+            guard stored == model.legacySchemaDescription else {
+                throw StoreError(
+                    .modelMismatch,
+                    "\(path) was made with a different model (a store of format 2, before model versions): "
+                        + "\(legacyDifference(stored, model.legacySchemaDescription)); left untouched")
+            }
+            return .legacy(id)
+        case formatVersion:
+            let state = try self.state(meta, id: id, path: path)
+            return try compare(state, model: model, path: path)
+        default:
             throw StoreError(
                 .notAStore, "\(path) has an unknown SharedStore format '\(meta[MetaKey.format.rawValue] ?? "none")'")
         }
+    }
+
+    /// Same version and schema: ready; an older store: to migrate; otherwise an error.
+    private static func compare(_ state: State, model: Model, path: String) throws -> Found {
+        if state.version > model.version {
+            throw StoreError(
+                .modelNewer,
+                "this store was migrated by a newer version: model \(state.version); update the app "
+                    + "(this one has model \(model.version)); \(path) left untouched")
+        }
+        if state.version < model.version { return .older(state) }
+        let mine = StoredSchema(model)
+        guard mine == state.schema else {
+            throw StoreError(
+                .modelMismatch,
+                "\(path) was made with a different model of the same version \(model.version): "
+                    + "\(mine.firstDifference(from: state.schema)); a model that changes the schema needs a higher "
+                    + "version; left untouched")
+        }
+        return .ready(state)
+    }
+
+    static func storeID(_ meta: [String: String], path: String) throws -> UUID {
         guard let idText = meta[MetaKey.storeID.rawValue], let id = UUID(uuidString: idText) else {
             let shown =
                 meta[MetaKey.storeID.rawValue].map { "'\(TextSafety.visible(String($0.prefix(60))))'" } ?? "none"
             throw StoreError(
                 .notAStore, "\(path) has an invalid store id \(shown) in ss_meta: the store is damaged; left untouched")
         }
-        let stored = meta[MetaKey.model.rawValue] ?? ""
-        if stored != expected {
-            let a = stored.split(separator: "\n").map(String.init)
-            let b = expected.split(separator: "\n").map(String.init)
-            let detail: String
-            if let first = a.first(where: { !b.contains($0) }) {
-                detail = "the store has '\(first.trimmingCharacters(in: .whitespaces))', the model does not"
-            } else if let first = b.first(where: { !a.contains($0) }) {
-                detail = "the model has '\(first.trimmingCharacters(in: .whitespaces))', the store does not"
-            } else {
-                detail = "the declarations are in another order"
-            }
-            throw StoreError(.modelMismatch, "\(path) was made with a different model: \(detail); left untouched")
-        }
         return id
     }
 
-    private static func create(_ c: SQLiteConnection, model: Model) throws -> UUID {
-        let id = UUID()
-        try SQLStore.createSchema(
-            c, model: model,
-            meta: [
-                (.format, formatVersion), (.storeID, id.uuidString), (.model, model.schemaDescription),
-                (.createdAt, ISO8601.string(Date())), (.historyDeletedThrough, "0"), (.historyDeletedTime, "0"),
-            ])
-        return id
+    static func state(_ meta: [String: String], id: UUID, path: String) throws -> State {
+        guard let versionText = meta[MetaKey.modelVersion.rawValue], let version = Int(versionText), version >= 1,
+            let schemaText = meta[MetaKey.schema.rawValue], let catalogText = meta[MetaKey.catalog.rawValue]
+        else {
+            throw StoreError(
+                .notAStore, "\(path) lacks its model version, schema or catalog in ss_meta: the store is damaged")
+        }
+        return State(
+            storeID: id, version: version, schema: try StoredSchema(json: schemaText, path: path),
+            catalog: try HistoryCatalog(json: catalogText, path: path))
+    }
+
+    private static func legacyDifference(_ stored: String, _ expected: String) -> String {
+        let a = stored.split(separator: "\n").map(String.init)
+        let b = expected.split(separator: "\n").map(String.init)
+        if let first = a.first(where: { !b.contains($0) }) {
+            return "the store has '\(first.trimmingCharacters(in: .whitespaces))', the model does not"
+        } else if let first = b.first(where: { !a.contains($0) }) {
+            return "the model has '\(first.trimmingCharacters(in: .whitespaces))', the store does not"
+        }
+        return "the declarations are in another order"
+    }
+
+    /// The meta rows of a store at `model`'s version and schema.
+    static func metaRows(model: Model, catalog: HistoryCatalog) -> [(MetaKey, String)] {
+        [
+            (.format, formatVersion), (.modelVersion, String(model.version)), (.schema, StoredSchema(model).json),
+            (.catalog, catalog.json),
+        ]
+    }
+
+    // MARK: - Creating
+
+    /// Creates the schema, unless another process created it since `inspect` looked; returns
+    /// what the store is.
+    static func create(_ c: SQLiteConnection, model: Model, path: String) throws -> Found {
+        try StoreError.wrap(path: path) {
+            try c.writeTransaction {
+                if let found = try found(c, model: model, path: path) { return found }
+                let id = UUID()
+                let catalog = HistoryCatalog(model)
+                try SQLStore.createSchema(
+                    c, model: model,
+                    meta: metaRows(model: model, catalog: catalog) + [
+                        (.storeID, id.uuidString), (.createdAt, ISO8601.string(Date())),
+                        (.historyDeletedThrough, "0"), (.historyDeletedTime, "0"),
+                    ])
+                return .ready(State(storeID: id, version: model.version, schema: StoredSchema(model), catalog: catalog))
+            }
+        }
+    }
+
+    /// Brings a store of format 2 to format 3: its history was numbered in the declaration
+    /// order of the model whose description it has, which becomes its catalog.
+    static func adoptLegacy(_ c: SQLiteConnection, model: Model, path: String) throws -> State {
+        try StoreError.wrap(path: path) {
+            try c.writeTransaction {
+                switch try found(c, model: model, path: path) {
+                case .ready(let state)?: return state
+                case .legacy(let id)?:
+                    let catalog = HistoryCatalog(model)
+                    try SQLStore.upgradeLegacy(c, meta: metaRows(model: model, catalog: catalog))
+                    return State(storeID: id, version: model.version, schema: StoredSchema(model), catalog: catalog)
+                case .older?, nil:
+                    throw StoreError(.notAStore, "\(path) changed while it was being opened; open it again")
+                }
+            }
+        }
     }
 }

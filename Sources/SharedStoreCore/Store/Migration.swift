@@ -1,0 +1,170 @@
+import Foundation
+import SharedStoreSQLite
+import SharedStoreSupport
+
+/// A custom migration step (GRDB's registered migration), for a change lightweight migration
+/// cannot make (a type change, say): run when a store is migrated from below `version` to
+/// `version` or above, after the lightweight steps, in the same transaction.
+///
+/// For example:
+/// ```swift
+/// let rating = MigrationStep(version: 3, "ratings become doubles") { db in
+///     try db.execute(ratingsAsDoubles)  // SQL over the new schema's tables
+/// }
+/// let container = try Container(group: path, model: v3, migrations: [rating])
+/// ```
+public struct MigrationStep: Sendable {
+    public let version: Int
+    public let name: String
+    let body: @Sendable (borrowing MigrationDatabase) throws -> Void
+
+    public init(version: Int, _ name: String, _ body: @escaping @Sendable (borrowing MigrationDatabase) throws -> Void)
+    {
+        self.version = version
+        self.name = name
+        self.body = body
+    }
+}
+
+/// What a migration does, or would do (`storectl migrate --dry-run`): the steps in order, and
+/// what stops it (changes lightweight migration cannot make, stored objects that break the new
+/// model). A plan with reasons is refused before anything is touched.
+public struct MigrationPlan: Sendable, Hashable {
+    public let fromVersion: Int
+    public let toVersion: Int
+    public let steps: [String]
+    /// Why it cannot run (empty: it can).
+    public let refusals: [String]
+
+    public var isRefused: Bool { !refusals.isEmpty }
+}
+
+/// Who a migration's history transaction is by, and its context name.
+public enum MigrationHistory {
+    public static let author = "Migration"
+    public static let context = "migration"
+}
+
+/// Runs a migration in one write transaction under SQLite's write lock: the first process that
+/// opens an older store with a newer model migrates it; another one opening at the same moment
+/// waits for the lock and finds it done. A process killed midway leaves the old store as it was
+/// (SQLite rolls the transaction back).
+struct MigrationRunner {
+    let c: SQLiteConnection
+    let model: Model
+    let steps: [MigrationStep]
+    let path: String
+
+    /// The plan from `state` to the model, with its checks of the stored objects run.
+    func plan(_ state: Schema.State) throws -> (MigrationPlan, MigrationPlanner) {
+        let custom = steps.filter { $0.version > state.version && $0.version <= model.version }
+        let planner = MigrationPlanner(
+            old: state.schema, catalog: state.catalog, model: model, hasCustomSteps: !custom.isEmpty)
+        var refusals = planner.refused.map { "\($0): lightweight migration cannot make this change" }
+        refusals += try planner.checks.flatMap(problems)
+        var described = planner.actions.map(\.description)
+        described += custom.sorted { $0.version < $1.version }.map { "custom step (version \($0.version)): \($0.name)" }
+        described.append("record the migration in history (author \(MigrationHistory.author), no object changes)")
+        let plan = MigrationPlan(
+            fromVersion: state.version, toVersion: model.version, steps: described, refusals: refusals)
+        return (plan, planner)
+    }
+
+    /// What breaks a check, in words (empty: it holds).
+    private func problems(_ check: MigrationCheck) throws -> [String] {
+        switch check {
+        case .noNulls(let table, let column, let what):
+            let n = try SQLStore.nullCount(c, table, column)
+            return n == 0 ? [] : ["\(what), but \(n) stored object(s) have no value; give it a default"]
+        case .empty(let table, let what):
+            let n = try SQLStore.rowCount(c, table)
+            return n == 0 ? [] : ["\(what), but \(table) holds \(n) object(s); make it optional or give it a default"]
+        case .unique(let table, let columns, let shown):
+            let dups = try SQLStore.duplicateValues(c, table, columns, limit: 5)
+            guard !dups.isEmpty else { return [] }
+            let list = dups.map { "(\($0.values.joined(separator: ", "))) × \($0.count)" }.joined(separator: ", ")
+            return ["new uniqueness constraint \(shown): stored objects share \(list)"]
+        }
+    }
+
+    /// Migrates the store (found older at open) inside one write transaction; returns its new
+    /// state. Re-reads the store under the lock: another process may have migrated it.
+    func run(_ stateBefore: Schema.State, checkpoint: Bool = true) throws -> Schema.State {
+        try StoreError.wrap(path: path) {
+            try c.writeTransaction {
+                let meta = try SQLStore.meta(c)
+                let state = try Schema.state(meta, id: stateBefore.storeID, path: path)
+                if state.version == model.version && state.schema == StoredSchema(model) { return state }
+                guard state.version < model.version else {
+                    throw StoreError(
+                        .modelNewer,
+                        "this store was migrated by a newer version: model \(state.version); update the app "
+                            + "(this one has model \(model.version))")
+                }
+                let (plan, planner) = try self.plan(state)
+                if plan.isRefused {
+                    throw StoreError(
+                        .migrationRefused,
+                        "migration from model \(state.version) to \(model.version) refused, nothing was touched: "
+                            + plan.refusals.joined(separator: "; "))
+                }
+                try apply(planner, from: state)
+                let catalog = planner.newCatalog
+                try SQLStore.finishMigration(
+                    c, meta: Schema.metaRows(model: model, catalog: catalog),
+                    history: (MigrationHistory.author, "\(MigrationHistory.context).\(state.version)-\(model.version)"))
+                return Schema.State(
+                    storeID: state.storeID, version: model.version, schema: StoredSchema(model), catalog: catalog)
+            }
+        }
+    }
+
+    /// The plan's steps, in order: renames, indexes that go, columns and tables that go, new
+    /// tables and columns, defaults, indexes that come, custom steps, kept counts.
+    private func apply(_ planner: MigrationPlanner, from state: Schema.State) throws {
+        for action in planner.actions {
+            switch action {
+            case .renameTable(let from, let to, _): try SQLStore.renameTable(c, from, to)
+            case .renameColumn(let table, let from, let to): try SQLStore.renameColumn(c, table, from, to)
+            default: break
+            }
+        }
+        try SQLStore.reconcileIndexes(c, model: model, phase: .drop)
+        for action in planner.actions {
+            switch action {
+            case .dropColumn(let table, let column, _): try SQLStore.dropColumn(c, table, column)
+            case .dropTable(let name, _): try SQLStore.dropTable(c, name)
+            default: break
+            }
+        }
+        try create(planner)
+        try SQLStore.reconcileIndexes(c, model: model, phase: .create)
+        let db = MigrationDatabase(c: c)
+        for step in steps.sorted(by: { $0.version < $1.version })
+        where step.version > state.version && step.version <= model.version {
+            try step.body(db)
+        }
+        for action in planner.actions {
+            switch action {
+            case .recount(let entity, let count): try SQLStore.recount(c, model: model, entity: entity, count: count)
+            case .removeCount(let name): try SQLStore.deleteKeptCount(c, name)
+            default: break
+            }
+        }
+    }
+
+    private func create(_ planner: MigrationPlanner) throws {
+        for action in planner.actions {
+            switch action {
+            case .createEntity(let name): try SQLStore.createEntityTable(c, try model.entity(name))
+            case .addColumn(let table, let column, let type, let value):
+                let stored = try type.map { try SQLMapping.sqlValue(value, $0, name: "\(table).\(column)") } ?? .null
+                try SQLStore.addColumn(c, table, column, type, stored)
+            case .createJoinTable(let name): try SQLStore.createJoinTable(c, name)
+            case .fillNulls(let table, let column, let value, let type):
+                _ = try SQLStore.fillNulls(c, table, column, try SQLMapping.sqlValue(value, type, name: column))
+            default: break
+            }
+        }
+    }
+}
