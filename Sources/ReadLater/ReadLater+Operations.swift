@@ -26,7 +26,7 @@ extension ReadLater {
                 if let known = categories[name] {
                     category = known
                 } else {
-                    category = try context.insert(Category(name: name))
+                    category = try context.insert("Category", [categoryName(context.container.model): .string(name)])
                     categories[name] = category
                 }
             }
@@ -41,7 +41,9 @@ extension ReadLater {
         try container.validate(
             "Article", ["title": .string(link.title), "url": .string(link.url), "createdAt": .date(Date())],
             object: place)
-        if let c = link.category { try container.validate("Category", ["name": .string(c)], object: place) }
+        if let c = link.category {
+            try container.validate("Category", [categoryName(container.model): .string(c)], object: place)
+        }
     }
 
     /// Parses a share-batch file: `url<TAB>title[<TAB>category]` per line; blank lines are skipped.
@@ -105,13 +107,14 @@ extension ReadLater {
         let container = context.container
         let now = Date()
         var articles = 0
+        let nameKey = categoryName(container.model)
         let result = try context.batch { batch in
             try LineReader(input, name: name).forEachLine { bytes, number in
                 // The batch's inserts check every value, naming the line: no second check here.
                 guard let link = try parseLine(bytes: bytes, number: number, container: container, validate: false)
                 else { return }
                 let category = try link.category.map { name in
-                    try batch.uniqueObject("Category", ["name": .string(name)], object: "line \(number)")
+                    try batch.uniqueObject("Category", [nameKey: .string(name)], object: "line \(number)")
                 }
                 _ = try batch.insert(
                     "Article",
@@ -134,7 +137,8 @@ extension ReadLater {
         _ body: (JSONValue) throws -> Void
     ) throws {
         var names: [ObjectID: String] = [:]
-        try context.forEach(FetchRequest("Category")) { names[$0.id] = $0["name"].stringValue ?? "" }
+        let nameKey = categoryName(context.container.model)
+        try context.forEach(FetchRequest("Category")) { names[$0.id] = $0[nameKey].stringValue ?? "" }
         let request = FetchRequest(
             "Article", where: unreadOnly ? Key("isRead") == false : .always,
             sortedBy: [Key("createdAt").ascending], limit: limit, offset: offset)

@@ -218,9 +218,11 @@ struct Relevance {
         self.related = related
     }
 
-    /// An insert or delete of the entity; an update of an object in the result, or of a
+    /// A migration; an insert or delete of the entity; an update of an object in the result, or of a
     /// property the query reads; a change of a related object the query reads through a path.
     func touches(_ transaction: HistoryTransaction, current: [Snapshot]) -> Bool {
+        // A migration may change what every object holds: run again.
+        if transaction.author == MigrationHistory.author { return true }
         lazy var ids = Set(current.map(\.id))
         for change in transaction.changes {
             let e = change.objectID.entity

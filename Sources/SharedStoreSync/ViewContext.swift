@@ -193,6 +193,13 @@ public final class ViewContext {
     /// Applies a batch: every touched object of a tracked entity is read again from the store
     /// (or removed when it is gone). Returns how many objects of the view changed.
     private func merge(_ batch: [HistoryTransaction]) throws -> Int {
+        // A migration changes no object in history but may change every one (a renamed or new
+        // attribute, a default): the view reads its entities again.
+        if !entities.isEmpty, batch.contains(where: { $0.author == MigrationHistory.author }) {
+            let (_, snapshots) = try container.loadAll(entities)
+            objects = Dictionary(uniqueKeysWithValues: snapshots.map { ($0.id, $0) })
+            return objects.count
+        }
         var touched = Set<ObjectID>()
         for t in batch {
             for change in t.changes where entities.contains(change.objectID.entity) { touched.insert(change.objectID) }

@@ -19,6 +19,11 @@ extension Targets {
             Command("tokens", "every consumer's token, when it last synced and how far behind it is"),
             Command("stats", "objects, transactions, changes and file sizes"),
             Command("verify", "check the invariants that can be checked at rest; exit 0 only when all hold"),
+            Command("schema", "the store's model version and schema, one line per entity (nothing is migrated)"),
+            Command(
+                "migrate",
+                "bring the store to --model-version (default: the newest); prints the steps, one line each",
+                options: [.flag("dry-run", "print the plan without running it")]),
             Command(
                 "recount",
                 "count every kept count again from its table (after a tool that does not keep them wrote the store)"),
@@ -70,6 +75,8 @@ extension Targets {
         case "stress": try stress(inv)
         case "stress-writer": try StressWorkers.writer(inv)
         case "stress-consumer": try StressWorkers.consumer(inv)
+        case "schema": try schema(inv)
+        case "migrate": try migrate(inv)
         case "recount":
             let fixed = try inv.container().recountKeptCounts()
             inv.output.record(
@@ -184,6 +191,63 @@ extension Targets {
                 ("consumer", "CONSUMER"), ("token", "TOKEN"), ("updated_at", "UPDATED"), ("lag", "LAG"),
                 ("evicted", "EVICTED"),
             ])
+    }
+
+    /// `storectl schema`: one line per entity, each with the store's model version.
+    static func schema(_ inv: Invocation) throws {
+        guard let d = try Container.describeStore(group: inv.group) else {
+            throw StoreError(.fileAccess, "no store in \(inv.group)")
+        }
+        inv.output.table(
+            d.schema.entities.map { e in
+                .object([
+                    ("version", .number(Double(d.version))), ("entity", .string(e.name)),
+                    (
+                        "attributes",
+                        .array(e.attributes.map { .string("\($0.name) \($0.type.rawValue)\($0.optional ? "?" : "")") })
+                    ),
+                    (
+                        "relationships",
+                        .array(
+                            e.relationships.map {
+                                .string(
+                                    "\($0.name) \($0.toMany ? "to-many" : "to-one") \($0.destination).\($0.inverse)")
+                            })
+                    ),
+                    ("unique", .array(e.uniquenessConstraints.map { .string($0.joined(separator: ",")) })),
+                    ("indexes", .array(e.indexes.map { .string($0.map(\.text).joined(separator: ",")) })),
+                    ("counts", .array(e.keptCounts.keys.sorted().map(JSONValue.string))),
+                ])
+            },
+            columns: [
+                ("version", "VERSION"), ("entity", "ENTITY"), ("attributes", "ATTRIBUTES"),
+                ("relationships", "RELATIONSHIPS"), ("unique", "UNIQUE"), ("indexes", "INDEXES"),
+            ])
+    }
+
+    /// `storectl migrate [--dry-run]`: the plan's steps, then what happened.
+    static func migrate(_ inv: Invocation) throws {
+        let model = try inv.model()
+        guard let plan = try Container.migrationPlan(group: inv.group, model: model) else {
+            let version = try Container.describeStore(group: inv.group)?.version
+            inv.output.record(
+                .object([("migrated", .bool(false)), ("version", version.map { .number(Double($0)) } ?? .null)]))
+            return
+        }
+        for step in plan.steps { inv.output.record(.object([("step", .string(step))])) }
+        for reason in plan.refusals { inv.output.record(.object([("refused", .string(reason))])) }
+        if plan.isRefused {
+            throw StoreError(
+                .migrationRefused,
+                "migration from model \(plan.fromVersion) to \(plan.toVersion) refused; nothing was touched")
+        }
+        if inv.arguments.has("dry-run") { return }
+        let container = try inv.container()
+        inv.output.record(
+            .object([
+                ("migrated", .bool(true)), ("from", .number(Double(plan.fromVersion))),
+                ("to", .number(Double(plan.toVersion))), ("token", .string(try container.currentToken().description)),
+            ]))
     }
 
     static func stats(_ inv: Invocation) throws {

@@ -102,6 +102,11 @@ let commonOptions: [Option] = [
     .value(
         "group", "DIR", "the app-group directory (default: $SHAREDSTORE_GROUP, else $XDG_DATA_HOME/sharedstore/default)"
     ),
+    .value(
+        "model-version", "N",
+        "the model version this process runs (default: the newest, \(ReadLater.newestVersion)); "
+            + "a newer one migrates the store"
+    ),
     .flag("json", "one JSON object per line on stdout"),
     .flag("help", "show this help"),
 ]
@@ -140,7 +145,7 @@ public final class Invocation {
     public func container() throws -> Container {
         if let c = openedContainer { return c }
         guard !group.isEmpty else { throw UsageError("--group needs a directory") }
-        let c = try Container(group: group, model: ReadLater.model)
+        let c = try Container(group: group, model: try model())
         // Every commit of a target wakes the observers of every process.
         try ChangeSignal.attach(to: c)
         openedContainer = c
@@ -152,6 +157,21 @@ public final class Invocation {
             warn("could not check the store against the token registry: \(error.message)")
         }
         return c
+    }
+
+    /// The model of `--model-version` (default: the newest this build knows, which migrates an
+    /// older store). storectl inspects and operates a store as it is: without the option, it
+    /// opens the store at its own version (only `storectl migrate` migrates).
+    public func model() throws -> Model {
+        if let version = try arguments.integer("model-version", in: 1...ReadLater.newestVersion) {
+            return try ReadLater.model(version: version)
+        }
+        if tool == "storectl", command != "migrate", let stored = try Container.describeStore(group: group)?.version,
+            stored < ReadLater.newestVersion
+        {
+            return try ReadLater.model(version: stored)
+        }
+        return ReadLater.model
     }
 
     public func warn(_ message: String) { warnings.append(message) }

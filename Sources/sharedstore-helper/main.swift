@@ -44,6 +44,10 @@ let helperCommands: [Command] = [
     Command(
         "add-category", "another process's insert of a category",
         options: [.value("name", "N", "its name", required: true)]),
+    Command(
+        "migrate-slowly",
+        "migrate the store to the newest model plus an index on Article.title, print in-migration inside the "
+            + "migration's transaction, then wait to be killed"),
     Command("readers", "the registry's reader slots"),
     Command("tokens", "every consumer's token"),
 ]
@@ -87,6 +91,28 @@ struct HelperOptions {
     init(_ arguments: Arguments) { self.arguments = arguments }
     subscript(name: String) -> String? { arguments.value(name) ?? (arguments.has(name) ? "1" : nil) }
 }
+
+/// A migration that does real work (an index over every article) and then hangs inside its
+/// transaction, for a test to kill it there.
+func migrateSlowly(_ group: String) -> Never {
+    do {
+        var entities = ReadLater.model.entities
+        entities[0].indexes.append(Index("title"))
+        let model = try Model(version: ReadLater.newestVersion, entities)
+        let hang = MigrationStep(version: ReadLater.newestVersion, "hang until killed") { _ in
+            FileHandle.standardOutput.write(Data("in-migration\n".utf8))
+            while true { sleep(60) }
+        }
+        _ = try Container(group: group, model: model, migrations: [hang])
+        fail("the migration ended", code: 1)
+    } catch let error as StoreError {
+        fail(error.message, code: 1)
+    } catch {
+        fail("\(error)", code: 1)
+    }
+}
+
+if command == "migrate-slowly" { migrateSlowly(group) }
 
 do {
     let container = try Container(group: group, model: ReadLater.model)

@@ -26,7 +26,7 @@ import Testing
         let container = try group.open()
         let registry = try TokenRegistry(group: group.path)
         let request = FetchRequest(
-            "Article", where: Key("isRead") == false || Key("category.name") == "Keep",
+            "Article", where: Key("isRead") == false || Key("category.label") == "Keep",
             sortedBy: [Key("title").ascending], limit: 12, offset: 1)
         let query = try LiveQuery(container: container, registry: registry, consumer: "Live", request: request)
         let writer = try group.open().newContext(author: "Writer")

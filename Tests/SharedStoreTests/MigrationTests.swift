@@ -240,4 +240,80 @@ import Testing
         #expect(last.changes.map(\.updatedProperties) == [["genre"]])
         #expect(try container.fetchHistory(HistoryRequest()).last?.changes.map(\.updatedProperties) == [["genre"]])
     }
+
+    // MARK: - Processes of two versions
+
+    func target(_ name: String, _ args: [String]) throws -> Child { try Child(name, args) }
+
+    @Test func processesOpeningAV1StoreAtOnceMigrateItOnce() throws {
+        let group = TemporaryGroup()
+        let seed = try target(
+            "share-extension",
+            ["share", "--model-version", "1", "--group", group.path, "--url", "https://m.example/0", "--title", "zero"])
+        #expect(try seed.waitForExit() == 0)
+        let children = try (1...4).map { i in
+            try target(
+                "share-extension",
+                [
+                    "share", "--group", group.path, "--url", "https://m.example/\(i)", "--title", "v2 \(i)",
+                    "--category", "C",
+                ])
+        }
+        for child in children { #expect(try child.waitForExit() == 0) }
+        let container = try group.open()
+        let migrations = try container.fetchHistory(HistoryRequest(authors: ["Migration"]))
+        #expect(migrations.count == 1, "one migration, whoever opened first")
+        #expect(try container.newContext().count(FetchRequest("Article")) == 5)
+        let failed = StoreVerifier.verify(container: container, registry: try TokenRegistry(group: group.path))
+            .filter { !$0.ok }
+        #expect(failed.isEmpty, "\(failed)")
+    }
+
+    @Test func aV1WatcherStopsAtTheMigrationAndAV2RestartCatchesUpWithNoGap() throws {
+        let group = TemporaryGroup()
+        let v1 = ["--model-version", "1", "--group", group.path]
+        #expect(
+            try target("share-extension", ["share", "--url", "https://w.example/1", "--title", "one"] + v1)
+                .waitForExit() == 0)
+        #expect(try target("main-app", ["sync", "--json"] + v1).waitForExit() == 0)
+        let watcher = try target("main-app", ["watch", "--json", "--for", "60"] + v1)
+        #expect(
+            try target("share-extension", ["share", "--url", "https://w.example/2", "--title", "two"] + v1)
+                .waitForExit() == 0)
+        try watcher.waitForLine { $0.contains("Article/2") }
+        let v2 = ["--group", group.path]
+        #expect(
+            try target("share-extension", ["share", "--url", "https://w.example/3", "--title", "three"] + v2)
+                .waitForExit() == 0)
+        #expect(try watcher.waitForExit() == 1, "modelOutdated at its next read")
+        let sync = try target("main-app", ["sync", "--json"] + v2)
+        #expect(try sync.waitForExit() == 0)
+        let lines = sync.lines.map(json)
+        #expect(lines.dropLast().map { $0["author"] as? String } == ["Migration", "ShareExtension"])
+        #expect(lines.last?["expired"] as? Bool == false && lines.last?["reloaded"] as? Bool == false)
+    }
+
+    @Test func aProcessKilledInsideAMigrationLeavesTheOldStore() throws {
+        let group = TemporaryGroup()
+        let v1 = try group.open(try ReadLater.model(version: 1))
+        let context = v1.newContext(author: "Seed")
+        try context.batch { batch in
+            for i in 0..<2000 {
+                _ = try batch.insert(
+                    "Article",
+                    ["title": .string("a\(i)"), "url": .string("https://k.example/\(i)"), "createdAt": .date(Date())],
+                    object: "row \(i)")
+            }
+        }
+        let before = try context.fetch(FetchRequest("Article", sortedBy: [Key("title").ascending]))
+        let slow = try target("sharedstore-helper", ["migrate-slowly", "--group", group.path])
+        try slow.waitForLine { $0 == "in-migration" }
+        slow.kill9()
+        _ = try slow.waitForExit()
+        #expect(try Container.describeStore(group: group.path)?.version == 1)
+        let again = try group.open(try ReadLater.model(version: 1))
+        #expect(try again.newContext().fetch(FetchRequest("Article", sortedBy: [Key("title").ascending])) == before)
+        let migrated = try group.open()
+        #expect(try migrated.newContext().count(FetchRequest("Article")) == 2000)
+    }
 }

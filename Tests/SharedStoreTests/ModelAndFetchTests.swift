@@ -101,14 +101,14 @@ import Testing
                     .date(Date(timeIntervalSince1970: 100)), .date(Date(timeIntervalSince1970: 200)))
             ).count == 2)
         #expect(try titles(Key("title").among(["zebra", "nope", "Naïve Bayes"])) == ["Naïve Bayes", "zebra"])
-        #expect(try titles(Key("category.name") == "Food") == ["CAFE society", "Café au lait"])
-        #expect(try titles(!(Key("category.name") == "Food")) == ["Naïve Bayes", "Swift concurrency", "zebra"])
+        #expect(try titles(Key("category.label") == "Food") == ["CAFE society", "Café au lait"])
+        #expect(try titles(!(Key("category.label") == "Food")) == ["Naïve Bayes", "Swift concurrency", "zebra"])
         #expect(try titles(Key("category") == nil) == ["Naïve Bayes", "zebra"])
-        #expect(try titles(Key("isRead") == true && Key("category.name") == "Food") == ["Café au lait"])
+        #expect(try titles(Key("isRead") == true && Key("category.label") == "Food") == ["Café au lait"])
         #expect(
             try titles(Key("isRead") == false || Key("title") == "zebra") == ["CAFE society", "Naïve Bayes", "zebra"])
         #expect(
-            try titles(.always, sort: [Key("category.name").descending, Key("title").ascending]).first
+            try titles(.always, sort: [Key("category.label").descending, Key("title").ascending]).first
                 == "Swift concurrency")
         let window = try context.fetch(
             FetchRequest("Article", sortedBy: [Key("createdAt").ascending], limit: 2, offset: 1))
@@ -122,7 +122,7 @@ import Testing
         expectStoreError(.invalidArgument) { _ = try context.fetch(FetchRequest("Article", limit: -1)) }
         #expect(
             try context.related(
-                "articles", of: context.fetch(ReadLater.Category.self, where: Key("name") == "Food")[0].id!
+                "articles", of: context.fetch(ReadLater.Category.self, where: Key("label") == "Food")[0].id!
             ).count == 2)
     }
 

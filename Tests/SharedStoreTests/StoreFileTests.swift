@@ -36,7 +36,7 @@ import Testing
         }
         let before = try digest(group.storePath)
         do {
-            _ = try group.open(Fixtures.allTypes)
+            _ = try group.open(try Model(version: ReadLater.model.version, Fixtures.allTypes.entities))
             Issue.record("opened a store made with another model")
         } catch let error as StoreError {
             #expect(error.code == .modelMismatch)
@@ -45,7 +45,7 @@ import Testing
         var changed = ReadLater.model.entities
         changed[0].attributes[3] = Attribute("isRead", .integer)
         do {
-            _ = try group.open(try Model(changed))
+            _ = try group.open(try Model(version: ReadLater.model.version, changed))
             Issue.record("opened a store made with another model")
         } catch let error as StoreError {
             #expect(error.code == .modelMismatch)

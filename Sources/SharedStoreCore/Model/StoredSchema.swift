@@ -46,6 +46,8 @@ package struct StoredSchema: Sendable, Hashable, Codable {
 
     package func entity(_ name: String) -> Entity? { entities.first { $0.name == name } }
 
+    package init(entities: [Entity]) { self.entities = entities }
+
     /// The schema of `model`, sorted.
     package init(_ model: Model) {
         entities = model.entities.map { e in
@@ -122,5 +124,5 @@ package struct StoredSchema: Sendable, Hashable, Codable {
 }
 
 extension StoredSchema.IndexPart {
-    var text: String { property + (ascending ? "" : " desc") }
+    package var text: String { property + (ascending ? "" : " desc") }
 }

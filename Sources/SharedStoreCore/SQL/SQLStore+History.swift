@@ -141,7 +141,10 @@ extension SQLStore {
             last = row.int64(0)
             let changes = try HistoryCodec.decode(
                 row.blob(6), model: model, numbering: container.numbering, storeID: storeID, entityFilter: entities)
-            if entities != nil && changes.isEmpty { return }
+            // A migration's transaction concerns every entity, with no change to list.
+            if entities != nil && changes.isEmpty && (row.isNull(2) || row.text(2) != MigrationHistory.author) {
+                return
+            }
             out.append(
                 HistoryTransaction(
                     token: HistoryToken(storeID: storeID, value: last), author: row.isNull(2) ? nil : row.text(2),

@@ -1,0 +1,71 @@
+import Foundation
+import SharedStoreSQLite
+import SharedStoreSupport
+
+/// What a store says about itself, read without opening it for writing (nothing is migrated).
+package struct StoreDescription: Sendable {
+    package let storeID: UUID
+    package let version: Int
+    package let format: String
+    /// The stored schema (empty for a store of format 2, which kept only a description).
+    package let schema: StoredSchema
+}
+
+extension Container {
+    /// The store in `group` as it is, read through a read-only connection: its id, model
+    /// version and schema; nil when there is no store yet. Nothing is created or migrated.
+    ///
+    /// - Throws: like ``init(group:model:options:migrations:)`` for a file that is not a store.
+    package static func describeStore(group: String) throws -> StoreDescription? {
+        guard let c = try openReadOnly(group: group) else { return nil }
+        let path = c.path
+        return try StoreError.wrap(path: path) {
+            try c.readTransaction { () throws -> StoreDescription? in
+                let meta = try SQLStore.meta(c)
+                guard !meta.isEmpty else { return nil }
+                let id = try Schema.storeID(meta, path: path)
+                let format = meta[MetaKey.format.rawValue] ?? "?"
+                if format == Schema.legacyFormat {
+                    return StoreDescription(
+                        storeID: id, version: 1, format: format, schema: StoredSchema(entities: []))
+                }
+                let state = try Schema.state(meta, id: id, path: path)
+                return StoreDescription(storeID: id, version: state.version, format: format, schema: state.schema)
+            }
+        }
+    }
+
+    /// The plan that opening the store in `group` with `model` would run, without running it:
+    /// nil when there is no store or it is at `model`'s version already.
+    ///
+    /// - Throws: `.modelNewer` when the store is newer than `model`; `.modelMismatch` when it is
+    ///   at the same version with another schema.
+    public static func migrationPlan(group: String, model: Model, migrations: [MigrationStep] = []) throws
+        -> MigrationPlan?
+    {
+        guard let c = try openReadOnly(group: group) else { return nil }
+        let path = c.path
+        guard case .older(let state)? = try Schema.inspect(c, model: model, path: path) else { return nil }
+        return try StoreError.wrap(path: path) {
+            try c.readTransaction {
+                try MigrationRunner(c: c, model: model, steps: migrations, path: path).plan(state).0
+            }
+        }
+    }
+
+    /// A read-only connection to the store of `group`, checked as every group file is; nil
+    /// when the directory or the store does not exist.
+    private static func openReadOnly(group: String) throws -> SQLiteConnection? {
+        let path = (group as NSString).appendingPathComponent(storeFileName)
+        guard FileManager.default.fileExists(atPath: group), FileManager.default.fileExists(atPath: path) else {
+            return nil
+        }
+        try GroupDirectory.check(group)
+        for suffix in ["", "-wal", "-shm", "-journal"] { try GroupDirectory.checkFile(path + suffix) }
+        let c = try StoreError.wrap(path: path) {
+            try SQLiteConnection(path: path, readOnly: true, create: false, busyTimeoutMilliseconds: 5000)
+        }
+        try StoreError.wrap(path: path) { try SQLStore.defineFunctions(c) }
+        return c
+    }
+}
