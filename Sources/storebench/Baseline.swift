@@ -42,6 +42,11 @@ final class Baseline {
         }
     }
 
+    /// SQLite's own ADD COLUMN of a text column to "Item" (the migrate case's baseline).
+    func addColumn(_ name: String) throws {
+        try exec(#"ALTER TABLE "Item" ADD COLUMN "\#(name)" TEXT"#)
+    }
+
     func prepare(_ sql: String) throws -> OpaquePointer? {
         var stmt: OpaquePointer?
         guard sqlite3_prepare_v2(db, sql, -1, &stmt, nil) == SQLITE_OK else {

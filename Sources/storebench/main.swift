@@ -117,6 +117,7 @@ do {
     if want("share-batch-1m") || want("list-1m") || want("widget-show-1m") {
         for report in try targetsCase(settings) { show(report) }
     }
+    if want("migrate-add-attribute-1m") { show(try migrateCase(settings)) }
     if want("token-advance") { show(try tokenAdvanceCase(settings)) }
     if want("cleaner") { show(try cleanerCase(settings)) }
     if want("catch-up-memory") { show(try catchUpCase(settings)) }
