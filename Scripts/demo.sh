@@ -80,3 +80,16 @@ step "The store, the registry and their invariants"
 run storectl stats
 run storectl verify
 ls -la "$SHAREDSTORE_GROUP"
+
+step "An app update: version 1 of the targets shares into a new group; version 2 opens it and migrates it"
+export SHAREDSTORE_GROUP="$work/update"
+run share-extension share --model-version 1 --url https://www.swift.org/ --title "Swift" --category Swift --json
+run main-app sync --model-version 1 --json
+run storectl migrate --dry-run
+run share-extension share --url https://sqlite.org/lang_altertable.html --title "ALTER TABLE" --category Swift --json
+run storectl history --author Migration --json
+echo "\$ widget show --model-version 1   # a widget process of the old version"
+widget show --model-version 1 || echo "(exit $?: it must be updated)"
+run main-app sync --json
+run storectl schema
+run storectl verify

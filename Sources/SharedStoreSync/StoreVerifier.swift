@@ -39,8 +39,8 @@ public enum StoreVerifier {
         run("schema") {
             (
                 true,
-                "store \(container.storeID.uuidString.lowercased()) matches the model (\(model.entities.count) "
-                    + "entities)"
+                "store \(container.storeID.uuidString.lowercased()) is at model version \(model.version) "
+                    + "(\(model.entities.count) entities)"
             )
         }
         run("history-order") { try historyOrder(container) }
