@@ -190,6 +190,31 @@ import Testing
         #expect(try reopened.newContext().count(FetchRequest("Book")) == 3)
     }
 
+    @Test func duplicatesAreResolvedWhenTheAppSaysSo() throws {
+        let group = TemporaryGroup()
+        let ids = try populate(group)
+        var entities = try Self.v2().entities
+        entities[2].uniquenessConstraints = [["kind"]]
+        let model = try Model(version: 2, entities)
+        let plan = try #require(try Container.migrationPlan(group: group.path, model: model, duplicates: .keepNewest))
+        #expect(!plan.isRefused && plan.steps.contains { $0.hasPrefix("resolve duplicates of Book(kind)") })
+        var options = Container.Options()
+        options.duplicatesWhenMigrating = .keepNewest
+        let after = try Container(group: group.path, model: model, options: options)
+        let c = after.newContext()
+        let books = try c.fetch(FetchRequest("Book", sortedBy: [Key("title").ascending])).map { $0["title"] }
+        #expect(books == ["The Farthest Shore", "The Tombs"], "the newest fantasy stays")
+        let kept = ObjectID(storeID: after.storeID, entity: "Book", primaryKey: 3)
+        #expect(try c.related("tags", of: kept) == [try #require(ids["tag"])], "A Wizard's tag moved to it")
+        let migration = try #require(try after.fetchHistory(HistoryRequest(authors: ["Migration"])).first)
+        #expect(migration.changes.contains { $0.kind == .delete && $0.tombstone == ["title": "A Wizard"] })
+        #expect(migration.changes.contains { $0.objectID == ids["tag"] && $0.updatedProperties == ["books"] })
+        #expect(try c.count(FetchRequest("Book")) == 2, "the kept count was counted again")
+        let failed = StoreVerifier.verify(container: after, registry: try TokenRegistry(group: group.path))
+            .filter { !$0.ok }
+        #expect(failed.isEmpty, "\(failed)")
+    }
+
     @Test func aCustomStepMakesATypeChange() throws {
         let group = TemporaryGroup()
         _ = try populate(group)

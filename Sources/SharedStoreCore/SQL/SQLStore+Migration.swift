@@ -246,10 +246,8 @@ extension SQLStore {
     /// transaction with no change (so that every consumer and live query looks again), and a
     /// schema change every other process notices at its next read or write.
     static func finishMigration(
-        _ c: SQLiteConnection, meta: [(MetaKey, String)], history: (author: String, context: String)
-    )
-        throws
-    {
+        _ c: SQLiteConnection, meta: [(MetaKey, String)], history: (author: String, context: String), changes: [UInt8]
+    ) throws {
         let upsert = try c.cached(
             "INSERT INTO ss_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
         for (key, value) in meta { try upsert.execute([.text(key.rawValue), .text(value)]) }
@@ -261,8 +259,78 @@ extension SQLStore {
         ).execute([
             .double(Date().timeIntervalSince1970), .text(history.author), .text(history.context),
             .integer(Int64(getpid())), .text(ProcessInfo.processInfo.processName),
-            .integer(HistoryCodec.allEntities), .blob(HistoryCodec.empty),
+            .integer(HistoryCodec.allEntities), .blob(changes),
         ])
         try touchSchema(c)
+    }
+}
+
+/// SQL for resolving the duplicates a new uniqueness constraint meets (``DuplicateResolution``).
+extension SQLStore {
+    /// The primary keys of each group of rows sharing the values of `columns`, ascending.
+    static func duplicateGroups(_ c: SQLiteConnection, _ table: String, _ columns: [String]) throws -> [[Int64]] {
+        let q = SQLMapping.quote
+        let cols = columns.map(q).joined(separator: ", ")
+        let notNull = columns.map { "\(q($0)) IS NOT NULL" }.joined(separator: " AND ")
+        let sql =
+            "SELECT group_concat(Z_PK) FROM (SELECT Z_PK, \(cols) FROM \(q(table)) WHERE \(notNull) ORDER BY Z_PK) "
+            + "GROUP BY \(cols) HAVING count(*) > 1"
+        return try c.cached(sql).rows { row in row.text(0).split(separator: ",").compactMap { Int64($0) }.sorted() }
+    }
+
+    /// `?` bound to a JSON array of keys, for `IN (SELECT value FROM json_each(?))`.
+    private static func keyList(_ keys: [Int64]) -> SQLValue {
+        .text("[" + keys.map(String.init).joined(separator: ",") + "]")
+    }
+
+    /// Points to-one `column` of `table` at `target` wherever it points at one of `from`;
+    /// returns the keys of the rows changed.
+    static func repoint(_ c: SQLiteConnection, _ table: String, _ column: String, from: [Int64], to target: Int64)
+        throws -> [Int64]
+    {
+        let q = SQLMapping.quote
+        let match = "\(q(column)) IN (SELECT value FROM json_each(?))"
+        let changed = try c.cached("SELECT Z_PK FROM \(q(table)) WHERE \(match)").rows([keyList(from)]) { $0.int64(0) }
+        try c.execute(
+            "UPDATE \(q(table)) SET \(q(column)) = ?, Z_OPT = Z_OPT + 1 WHERE \(match)",
+            [.integer(target), keyList(from)])
+        return changed
+    }
+
+    /// Moves the links of join table `join` from any of `from` (in column `mine`) to `target`;
+    /// returns the keys on the other side (column `theirs`) whose links moved.
+    static func moveLinks(
+        _ c: SQLiteConnection, _ join: String, mine: String, theirs: String, from: [Int64], to target: Int64
+    )
+        throws -> [Int64]
+    {
+        let q = SQLMapping.quote
+        let match = "\(mine) IN (SELECT value FROM json_each(?))"
+        let others = try c.cached("SELECT DISTINCT \(theirs) FROM \(q(join)) WHERE \(match)").rows([keyList(from)]) {
+            $0.int64(0)
+        }
+        try c.execute(
+            "INSERT OR IGNORE INTO \(q(join))(\(mine), \(theirs)) SELECT ?, \(theirs) FROM \(q(join)) WHERE \(match)",
+            [.integer(target), keyList(from)])
+        try c.execute("DELETE FROM \(q(join)) WHERE \(match)", [keyList(from)])
+        return others
+    }
+
+    /// The values of `columns` of row `pk` (a tombstone before a delete), by column.
+    static func rowValues(_ c: SQLiteConnection, _ table: String, _ pk: Int64, _ columns: [(String, AttributeType)])
+        throws -> [Value]
+    {
+        guard !columns.isEmpty else { return [] }
+        let q = SQLMapping.quote
+        let list = columns.map { q($0.0) }.joined(separator: ", ")
+        return try c.cached("SELECT \(list) FROM \(q(table)) WHERE Z_PK = ?").firstRow([.integer(pk)]) { row in
+            columns.enumerated().map { SQLMapping.value(row, Int32($0.offset), $0.element.1) }
+        } ?? []
+    }
+
+    /// Deletes rows `keys` of `table`.
+    static func deleteRows(_ c: SQLiteConnection, _ table: String, _ keys: [Int64]) throws {
+        try c.execute(
+            "DELETE FROM \(SQLMapping.quote(table)) WHERE Z_PK IN (SELECT value FROM json_each(?))", [keyList(keys)])
     }
 }

@@ -40,15 +40,16 @@ extension Container {
     ///
     /// - Throws: `.modelNewer` when the store is newer than `model`; `.modelMismatch` when it is
     ///   at the same version with another schema.
-    public static func migrationPlan(group: String, model: Model, migrations: [MigrationStep] = []) throws
-        -> MigrationPlan?
-    {
+    public static func migrationPlan(
+        group: String, model: Model, migrations: [MigrationStep] = [], duplicates: DuplicateResolution = .refuse
+    ) throws -> MigrationPlan? {
         guard let c = try openReadOnly(group: group) else { return nil }
         let path = c.path
         guard case .older(let state)? = try Schema.inspect(c, model: model, path: path) else { return nil }
         return try StoreError.wrap(path: path) {
             try c.readTransaction {
-                try MigrationRunner(c: c, model: model, steps: migrations, path: path).plan(state).0
+                try MigrationRunner(c: c, model: model, steps: migrations, duplicates: duplicates, path: path)
+                    .plan(state).0
             }
         }
     }

@@ -28,6 +28,9 @@ public final class Container: Sendable {
         public var synchronous = Synchronous.normal
         /// How long a writer waits for the write lock before failing with `.busy`.
         public var busyTimeout: TimeInterval = 5
+        /// What a migration does with stored objects that break a uniqueness constraint the new
+        /// model adds: refuse (default), or keep one of each group and delete the others.
+        public var duplicatesWhenMigrating = DuplicateResolution.refuse
         public init() {}
     }
 
@@ -88,7 +91,8 @@ public final class Container: Sendable {
                 try SQLiteConnection(path: memoryPath, busyTimeoutMilliseconds: timeout)
             }
             try StoreError.wrap(path: "memory") { try SQLStore.defineFunctions(connection) }
-            let state = try Self.openSchema(connection, model: model, migrations: migrations, path: "memory")
+            let state = try Self.openSchema(
+                connection, model: model, migrations: migrations, options: options, path: "memory")
             storeID = state.storeID
             numbering = try HistoryNumbering(model: model, catalog: state.catalog, path: "memory")
             schemaCookie.store(
@@ -135,7 +139,8 @@ public final class Container: Sendable {
                     try SQLStore.configure(w, synchronous: options.synchronous)
                     try SQLStore.defineFunctions(w)
                 }
-                let state = try openSchema(w, model: model, migrations: migrations, path: path, found: existing)
+                let state = try openSchema(
+                    w, model: model, migrations: migrations, options: options, path: path, found: existing)
                 let r = try StoreError.wrap(path: path) { () throws -> SQLiteConnection in
                     let r = try SQLiteConnection(path: path, busyTimeoutMilliseconds: timeout)
                     try SQLStore.makeQueryOnly(r)
@@ -155,21 +160,22 @@ public final class Container: Sendable {
     /// The store's state once it is at `model`'s version: made, adopted from format 2, or
     /// migrated (``MigrationRunner``) — each in its own write transaction.
     private static func openSchema(
-        _ c: SQLiteConnection, model: Model, migrations: [MigrationStep], path: String, found: Schema.Found?? = nil
+        _ c: SQLiteConnection, model: Model, migrations: [MigrationStep], options: Options, path: String,
+        found: Schema.Found?? = nil
     ) throws -> Schema.State {
         let found = try found ?? Schema.inspect(c, model: model, path: path)
+        let runner = MigrationRunner(
+            c: c, model: model, steps: migrations, duplicates: options.duplicatesWhenMigrating, path: path)
         switch found {
         case nil:
             switch try Schema.create(c, model: model, path: path) {
             case .ready(let state): return state
             case .legacy: return try Schema.adoptLegacy(c, model: model, path: path)
-            case .older(let state):
-                return try MigrationRunner(c: c, model: model, steps: migrations, path: path).run(state)
+            case .older(let state): return try runner.run(state)
             }
         case .ready(let state)?: return state
         case .legacy?: return try Schema.adoptLegacy(c, model: model, path: path)
-        case .older(let state)?:
-            return try MigrationRunner(c: c, model: model, steps: migrations, path: path).run(state)
+        case .older(let state)?: return try runner.run(state)
         }
     }
 

@@ -53,6 +53,7 @@ struct MigrationRunner {
     let c: SQLiteConnection
     let model: Model
     let steps: [MigrationStep]
+    let duplicates: DuplicateResolution
     let path: String
 
     /// The plan from `state` to the model, with its checks of the stored objects run.
@@ -61,8 +62,18 @@ struct MigrationRunner {
         let planner = MigrationPlanner(
             old: state.schema, catalog: state.catalog, model: model, hasCustomSteps: !custom.isEmpty)
         var refusals = planner.refused.map { "\($0): lightweight migration cannot make this change" }
-        refusals += try planner.checks.flatMap(problems)
         var described = planner.actions.map(\.description)
+        for check in planner.checks {
+            let found = try problems(check)
+            if case .unique(_, _, let shown) = check, !found.isEmpty, duplicates != .refuse {
+                let which = duplicates == .keepOldest ? "oldest" : "newest"
+                described.append(
+                    "resolve duplicates of \(shown): keep the \(which) object of each group, move references to it, "
+                        + "delete the others (recorded in history)")
+            } else {
+                refusals += found
+            }
+        }
         described += custom.sorted { $0.version < $1.version }.map { "custom step (version \($0.version)): \($0.name)" }
         described.append("record the migration in history (author \(MigrationHistory.author), no object changes)")
         let plan = MigrationPlan(
@@ -108,11 +119,13 @@ struct MigrationRunner {
                         "migration from model \(state.version) to \(model.version) refused, nothing was touched: "
                             + plan.refusals.joined(separator: "; "))
                 }
-                try apply(planner, from: state)
+                let changes = try apply(planner, from: state)
                 let catalog = planner.newCatalog
+                let numbering = try HistoryNumbering(model: model, catalog: catalog, path: path)
                 try SQLStore.finishMigration(
                     c, meta: Schema.metaRows(model: model, catalog: catalog),
-                    history: (MigrationHistory.author, "\(MigrationHistory.context).\(state.version)-\(model.version)"))
+                    history: (MigrationHistory.author, "\(MigrationHistory.context).\(state.version)-\(model.version)"),
+                    changes: changes.isEmpty ? HistoryCodec.empty : HistoryCodec.encode(changes, numbering))
                 return Schema.State(
                     storeID: state.storeID, version: model.version, schema: StoredSchema(model), catalog: catalog)
             }
@@ -120,8 +133,9 @@ struct MigrationRunner {
     }
 
     /// The plan's steps, in order: renames, indexes that go, columns and tables that go, new
-    /// tables and columns, defaults, indexes that come, custom steps, kept counts.
-    private func apply(_ planner: MigrationPlanner, from state: Schema.State) throws {
+    /// tables and columns, defaults, duplicates resolved, indexes that come, custom steps, kept
+    /// counts. Returns the object changes to record (only resolving duplicates makes any).
+    private func apply(_ planner: MigrationPlanner, from state: Schema.State) throws -> [RecordedChange] {
         for action in planner.actions {
             switch action {
             case .renameTable(let from, let to, _): try SQLStore.renameTable(c, from, to)
@@ -138,6 +152,15 @@ struct MigrationRunner {
             }
         }
         try create(planner)
+        var resolver = DuplicateResolver(c: c, model: model, resolution: duplicates)
+        var recount = Set<String>()
+        if duplicates != .refuse {
+            for check in planner.checks {
+                guard case .unique(_, _, let shown) = check, let (entity, columns) = planner.uniqueConstraint(shown)
+                else { continue }
+                if try resolver.resolve(entity: entity, columns: columns) > 0 { recount.insert(entity) }
+            }
+        }
         try SQLStore.reconcileIndexes(c, model: model, phase: .create)
         let db = MigrationDatabase(c: c)
         for step in steps.sorted(by: { $0.version < $1.version })
@@ -151,6 +174,12 @@ struct MigrationRunner {
             default: break
             }
         }
+        for entity in recount.sorted() {
+            for k in try model.entity(entity).keptCounts {
+                try SQLStore.recount(c, model: model, entity: entity, count: k.name)
+            }
+        }
+        return resolver.changes
     }
 
     private func create(_ planner: MigrationPlanner) throws {

@@ -195,6 +195,17 @@ struct MigrationPlanner {
         }
     }
 
+    /// The entity and columns (new names) of the new uniqueness constraint a check shows as
+    /// `shown` (`Entity(a,b)`).
+    func uniqueConstraint(_ shown: String) -> (String, [String])? {
+        for e in model.entities {
+            for u in e.uniquenessConstraints where "\(e.name)(\(u.joined(separator: ",")))" == shown {
+                return (e.name, u)
+            }
+        }
+        return nil
+    }
+
     /// The name `e` had in the stored schema.
     private func oldName(of e: Entity) -> String {
         entityNames.first { $0.value == e.name }?.key ?? e.name
