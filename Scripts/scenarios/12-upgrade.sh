@@ -73,4 +73,31 @@ assert_eq "$(jq_ '[j["migrated"], j["from"], j["to"]]' <"$work/migrate.out")" "[
     "the real migration runs afterwards (storectl migrate: ${elapsed_ms} ms as a process)"
 assert_eq "$(widget show --json | jq_ 'j["total"]')" 1000000 "and v2 reads every article"
 verify_store
+
+# A store of format 2 (made before model versions; its meta kept a description of its model)
+# opens as version 0: a v1 target migrates it (the kept counts), then v2 as above.
+export SHAREDSTORE_GROUP="$work/legacy"
+share-extension share --model-version 1 --url https://old.example/1 --title old --category Swift --json >/dev/null
+main-app mark-read Article/1 --model-version 1 --json >/dev/null
+sqlite3 "$SHAREDSTORE_GROUP/Store.sqlite" "DELETE FROM ss_meta WHERE key IN ('model_version', 'schema', 'catalog');
+    UPDATE ss_meta SET value = '2' WHERE key = 'format'; DROP TABLE ss_counts;
+    INSERT INTO ss_meta(key, value) VALUES ('model', 'entity Article
+  attribute Article.title string
+  attribute Article.url string
+  attribute Article.createdAt date
+  attribute Article.isRead bool
+  relationship Article.category to-one Category.articles
+entity Category
+  attribute Category.name string
+  relationship Category.articles to-many Article.category
+  unique Category(name)')"
+assert_eq "$(storectl schema --json | jq_ 'j["version"]')" 0 "a store of format 2 reads as version 0"
+main-app list --json >"$work/legacy.out"
+assert_eq "$(jq_ '[j["category"], j["isRead"]]' <"$work/legacy.out")" '["Swift", true]' "v2 opens it: data kept"
+storectl history --json >"$work/legacy-history.out"
+assert_eq "$(jq_ '[l["context"] for l in lines]' <"$work/legacy-history.out")" \
+    '["share-extension.share", "main-app.mark-read", "migration.0-2"]' "one migration from version 0 to 2"
+assert_eq "$(jq_ 'lines[1]["changes"][0]["updated"]' <"$work/legacy-history.out")" '["isRead"]' \
+    "history recorded under format 2 decodes"
+verify_store
 finish

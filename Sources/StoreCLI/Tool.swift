@@ -169,7 +169,8 @@ public final class Invocation {
         if tool == "storectl", command != "migrate", let stored = try Container.describeStore(group: group)?.version,
             stored < ReadLater.newestVersion
         {
-            return try ReadLater.model(version: stored)
+            // A store of format 2 (version 0) opens as version 1, which it was.
+            return try ReadLater.model(version: max(stored, 1))
         }
         return ReadLater.model
     }

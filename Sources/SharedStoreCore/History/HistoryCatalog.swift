@@ -24,6 +24,8 @@ package struct HistoryCatalog: Sendable, Hashable, Codable {
 
     package var entities: [Entry]
 
+    package init(entries: [Entry]) { entities = entries }
+
     /// The catalog of a new store: the model's declaration order.
     package init(_ model: Model) {
         entities = model.entities.map { Entry(name: $0.name, properties: $0.historyPropertyNames) }

@@ -126,3 +126,84 @@ package struct StoredSchema: Sendable, Hashable, Codable {
 extension StoredSchema.IndexPart {
     package var text: String { property + (ascending ? "" : " desc") }
 }
+
+extension StoredSchema {
+    /// The schema and history catalog of a store of format 2, read from the description it kept
+    /// (one line per property in declaration order, which is how its history was numbered).
+    /// Delete rules were not described: they are taken from `model` where it has the
+    /// relationship (a migration from such a store changes none).
+    ///
+    /// - Throws: `.notAStore` naming `path` for a line that is not a description.
+    package static func legacy(_ text: String, model: Model?, path: String) throws -> (StoredSchema, HistoryCatalog) {
+        var entities: [Entity] = []
+        var catalog: [HistoryCatalog.Entry] = []
+        func damaged(_ line: Substring) -> StoreError {
+            StoreError(.notAStore, "\(path) has a model description line it cannot read: '\(line.prefix(80))'")
+        }
+        for raw in text.split(separator: "\n") {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            let words = line.split(separator: " ", maxSplits: 3).map(String.init)
+            guard let kind = words.first else { continue }
+            if kind == "entity", words.count == 2 {
+                entities.append(
+                    Entity(
+                        name: words[1], attributes: [], relationships: [], uniquenessConstraints: [], indexes: [],
+                        keptCounts: [:]))
+                continue
+            }
+            guard !entities.isEmpty else { throw damaged(raw) }
+            let i = entities.count - 1
+            let owner = entities[i].name
+            let name = words.count > 1 ? String(words[1].dropFirst(owner.count + 1)) : ""
+            switch kind {
+            case "attribute" where words.count >= 3:
+                guard let type = AttributeType(rawValue: words[2]) else { throw damaged(raw) }
+                entities[i].attributes.append(Attribute(name: name, type: type, optional: words.count == 4))
+            case "relationship" where words.count == 4:
+                let target = words[3].split(separator: ".").map(String.init)
+                guard target.count == 2 else { throw damaged(raw) }
+                let rule = model?.entity(named: owner)?.relationship(named: name)?.deleteRule ?? .nullify
+                entities[i].relationships.append(
+                    Relationship(
+                        name: name, destination: target[0], inverse: target[1], toMany: words[2] == "to-many",
+                        deleteRule: rule))
+            case "unique":
+                let inner = line.dropFirst("unique \(owner)(".count).dropLast()
+                entities[i].uniquenessConstraints.append(inner.split(separator: ",").map(String.init).sorted())
+            case "count" where words.count == 4 && words[2] == "where":
+                entities[i].keptCounts[name] = words[3]
+            default:
+                throw damaged(raw)
+            }
+        }
+        for e in entities {
+            let toOne = e.relationships.filter { !$0.toMany }.map(\.name)
+            let toMany = e.relationships.filter(\.toMany).map(\.name)
+            catalog.append(HistoryCatalog.Entry(name: e.name, properties: e.attributes.map(\.name) + toOne + toMany))
+        }
+        var schema = StoredSchema(entities: entities)
+        schema.sort()
+        return (schema, HistoryCatalog(entries: catalog))
+    }
+
+    /// Sorted as ``init(_:)`` sorts a model's.
+    private mutating func sort() {
+        entities = entities.map { e in
+            var e = e
+            e.attributes.sort { $0.name < $1.name }
+            e.relationships.sort { $0.name < $1.name }
+            e.uniquenessConstraints.sort { $0.lexicographicallyPrecedes($1) }
+            return e
+        }.sorted { $0.name < $1.name }
+    }
+
+    /// The schema without what a store of format 2 did not describe (its indexes).
+    package var withoutIndexes: StoredSchema {
+        StoredSchema(
+            entities: entities.map { e in
+                var e = e
+                e.indexes = []
+                return e
+            })
+    }
+}

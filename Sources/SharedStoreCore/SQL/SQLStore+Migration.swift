@@ -120,6 +120,11 @@ extension SQLStore {
             "CREATE \(index.unique ? "UNIQUE " : "")INDEX \(q(index.name)) ON \(q(index.table))(\(columns))")
     }
 
+    /// What a store of format 2 lacks before a migration: the kept counts' table.
+    static func prepareMigration(_ c: SQLiteConnection) throws {
+        try c.execute(createCountsTable)
+    }
+
     /// Names of the tables of the database.
     static func tableSet(_ c: SQLiteConnection) throws -> Set<String> { Set(try tableNames(c)) }
 
@@ -251,6 +256,8 @@ extension SQLStore {
         let upsert = try c.cached(
             "INSERT INTO ss_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
         for (key, value) in meta { try upsert.execute([.text(key.rawValue), .text(value)]) }
+        // A store of format 2 kept its model as a description; format 3 keeps `schema`.
+        try c.execute("DELETE FROM ss_meta WHERE key = 'model'")
         try c.cached(
             """
             INSERT INTO ss_history(timestamp, author, context, process, executable, entities, changes)

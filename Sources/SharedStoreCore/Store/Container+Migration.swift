@@ -7,7 +7,7 @@ package struct StoreDescription: Sendable {
     package let storeID: UUID
     package let version: Int
     package let format: String
-    /// The stored schema (empty for a store of format 2, which kept only a description).
+    /// The stored schema (for a store of format 2, version 0, read from its description).
     package let schema: StoredSchema
 }
 
@@ -26,8 +26,9 @@ extension Container {
                 let id = try Schema.storeID(meta, path: path)
                 let format = meta[MetaKey.format.rawValue] ?? "?"
                 if format == Schema.legacyFormat {
-                    return StoreDescription(
-                        storeID: id, version: 1, format: format, schema: StoredSchema(entities: []))
+                    let (schema, _) = try StoredSchema.legacy(
+                        meta[MetaKey.model.rawValue] ?? "", model: nil, path: path)
+                    return StoreDescription(storeID: id, version: 0, format: format, schema: schema)
                 }
                 let state = try Schema.state(meta, id: id, path: path)
                 return StoreDescription(storeID: id, version: state.version, format: format, schema: state.schema)

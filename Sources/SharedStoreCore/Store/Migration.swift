@@ -104,7 +104,7 @@ struct MigrationRunner {
         try StoreError.wrap(path: path) {
             try c.writeTransaction {
                 let meta = try SQLStore.meta(c)
-                let state = try Schema.state(meta, id: stateBefore.storeID, path: path)
+                let state = try Schema.currentState(meta, id: stateBefore.storeID, model: model, path: path)
                 if state.version == model.version && state.schema == StoredSchema(model) { return state }
                 guard state.version < model.version else {
                     throw StoreError(
@@ -136,6 +136,7 @@ struct MigrationRunner {
     /// tables and columns, defaults, duplicates resolved, indexes that come, custom steps, kept
     /// counts. Returns the object changes to record (only resolving duplicates makes any).
     private func apply(_ planner: MigrationPlanner, from state: Schema.State) throws -> [RecordedChange] {
+        try SQLStore.prepareMigration(c)
         for action in planner.actions {
             switch action {
             case .renameTable(let from, let to, _): try SQLStore.renameTable(c, from, to)

@@ -27,8 +27,10 @@ enum Schema {
         case ready(State)
         /// The store is at an older version: it needs the migration to the model's.
         case older(State)
-        /// A store of format 2 whose description is the model's: brought to format 3 on open.
-        case legacy(UUID)
+        /// A store of format 2 whose description is the model's schema: brought to format 3 on
+        /// open, with the catalog its history was numbered by. (One whose description differs
+        /// is `.older`, at version 0: migrated.)
+        case legacy(State)
     }
 
     /// What the store at `c` is for `model`; nil for an empty database. Throws when the file is
@@ -51,14 +53,10 @@ enum Schema {
         let id = try storeID(meta, path: path)
         switch meta[MetaKey.format.rawValue] {
         case legacyFormat:
-            let stored = meta[MetaKey.model.rawValue] ?? ""
-            guard stored == model.legacySchemaDescription else {
-                throw StoreError(
-                    .modelMismatch,
-                    "\(path) was made with a different model (a store of format 2, before model versions): "
-                        + "\(legacyDifference(stored, model.legacySchemaDescription)); left untouched")
-            }
-            return .legacy(id)
+            let state = try legacyState(meta, id: id, model: model, path: path)
+            // Its schema is the model's (indexes were never described): adopt it as it is.
+            if state.schema.withoutIndexes == StoredSchema(model).withoutIndexes { return .legacy(state) }
+            return .older(state)
         case formatVersion:
             let state = try self.state(meta, id: id, path: path)
             return try compare(state, model: model, path: path)
@@ -98,6 +96,18 @@ enum Schema {
         return id
     }
 
+    /// A store of format 2 as version 0, its schema and catalog read from its description.
+    static func legacyState(_ meta: [String: String], id: UUID, model: Model, path: String) throws -> State {
+        let (schema, catalog) = try StoredSchema.legacy(meta[MetaKey.model.rawValue] ?? "", model: model, path: path)
+        return State(storeID: id, version: 0, schema: schema, catalog: catalog)
+    }
+
+    /// What the store's meta says, whatever its format (a store of format 2 is version 0).
+    static func currentState(_ meta: [String: String], id: UUID, model: Model, path: String) throws -> State {
+        meta[MetaKey.format.rawValue] == legacyFormat
+            ? try legacyState(meta, id: id, model: model, path: path) : try state(meta, id: id, path: path)
+    }
+
     static func state(_ meta: [String: String], id: UUID, path: String) throws -> State {
         guard let versionText = meta[MetaKey.modelVersion.rawValue], let version = Int(versionText), version >= 1,
             let schemaText = meta[MetaKey.schema.rawValue], let catalogText = meta[MetaKey.catalog.rawValue]
@@ -108,17 +118,6 @@ enum Schema {
         return State(
             storeID: id, version: version, schema: try StoredSchema(json: schemaText, path: path),
             catalog: try HistoryCatalog(json: catalogText, path: path))
-    }
-
-    private static func legacyDifference(_ stored: String, _ expected: String) -> String {
-        let a = stored.split(separator: "\n").map(String.init)
-        let b = expected.split(separator: "\n").map(String.init)
-        if let first = a.first(where: { !b.contains($0) }) {
-            return "the store has '\(first.trimmingCharacters(in: .whitespaces))', the model does not"
-        } else if let first = b.first(where: { !a.contains($0) }) {
-            return "the model has '\(first.trimmingCharacters(in: .whitespaces))', the store does not"
-        }
-        return "the declarations are in another order"
     }
 
     /// The meta rows of a store at `model`'s version and schema.
@@ -150,17 +149,18 @@ enum Schema {
         }
     }
 
-    /// Brings a store of format 2 to format 3: its history was numbered in the declaration
-    /// order of the model whose description it has, which becomes its catalog.
+    /// Brings a store of format 2 whose schema is the model's to format 3, keeping the catalog
+    /// its history was numbered by (its description's declaration order).
     static func adoptLegacy(_ c: SQLiteConnection, model: Model, path: String) throws -> State {
         try StoreError.wrap(path: path) {
             try c.writeTransaction {
                 switch try found(c, model: model, path: path) {
                 case .ready(let state)?: return state
-                case .legacy(let id)?:
-                    let catalog = HistoryCatalog(model)
-                    try SQLStore.upgradeLegacy(c, meta: metaRows(model: model, catalog: catalog))
-                    return State(storeID: id, version: model.version, schema: StoredSchema(model), catalog: catalog)
+                case .legacy(let legacy)?:
+                    try SQLStore.upgradeLegacy(c, meta: metaRows(model: model, catalog: legacy.catalog))
+                    return State(
+                        storeID: legacy.storeID, version: model.version, schema: StoredSchema(model),
+                        catalog: legacy.catalog)
                 case .older?, nil:
                     throw StoreError(.notAStore, "\(path) changed while it was being opened; open it again")
                 }
