@@ -187,7 +187,8 @@ NOTES = {
                      "remembers each object it read, for conflict detection (about a sixth of the time, measured by "
                      "leaving it out). Rows as column arrays and per-entity layouts took it from 0.31 to 0.5; the SQL "
                      "of a request kept per container, reads of one statement without BEGIN/COMMIT and ids hashed by "
-                     "key to about 0.55 (a fetch's fixed cost 4.4 → 2.1 µs). Issue 11, left open.",
+                     "key to 0.55–0.6 (a fetch's fixed cost 4.4 → 2.1 µs). What is left needs rows that share one value "
+                     "buffer per fetch and a read set indexed only when an update needs it. Issue 11, left open.",
     "widget-show-1m": "The two counts are kept by every save (KeptCount): each is one row whatever the store's size.",
 }
 if misses:
