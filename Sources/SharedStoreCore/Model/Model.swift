@@ -3,8 +3,13 @@ import SharedStoreSQLite
 import SharedStoreSupport
 
 /// The type of an attribute, mapped to a SQLite column.
+///
+/// `url`, `decimal` and `json` hold their values as ``Value/string(_:)``: an absolute URL, a
+/// decimal number's exact text (`Decimal(string:)` reads it back; conditions compare the text),
+/// and the JSON of a Codable value (a record's property of any `Codable` type). Each is checked
+/// on save.
 public enum AttributeType: String, Sendable, Hashable, Codable {
-    case string, integer, double, bool, date, data, uuid
+    case string, integer, double, bool, date, data, uuid, url, decimal, json
 }
 
 /// What happens to related objects when an object is deleted (Core Data's delete rules).
@@ -320,7 +325,7 @@ public struct Model: Sendable, Hashable {
     static func matches(_ v: Value, _ t: AttributeType) -> Bool {
         switch (v, t) {
         case (.string, .string), (.integer, .integer), (.double, .double), (.integer, .double), (.bool, .bool),
-            (.date, .date), (.data, .data), (.uuid, .uuid):
+            (.date, .date), (.data, .data), (.uuid, .uuid), (.string, .url), (.string, .decimal), (.string, .json):
             return true
         default: return false
         }

@@ -12,7 +12,7 @@ enum SQLMapping {
 
     static func columnType(_ t: AttributeType) -> String {
         switch t {
-        case .string, .uuid: return "TEXT"
+        case .string, .uuid, .url, .decimal, .json: return "TEXT"
         case .integer, .bool: return "INTEGER"
         case .double, .date: return "REAL"
         case .data: return "BLOB"
@@ -33,6 +33,22 @@ enum SQLMapping {
         case (.date(let d), .date): return .double(d.timeIntervalSince1970)
         case (.data(let d), .data): return .blob([UInt8](d))
         case (.uuid(let u), .uuid): return .text(u.uuidString.lowercased())
+        case (.string(let s), .url):
+            guard let url = URL(string: s), url.scheme != nil else {
+                throw StoreError(.validation, "\(name()) takes an absolute URL, not '\(TextSafety.visible(s))'")
+            }
+            return .text(url.absoluteString)
+        case (.string(let s), .decimal):
+            guard Decimal(string: s, locale: Locale(identifier: "en_US_POSIX")) != nil else {
+                throw StoreError(.validation, "\(name()) takes a decimal number, not '\(TextSafety.visible(s))'")
+            }
+            return .text(s)
+        case (.string(let s), .json):
+            guard (try? JSONSerialization.jsonObject(with: Data(s.utf8), options: [.fragmentsAllowed])) != nil else {
+                throw StoreError(
+                    .validation, "\(name()) takes JSON text, not '\(TextSafety.visible(String(s.prefix(60))))'")
+            }
+            return .text(s)
         default:
             throw StoreError(.validation, "\(name()) takes \(type.article) \(type.rawValue), not \(value)")
         }
@@ -41,7 +57,7 @@ enum SQLMapping {
     static func value(_ row: SQLiteRow, _ i: Int32, _ type: AttributeType) -> Value {
         if row.isNull(i) { return .null }
         switch type {
-        case .string: return .string(row.text(i))
+        case .string, .url, .decimal, .json: return .string(row.text(i))
         case .integer: return .integer(row.int64(i))
         case .double: return .double(row.double(i))
         case .bool: return .bool(row.int64(i) != 0)

@@ -30,13 +30,24 @@ extension ObjectContext {
         return try insert(R.entityName, values, relationships: rels)
     }
 
-    /// Writes a fetched record's properties back to its object.
+    /// Writes the properties of a fetched record that differ from what this context read of its
+    /// object (its fetch, or the store now when it did not read it): a property the record left
+    /// alone is not written, so another process's change to it survives, and the merge policies
+    /// work property by property as with ``update(_:_:relationships:)``.
     public func update<R: Record>(_ record: R) throws {
         guard let id = record.id else {
             throw StoreError(.objectNotFound, "\(R.entityName) record has no id: insert it first")
         }
         let (values, rels) = try RecordEncoder.encode(record, entity: try model.entity(R.entityName))
-        try update(id, values, relationships: rels)
+        if insertIndex[id] != nil {
+            try update(id, values, relationships: rels)
+            return
+        }
+        let read = try registered[id] ?? object(with: id)
+        let changed = values.filter { read[$0.key] != $0.value }
+        let relinked = rels.filter { read.relationships[$0.key] != $0.value }
+        guard !changed.isEmpty || !relinked.isEmpty else { return }
+        try update(id, changed, relationships: relinked)
     }
 
     /// Fetches records of type `R`.
@@ -75,8 +86,9 @@ extension Record {
 
 enum RecordEncoder {
     static func encode<R: Record>(_ record: R, entity: Entity) throws -> ([String: Value], [String: ObjectID?]) {
-        let box = Box()
+        let box = Box(entity: entity)
         try record.encode(to: Encoder(box: box))
+        if let failure = box.failure { throw unsupported(failure) }
         var values: [String: Value] = [:]
         var rels: [String: ObjectID?] = [:]
         for (key, v) in box.fields where key != "id" {
@@ -100,10 +112,20 @@ enum RecordEncoder {
 
     enum Field { case value(Value), object(ObjectID) }
 
-    final class Box { var fields: [String: Field] = [:] }
+    /// What a record's properties encoded to; `failure` names a property written through a
+    /// nested container, which has no column: the encode fails rather than drop it.
+    final class Box {
+        let entity: Entity?
+        var fields: [String: Field] = [:]
+        var failure: String?
+        init(entity: Entity?) { self.entity = entity }
+    }
 
     static func unsupported(_ key: String) -> StoreError {
-        StoreError(.validation, "record property '\(key)' has a type SharedStore cannot store")
+        StoreError(
+            .validation,
+            "record property '\(key)' has a type SharedStore cannot store in one column: declare its attribute "
+                + ".json to keep it as JSON")
     }
 
     struct Encoder: Swift.Encoder {
@@ -131,13 +153,24 @@ enum RecordEncoder {
         mutating func encode(_ v: Int32, forKey key: Key) throws { put(.integer(Int64(v)), key) }
         mutating func encode(_ v: Int16, forKey key: Key) throws { put(.integer(Int64(v)), key) }
         mutating func encode<T: Encodable>(_ v: T, forKey key: Key) throws {
+            if box.entity?.attribute(named: key.stringValue)?.type == .json {
+                put(.string(try RecordEncoder.json(v)), key)
+                return
+            }
             switch v {
             case let d as Date: put(.date(d), key)
             case let d as Data: put(.data(d), key)
             case let u as UUID: put(.uuid(u), key)
+            case let u as URL: put(.string(u.absoluteString), key)
+            case let d as Decimal: put(.string(d.description), key)
             case let id as ObjectID: box.fields[key.stringValue] = .object(id)
             case let value as Value: put(value, key)
-            default: throw RecordEncoder.unsupported(key.stringValue)
+            default:
+                // An enum backed by a String or an Int (any value that encodes as one primitive).
+                guard let single = SingleValueCapture.capture(v) else {
+                    throw RecordEncoder.unsupported(key.stringValue)
+                }
+                put(single, key)
             }
         }
         // A nil optional is stored as nil, so that an update clears it.
@@ -152,13 +185,32 @@ enum RecordEncoder {
         }
         mutating func encodeIfPresent(_ v: Int64?, forKey key: Key) throws { put(v.map(Value.integer) ?? .null, key) }
         mutating func nestedContainer<N: CodingKey>(keyedBy: N.Type, forKey key: Key) -> KeyedEncodingContainer<N> {
-            KeyedEncodingContainer(Keyed<N>(box: Box()))
+            box.failure = box.failure ?? key.stringValue
+            return KeyedEncodingContainer(Keyed<N>(box: Box(entity: nil)))
         }
         mutating func nestedUnkeyedContainer(forKey key: Key) -> UnkeyedEncodingContainer {
-            Unsupported(codingPath: codingPath)
+            box.failure = box.failure ?? key.stringValue
+            return Unsupported(codingPath: codingPath)
         }
-        mutating func superEncoder() -> Swift.Encoder { Encoder(box: Box()) }
-        mutating func superEncoder(forKey key: Key) -> Swift.Encoder { Encoder(box: Box()) }
+        mutating func superEncoder() -> Swift.Encoder {
+            box.failure = box.failure ?? "super"
+            return Encoder(box: Box(entity: nil))
+        }
+        mutating func superEncoder(forKey key: Key) -> Swift.Encoder {
+            box.failure = box.failure ?? key.stringValue
+            return Encoder(box: Box(entity: nil))
+        }
+    }
+
+    /// The JSON of a value (keys sorted: the same value is always the same text).
+    static func json<T: Encodable>(_ v: T) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        do {
+            return String(decoding: try encoder.encode(v), as: UTF8.self)
+        } catch {
+            throw StoreError(.validation, "cannot encode a \(T.self) as JSON: \(error)")
+        }
     }
 
     /// Nested containers have no column to go to: every write through them fails.
@@ -173,14 +225,113 @@ enum RecordEncoder {
         mutating func encodeNil() throws { throw fail() }
         mutating func encode<T: Encodable>(_ value: T) throws { throw fail() }
         mutating func nestedContainer<N: CodingKey>(keyedBy: N.Type) -> KeyedEncodingContainer<N> {
-            KeyedEncodingContainer(Keyed<N>(box: Box()))
+            KeyedEncodingContainer(Keyed<N>(box: Box(entity: nil)))
         }
         mutating func nestedUnkeyedContainer() -> UnkeyedEncodingContainer { self }
-        mutating func superEncoder() -> Swift.Encoder { Encoder(box: Box()) }
+        mutating func superEncoder() -> Swift.Encoder { Encoder(box: Box(entity: nil)) }
+    }
+}
+
+/// Encodes a value that writes exactly one primitive through a single-value container (an enum
+/// backed by a String or an Int): that primitive; nil for anything else.
+struct SingleValueCapture: Swift.Encoder, SingleValueEncodingContainer {
+    final class Slot {
+        var value: Value?
+        var structured = false
+    }
+    let slot = Slot()
+    var codingPath: [CodingKey] = []
+    var userInfo: [CodingUserInfoKey: Any] = [:]
+
+    static func capture<T: Encodable>(_ v: T) -> Value? {
+        let capture = SingleValueCapture()
+        guard (try? v.encode(to: capture)) != nil, !capture.slot.structured else { return nil }
+        return capture.slot.value
+    }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        slot.structured = true
+        return KeyedEncodingContainer(RecordEncoder.Keyed<Key>(box: RecordEncoder.Box(entity: nil)))
+    }
+    func unkeyedContainer() -> UnkeyedEncodingContainer {
+        slot.structured = true
+        return RecordEncoder.Unsupported(codingPath: codingPath)
+    }
+    func singleValueContainer() -> SingleValueEncodingContainer { self }
+
+    private func set(_ v: Value) {
+        if slot.value != nil { slot.structured = true }
+        slot.value = v
+    }
+    mutating func encodeNil() throws { set(.null) }
+    mutating func encode(_ v: Bool) throws { set(.bool(v)) }
+    mutating func encode(_ v: String) throws { set(.string(v)) }
+    mutating func encode(_ v: Double) throws { set(.double(v)) }
+    mutating func encode(_ v: Float) throws { set(.double(Double(v))) }
+    mutating func encode(_ v: Int) throws { set(.integer(Int64(v))) }
+    mutating func encode(_ v: Int64) throws { set(.integer(v)) }
+    mutating func encode(_ v: Int32) throws { set(.integer(Int64(v))) }
+    mutating func encode(_ v: Int16) throws { set(.integer(Int64(v))) }
+    mutating func encode(_ v: Int8) throws { set(.integer(Int64(v))) }
+    mutating func encode(_ v: UInt8) throws { set(.integer(Int64(v))) }
+    mutating func encode(_ v: UInt16) throws { set(.integer(Int64(v))) }
+    mutating func encode(_ v: UInt32) throws { set(.integer(Int64(v))) }
+    mutating func encode(_ v: UInt) throws {
+        if let i = Int64(exactly: v) { set(.integer(i)) } else { slot.structured = true }
+    }
+    mutating func encode(_ v: UInt64) throws {
+        if let i = Int64(exactly: v) { set(.integer(i)) } else { slot.structured = true }
+    }
+    mutating func encode<T: Encodable>(_ v: T) throws {
+        slot.structured = true
     }
 }
 
 // MARK: - Decoding
+
+/// Hands one stored value to a type that decodes from a single-value container (an enum backed
+/// by a String or an Int).
+struct SingleValueDecoder: Decoder, SingleValueDecodingContainer {
+    let value: Value
+    var codingPath: [CodingKey] = []
+    var userInfo: [CodingUserInfoKey: Any] = [:]
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> { throw mismatch() }
+    func unkeyedContainer() throws -> UnkeyedDecodingContainer { throw mismatch() }
+    func singleValueContainer() throws -> SingleValueDecodingContainer { self }
+
+    private func mismatch() -> StoreError { StoreError(.validation, "\(value) is one value, not a structure") }
+    func decodeNil() -> Bool { value.isNull }
+    func decode(_ type: Bool.Type) throws -> Bool {
+        guard let v = value.boolValue else { throw mismatch() }
+        return v
+    }
+    func decode(_ type: String.Type) throws -> String {
+        guard let v = value.stringValue else { throw mismatch() }
+        return v
+    }
+    func decode(_ type: Double.Type) throws -> Double {
+        guard let v = value.doubleValue else { throw mismatch() }
+        return v
+    }
+    func decode(_ type: Float.Type) throws -> Float { Float(try decode(Double.self)) }
+    private func integer<I: FixedWidthInteger>(_ type: I.Type) throws -> I {
+        guard let v = value.integerValue, let i = I(exactly: v) else { throw mismatch() }
+        return i
+    }
+    func decode(_ type: Int.Type) throws -> Int { try integer(type) }
+    func decode(_ type: Int8.Type) throws -> Int8 { try integer(type) }
+    func decode(_ type: Int16.Type) throws -> Int16 { try integer(type) }
+    func decode(_ type: Int32.Type) throws -> Int32 { try integer(type) }
+    func decode(_ type: Int64.Type) throws -> Int64 { try integer(type) }
+    func decode(_ type: UInt.Type) throws -> UInt { try integer(type) }
+    func decode(_ type: UInt8.Type) throws -> UInt8 { try integer(type) }
+    func decode(_ type: UInt16.Type) throws -> UInt16 { try integer(type) }
+    func decode(_ type: UInt32.Type) throws -> UInt32 { try integer(type) }
+    func decode(_ type: UInt64.Type) throws -> UInt64 { try integer(type) }
+    /// Only primitives come out of one stored value: anything else is not there to decode.
+    func decode<T: Decodable>(_ type: T.Type) throws -> T { throw mismatch() }
+}
 
 struct SnapshotDecoder: Decoder {
     let snapshot: Snapshot
@@ -266,10 +417,19 @@ struct SnapshotDecoder: Decoder {
             case .date(let d) where type == Date.self: out = d
             case .data(let d) where type == Data.self: out = d
             case .uuid(let u) where type == UUID.self: out = u
+            case .string(let s) where type == URL.self: out = URL(string: s)
+            case .string(let s) where type == Decimal.self:
+                out = Decimal(string: s, locale: Locale(identifier: "en_US_POSIX"))
             default: out = type == Value.self ? v : nil
             }
-            guard let result = out as? T else { throw mismatch(key, type) }
-            return result
+            if let result = out as? T { return result }
+            // An enum backed by a String or an Int reads its primitive; any other Codable value
+            // was stored as JSON.
+            if let result = try? T(from: SingleValueDecoder(value: v)) { return result }
+            if case .string(let text) = v, let result = try? JSONDecoder().decode(T.self, from: Data(text.utf8)) {
+                return result
+            }
+            throw mismatch(key, type)
         }
         func nestedContainer<N: CodingKey>(keyedBy type: N.Type, forKey key: Key) throws -> KeyedDecodingContainer<N> {
             throw StoreError(.validation, "records hold flat properties only")

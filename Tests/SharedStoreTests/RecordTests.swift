@@ -1,0 +1,133 @@
+import Foundation
+import ReadLater
+import SharedStore
+import Testing
+
+/// Issue 13's records: updates write what changed, and every property a record holds is stored
+/// or refused at first use, never dropped.
+@Suite struct RecordTests {
+    enum Status: String, Codable, Sendable { case open, done }
+    enum Priority: Int, Codable, Sendable { case low = 1, high = 3 }
+    struct Place: Codable, Sendable, Hashable {
+        var lat: Double
+        var lon: Double
+    }
+
+    struct Bookmark: Record, Hashable {
+        static let entityName = "Bookmark"
+        var id: ObjectID?
+        var url: URL
+        var price: Decimal
+        var status: Status
+        var priority: Priority
+        var tags: [String]
+        var place: Place?
+        var note: String?
+    }
+
+    static let model: Model = {
+        do {
+            return try Model([
+                Entity(
+                    "Bookmark",
+                    attributes: [
+                        Attribute("url", .url), Attribute("price", .decimal), Attribute("status", .string),
+                        Attribute("priority", .integer), Attribute("tags", .json),
+                        Attribute("place", .json, optional: true),
+                        Attribute("note", .string, optional: true),
+                    ])
+            ])
+        } catch {
+            preconditionFailure("\(error)")
+        }
+    }()
+
+    @Test func recordsHoldURLsDecimalsEnumsAndCodableValues() throws {
+        let container = try TemporaryGroup().open(Self.model)
+        let context = container.newContext(author: "A")
+        let original = Bookmark(
+            url: try #require(URL(string: "https://swift.org/blog?x=1")), price: try #require(Decimal(string: "19.99")),
+            status: .done, priority: .high, tags: ["swift", "café"], place: Place(lat: 48.85, lon: 2.35), note: nil)
+        let id = try context.insert(original)
+        let saved = try context.save()
+        let fetched = try context.record(Bookmark.self, with: saved.permanentID(for: id))
+        var expected = original
+        expected.id = saved.permanentID(for: id)
+        #expect(fetched == expected)
+        let row = try context.object(with: saved.permanentID(for: id))
+        #expect(row["status"] == "done" && row["priority"] == 3 && row["tags"] == #"["swift","café"]"#)
+        #expect(try context.fetch(Bookmark.self, where: Key("status") == "done").count == 1)
+    }
+
+    struct Loose: Record {
+        static let entityName = "Bookmark"
+        var id: ObjectID?
+        var url: URL
+        var price: Decimal
+        var status: Place  // a structure where the model has a string
+        var priority: Priority
+        var tags: [String]
+    }
+
+    struct Nested: Record {
+        static let entityName = "Bookmark"
+        var id: ObjectID?
+        var note: String
+        enum CodingKeys: String, CodingKey { case id, note }
+        func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            var inner = c.nestedContainer(keyedBy: CodingKeys.self, forKey: .note)
+            try inner.encode(note, forKey: .note)
+        }
+    }
+
+    @Test func whatARecordCannotStoreIsAnErrorAtFirstUseNeverADrop() throws {
+        let context = try TemporaryGroup().open(Self.model).newContext(author: "A")
+        let loose = Loose(
+            id: nil, url: try #require(URL(string: "https://a.example")), price: 1, status: Place(lat: 0, lon: 0),
+            priority: .low, tags: [])
+        do {
+            try context.insert(loose)
+            Issue.record("a structure went into a string attribute")
+        } catch let error as StoreError {
+            #expect(error.message.contains("'status'") && error.message.contains(".json"), "\(error.message)")
+        }
+        do {
+            try context.insert(Nested(id: nil, note: "kept?"))
+            Issue.record("a nested container was dropped silently")
+        } catch let error as StoreError {
+            #expect(error.message.contains("'note'"), "\(error.message)")
+        }
+        #expect(!context.hasChanges)
+        expectStoreError(.validation) {
+            _ = try context.insert(
+                "Bookmark", ["url": "not a url", "price": "1", "status": "open", "priority": 1, "tags": "[]"])
+            try context.save()
+        }
+    }
+
+    /// The defect of issue 13: `update(record)` wrote every property, so object trump behaved
+    /// like overwrite. Another process changes the title; this one the read flag: both survive.
+    @Test func aRecordUpdateWritesOnlyWhatChangedSoAnotherProcesssChangeSurvives() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let seed = container.newContext(author: "Seed")
+        let id = try seed.insert(ReadLater.Article(title: "first", url: "https://r.example/1"))
+        let stored = try seed.save().permanentID(for: id)
+        let context = container.newContext(author: "A")
+        context.mergePolicy = .objectTrump
+        var article = try context.record(ReadLater.Article.self, with: stored)
+        let other = try Child(
+            "sharedstore-helper", ["set-title", "--group", group.path, "--id", stored.description, "--title", "other"])
+        #expect(try other.waitForExit() == 0)
+        article.isRead = true
+        try context.update(article)
+        let result = try context.save()
+        #expect(result.updatedCount == 1)
+        let now = try container.newContext().object(with: stored)
+        #expect(now["title"] == "other", "the other process's title survives")
+        #expect(now["isRead"] == true, "this record's change is written")
+        let last = try #require(try container.fetchHistory(HistoryRequest(authors: ["A"])).last)
+        #expect(last.changes.map(\.updatedProperties) == [["isRead"]], "only the changed property is recorded")
+    }
+}
