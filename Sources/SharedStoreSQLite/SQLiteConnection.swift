@@ -179,6 +179,34 @@ package final class SQLiteConnection {
     }
 }
 
+extension SQLiteConnection {
+    /// Defines an SQL function of `argumentCount` arguments answering text (nil: NULL).
+    /// Deterministic, UTF-8.
+    package func defineTextFunction(
+        _ name: String, argumentCount: Int32, _ body: @escaping (SQLiteArguments) -> String?
+    ) throws {
+        let box = Unmanaged.passRetained(TextFunctionBox(body)).toOpaque()
+        let rc = sqlite3_create_function_v2(
+            handle, name, argumentCount, SQLITE_UTF8 | SQLITE_DETERMINISTIC, box,
+            { context, argc, argv in
+                guard let context, let data = sqlite3_user_data(context) else { return }
+                let box = Unmanaged<TextFunctionBox>.fromOpaque(data).takeUnretainedValue()
+                guard let text = box.body(SQLiteArguments(values: argv, count: argc)) else {
+                    sqlite3_result_null(context)
+                    return
+                }
+                sqlite3_result_text(context, text, -1, sharedstore_sqlite_transient())
+            }, nil, nil,
+            { data in if let data { Unmanaged<TextFunctionBox>.fromOpaque(data).release() } })
+        guard rc == SQLITE_OK else { throw error(rc) }
+    }
+}
+
+private final class TextFunctionBox {
+    let body: (SQLiteArguments) -> String?
+    init(_ body: @escaping (SQLiteArguments) -> String?) { self.body = body }
+}
+
 private final class FunctionBox {
     let body: (SQLiteArguments) -> Int64
     init(_ body: @escaping (SQLiteArguments) -> Int64) { self.body = body }

@@ -67,6 +67,7 @@ public enum StoreVerifier {
             return (bad.isEmpty, bad.isEmpty ? "\(n) objects obey the model's rules" : bad.joined(separator: "; "))
         }
         run("kept-counts") { try keptCounts(container) }
+        run("derived") { try derived(container) }
         run("timeline") {
             let lost = try container.lostTokenRanges()
             return (
@@ -78,6 +79,18 @@ public enum StoreVerifier {
             )
         }
         return checks
+    }
+
+    /// Every derived attribute holds what computing it again gives.
+    private static func derived(_ container: Container) throws -> (Bool, String) {
+        let all = try container.derivedMismatches()
+        let wrong = all.filter { $0.objects > 0 }.map { "\($0.name) is wrong in \($0.objects) object(s)" }
+        return (
+            wrong.isEmpty,
+            wrong.isEmpty
+                ? "\(all.count) derived attributes hold what they derive from"
+                : wrong.joined(separator: "; ") + " ('storectl recount' computes them again)"
+        )
     }
 
     /// Every kept count equals counting its table.

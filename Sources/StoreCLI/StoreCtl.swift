@@ -26,7 +26,8 @@ extension Targets {
                 options: [.flag("dry-run", "print the plan without running it")]),
             Command(
                 "recount",
-                "count every kept count again from its table (after a tool that does not keep them wrote the store)"),
+                "count kept counts and compute derived attributes again (after a tool that does not keep them wrote "
+                    + "the store)"),
             Command(
                 "reset-consumer", "remove a consumer from the registry (it reloads in full next time)",
                 positionals: ["NAME"]),
@@ -78,6 +79,7 @@ extension Targets {
         case "schema": try schema(inv)
         case "migrate": try migrate(inv)
         case "recount":
+            let derived = try inv.container().recomputeDerived()
             let fixed = try inv.container().recountKeptCounts()
             inv.output.record(
                 .object([
@@ -90,6 +92,13 @@ extension Targets {
                                     ("count", .string($0.name)), ("was", $0.was.map { .number(Double($0)) } ?? .null),
                                     ("now", .number(Double($0.now))),
                                 ])
+                            })
+                    ),
+                    (
+                        "derived",
+                        .array(
+                            derived.map {
+                                .object([("attribute", .string($0.name)), ("objects", .number(Double($0.objects)))])
                             })
                     ),
                 ]))

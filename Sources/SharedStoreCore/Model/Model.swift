@@ -22,6 +22,36 @@ public enum DeleteRule: String, Sendable, Hashable, Codable {
     case deny
 }
 
+/// How a derived attribute is computed (Core Data's derived attributes): a stored column that
+/// every save keeps up to date in its own transaction — saves of any process, batch operations
+/// included. A save cannot set one.
+public enum Derivation: Sendable, Hashable {
+    /// How many objects a to-many relationship (with a to-one inverse) holds
+    /// (`Category.articleCount`).
+    case count(String)
+    /// The sum of an attribute of the objects of a to-many relationship (with a to-one inverse).
+    case sum(String, of: String)
+    /// An attribute of the object a to-one relationship points at (`Article.categoryName`), nil
+    /// without one.
+    case related(String, String)
+    /// The time of the save that last wrote the object (`updatedAt`).
+    case now
+    /// A string attribute lowercased with its diacritics removed (`Article.searchTitle`), for
+    /// searching and sorting with an index.
+    case canonical(String)
+
+    /// A fixed text of the derivation, part of the stored schema.
+    var text: String {
+        switch self {
+        case .count(let r): return "count(\(r))"
+        case .sum(let r, let a): return "sum(\(r).\(a))"
+        case .related(let r, let a): return "\(r).\(a)"
+        case .now: return "now()"
+        case .canonical(let a): return "canonical(\(a))"
+        }
+    }
+}
+
 /// An attribute of an entity, with its validation rules.
 public struct Attribute: Sendable, Hashable {
     public var name: String
@@ -42,6 +72,19 @@ public struct Attribute: Sendable, Hashable {
     /// The name this attribute had in the model version before (Core Data's renaming
     /// identifier): a migration renames the column and history shows the new name.
     public var renamedFrom: String?
+    /// Set for a derived attribute (``derived(_:_:_:)``): computed by every save, never set by one.
+    public var derivation: Derivation?
+
+    /// A derived attribute: stored, fetched, sorted and indexed like any other, computed by the
+    /// save. `count` and `sum` are integers or doubles, `now` a date, `canonical` a string,
+    /// `related` the type of the attribute it copies.
+    public static func derived(_ name: String, _ type: AttributeType, _ derivation: Derivation) -> Attribute {
+        var a = Attribute(name, type, optional: true)
+        a.derivation = derivation
+        return a
+    }
+
+    public var isDerived: Bool { derivation != nil }
 
     public init(
         _ name: String, _ type: AttributeType, optional: Bool = false, default defaultValue: Value = .null,
@@ -164,11 +207,22 @@ public struct Entity: Sendable, Hashable {
     ///
     /// - Throws: `.unknownProperty` naming the first that is not (and `object`, when given).
     func checkAttributes(_ values: [String: Value], object: String? = nil) throws {
-        for name in values.keys where attribute(named: name) == nil {
-            throw StoreError(
-                .unknownProperty, (object.map { "\($0): " } ?? "") + "\(self.name) has no attribute '\(name)'")
+        for name in values.keys {
+            guard let a = attribute(named: name) else {
+                throw StoreError(
+                    .unknownProperty, (object.map { "\($0): " } ?? "") + "\(self.name) has no attribute '\(name)'")
+            }
+            if let d = a.derivation {
+                throw StoreError(
+                    .validation,
+                    (object.map { "\($0): " } ?? "") + "\(self.name).\(name) is derived (\(d.text)): the save computes "
+                        + "it; it cannot be set")
+            }
         }
     }
+
+    /// The derived attributes (in declaration order).
+    var derivedAttributes: [Attribute] { attributes.filter(\.isDerived) }
 
     /// The index history uses for property `name` (a precondition: the entity has it).
     func historyIndex(of name: String) -> Int {
@@ -262,6 +316,7 @@ public struct Model: Sendable, Hashable {
             }
             try validateIndexes(e)
             try validateKeptCounts(e)
+            for a in e.attributes { if let d = a.derivation { try validate(d, of: a, in: e) } }
         }
     }
 
@@ -282,6 +337,39 @@ public struct Model: Sendable, Hashable {
             for n in c
             where e.attribute(named: n) == nil && !(e.relationship(named: n).map { !$0.isToMany } ?? false) {
                 throw fail("\(e.name): uniqueness constraint names unknown property '\(n)'")
+            }
+        }
+    }
+
+    /// A derivation names what exists, of a type the attribute can hold.
+    private func validate(_ d: Derivation, of a: Attribute, in e: Entity) throws {
+        func fail(_ why: String) -> StoreError { StoreError(.invalidModel, "\(e.name).\(a.name) (\(d.text)): \(why)") }
+        func aggregated(_ r: String) throws -> Entity {
+            guard let rel = e.relationship(named: r), rel.isToMany, let dest = entity(named: rel.destination),
+                let inv = dest.relationship(named: rel.inverse), !inv.isToMany
+            else { throw fail("'\(r)' is not a to-many relationship with a to-one inverse") }
+            return dest
+        }
+        switch d {
+        case .count(let r):
+            _ = try aggregated(r)
+            guard a.type == .integer else { throw fail("a count is an integer") }
+        case .sum(let r, let source):
+            let dest = try aggregated(r)
+            guard let s = dest.attribute(named: source), s.type == .integer || s.type == .double, !s.isDerived else {
+                throw fail("\(dest.name).\(source) is not a stored number")
+            }
+            guard a.type == s.type || a.type == .double else { throw fail("a sum has its attribute's type") }
+        case .related(let r, let source):
+            guard let rel = e.relationship(named: r), !rel.isToMany, let dest = entity(named: rel.destination),
+                let s = dest.attribute(named: source), !s.isDerived
+            else { throw fail("'\(r).\(source)' is not a stored attribute through a to-one relationship") }
+            guard a.type == s.type else { throw fail("it copies a \(s.type.rawValue)") }
+        case .now:
+            guard a.type == .date else { throw fail("the save's time is a date") }
+        case .canonical(let source):
+            guard let s = e.attribute(named: source), s.type == .string, !s.isDerived, a.type == .string else {
+                throw fail("canonical text is made from a stored string attribute into a string")
             }
         }
     }

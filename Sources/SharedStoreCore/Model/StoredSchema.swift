@@ -13,6 +13,8 @@ package struct StoredSchema: Sendable, Hashable, Codable {
         package var name: String
         package var type: AttributeType
         package var optional: Bool
+        /// How a derived attribute is computed (``Derivation``); nil for a stored one.
+        package var derived: String?
     }
 
     package struct Relationship: Sendable, Hashable, Codable {
@@ -53,8 +55,10 @@ package struct StoredSchema: Sendable, Hashable, Codable {
         entities = model.entities.map { e in
             Entity(
                 name: e.name,
-                attributes: e.attributes.map { Attribute(name: $0.name, type: $0.type, optional: $0.isOptional) }
-                    .sorted { $0.name < $1.name },
+                attributes: e.attributes.map {
+                    Attribute(name: $0.name, type: $0.type, optional: $0.isOptional, derived: $0.derivation?.text)
+                }
+                .sorted { $0.name < $1.name },
                 relationships: e.relationships.map {
                     Relationship(
                         name: $0.name, destination: $0.destination, inverse: $0.inverse, toMany: $0.isToMany,
@@ -93,7 +97,9 @@ package struct StoredSchema: Sendable, Hashable, Codable {
         for e in entities {
             lines.append("entity \(e.name)")
             for a in e.attributes {
-                lines.append("attribute \(e.name).\(a.name) \(a.type.rawValue)\(a.optional ? " optional" : "")")
+                lines.append(
+                    "attribute \(e.name).\(a.name) \(a.type.rawValue)\(a.optional ? " optional" : "")"
+                        + (a.derived.map { " = \($0)" } ?? ""))
             }
             for r in e.relationships {
                 lines.append(
@@ -158,7 +164,8 @@ extension StoredSchema {
             switch kind {
             case "attribute" where words.count >= 3:
                 guard let type = AttributeType(rawValue: words[2]) else { throw damaged(raw) }
-                entities[i].attributes.append(Attribute(name: name, type: type, optional: words.count == 4))
+                entities[i].attributes.append(
+                    Attribute(name: name, type: type, optional: words.count == 4, derived: nil))
             case "relationship" where words.count == 4:
                 let target = words[3].split(separator: ".").map(String.init)
                 guard target.count == 2 else { throw damaged(raw) }

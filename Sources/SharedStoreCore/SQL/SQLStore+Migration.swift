@@ -341,3 +341,48 @@ extension SQLStore {
             "DELETE FROM \(SQLMapping.quote(table)) WHERE Z_PK IN (SELECT value FROM json_each(?))", [keyList(keys)])
     }
 }
+
+/// Derived attributes computed in SQL from what they derive from: for a migration that adds one,
+/// `storectl verify` (which compares) and `storectl recount` (which puts them right).
+extension SQLStore {
+    /// The SQL expression of derived attribute `a` of `e` for the row `t0`; nil for `now` (the
+    /// time of a save cannot be computed again).
+    static func derivedExpression(_ model: Model, _ e: Entity, _ a: Attribute) -> String? {
+        let q = SQLMapping.quote
+        guard let d = a.derivation else { return nil }
+        switch d {
+        case .now: return nil
+        case .canonical(let source): return "ss_canonical(t0.\(q(source)))"
+        case .related(let via, let source):
+            guard let r = e.relationship(named: via) else { return nil }
+            return "(SELECT d.\(q(source)) FROM \(q(r.destination)) AS d WHERE d.Z_PK = t0.\(q(via)))"
+        case .count(let rel):
+            guard let r = e.relationship(named: rel) else { return nil }
+            return "(SELECT count(*) FROM \(q(r.destination)) AS d WHERE d.\(q(r.inverse)) = t0.Z_PK)"
+        case .sum(let rel, let source):
+            guard let r = e.relationship(named: rel) else { return nil }
+            let total = a.type == .double ? "total(d.\(q(source)))" : "coalesce(sum(d.\(q(source))), 0)"
+            return "(SELECT \(total) FROM \(q(r.destination)) AS d WHERE d.\(q(r.inverse)) = t0.Z_PK)"
+        }
+    }
+
+    /// Computes derived attribute `attribute` of `entity` again for every object; returns how
+    /// many objects held another value.
+    @discardableResult
+    static func recomputeDerived(_ c: SQLiteConnection, model: Model, entity: String, attribute: String) throws -> Int {
+        let e = try model.entity(entity)
+        guard let a = e.attribute(named: attribute), let expr = derivedExpression(model, e, a) else { return 0 }
+        let col = SQLMapping.quote(a.name)
+        try c.execute(
+            "UPDATE \(SQLMapping.quote(e.name)) AS t0 SET \(col) = \(expr) WHERE t0.\(col) IS NOT \(expr)")
+        return c.changes
+    }
+
+    /// How many objects of `e` hold a derived attribute `a` that computing it again would change.
+    static func derivedMismatches(_ c: SQLiteConnection, model: Model, _ e: Entity, _ a: Attribute) throws -> Int64 {
+        guard let expr = derivedExpression(model, e, a) else { return 0 }
+        return try c.cached(
+            "SELECT count(*) FROM \(SQLMapping.quote(e.name)) AS t0 WHERE t0.\(SQLMapping.quote(a.name)) IS NOT \(expr)"
+        ).firstRow { $0.int64(0) } ?? 0
+    }
+}

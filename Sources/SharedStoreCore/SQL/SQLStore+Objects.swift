@@ -72,12 +72,35 @@ extension SQLStore {
         ]) { $0.int64(0) }
     }
 
-    /// Clears the to-one relationship `inverse` of every object of `e` that points to `pk`.
-    func nullify(_ e: Entity, _ inverse: String, pointingTo pk: Int64) throws {
+    /// Clears the to-one relationship `inverse` of every object of `e` that points to `pk`, and
+    /// the attributes `alsoClearing` (copies made through it).
+    func nullify(_ e: Entity, _ inverse: String, pointingTo pk: Int64, alsoClearing: [String] = []) throws {
         let column = SQLMapping.quote(inverse)
-        try c.cached("UPDATE \(table(e)) SET \(column) = NULL, Z_OPT = Z_OPT + 1 WHERE \(column) = ?").execute([
-            .integer(pk)
+        let cleared = alsoClearing.map { ", \(SQLMapping.quote($0)) = NULL" }.joined()
+        try c.cached("UPDATE \(table(e)) SET \(column) = NULL\(cleared), Z_OPT = Z_OPT + 1 WHERE \(column) = ?")
+            .execute([.integer(pk)])
+    }
+
+    // MARK: - Derived attributes
+
+    /// Adds `amount` to count or sum `attribute` of object `pk`.
+    func addToDerived(_ e: Entity, _ pk: Int64, _ attribute: String, _ amount: SQLValue) throws {
+        let a = SQLMapping.quote(attribute)
+        try c.cached("UPDATE \(table(e)) SET \(a) = coalesce(\(a), 0) + ?, Z_OPT = Z_OPT + 1 WHERE Z_PK = ?")
+            .execute([amount, .integer(pk)])
+    }
+
+    /// Sets copy `attribute` to `value` in every object of `e` whose to-one `via` points at
+    /// `target`; returns their keys.
+    func propagate(_ e: Entity, _ attribute: String, via: String, to target: Int64, _ value: SQLValue) throws -> [Int64]
+    {
+        let changed = try objects(e, whose: via, is: target)
+        guard !changed.isEmpty else { return [] }
+        let (a, v) = (SQLMapping.quote(attribute), SQLMapping.quote(via))
+        try c.cached("UPDATE \(table(e)) SET \(a) = ?, Z_OPT = Z_OPT + 1 WHERE \(v) = ?").execute([
+            value, .integer(target),
         ])
+        return changed
     }
 
     // MARK: - Join tables

@@ -113,6 +113,11 @@ extension SQLStore {
     /// `ss_strop(value, pattern, operator)`, the string matcher behind CONTAINS, BEGINSWITH,
     /// ENDSWITH, LIKE and == with case- and diacritic-insensitive variants (``StringMatch``).
     static func defineFunctions(_ c: SQLiteConnection) throws {
+        // `ss_canonical(text)`: what a `canonical` derived attribute holds (a migration and
+        // `storectl verify` compute it in SQL).
+        try c.defineTextFunction("ss_canonical", argumentCount: 1) { args in
+            args.isNull(0) ? nil : DerivationMap.canonical(args.text(0))
+        }
         try c.defineFunction("ss_strop", argumentCount: 3) { args in
             guard !args.isNull(0), !args.isNull(1), let match = StringMatch(code: args.int64(2)) else { return 0 }
             return match.matches(args.text(0), args.text(1)) ? 1 : 0

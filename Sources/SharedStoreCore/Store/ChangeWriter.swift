@@ -21,6 +21,14 @@ struct ChangeWriter {
     var conflicts: [MergeConflict] = []
     /// The kept counts' changes in this transaction.
     var counter = KeptCounter()
+    /// The time of this transaction: what every `now` derived attribute it writes holds.
+    let saveTime = Date()
+    /// Counts and sums this transaction changes (derived attributes), written before it commits.
+    var aggregates = AggregateDeltas()
+    /// Objects read for `related` derived attributes, by key.
+    var relatedCache: [ObjectKey: Snapshot] = [:]
+    /// Objects with counts or sums that this transaction inserted (recorded as inserts already).
+    var insertedTargets: Set<ObjectKey> = []
 
     init(_ s: SQLStore, policy: MergePolicy = .objectTrump) {
         self.s = s
@@ -76,6 +84,15 @@ struct ChangeWriter {
     /// Inserts a validated row and records the insert; returns the new primary key.
     mutating func insert(_ e: Entity, _ changes: PropertyChanges, object: @autoclosure () -> String) throws -> Int64 {
         let index = model.index(of: e)
+        let derived = !derivations.isEmpty
+        var changes = changes
+        if derived && !derivations.own[index].isEmpty {
+            let given = changes
+            let own = try ownDerived(
+                e, index, values: { given.values[$0] ?? e.attribute(named: $0)?.defaultValue ?? .null },
+                target: { given.relationships[$0] ?? nil }, written: nil)
+            changes.values.merge(own) { $1 }
+        }
         let stmt = try s.insertStatement(entity: index)
         var column: Int32 = 1
         for a in e.attributes {
@@ -90,7 +107,39 @@ struct ChangeWriter {
         let pk = s.lastInsertedKey
         recorder.inserted(index, pk)
         if !e.keptCounts.isEmpty { counter.inserted(index, pk) }
+        if derived { inserted(e, index, pk, changes) }
         return pk
+    }
+
+    /// A new object feeds the counts and sums it points at; one with counts or sums of its own
+    /// is remembered (its insert is recorded already).
+    private mutating func inserted(_ e: Entity, _ index: Int, _ pk: Int64, _ changes: PropertyChanges) {
+        if derivations.own[index].contains(where: { if case .zero = $0 { return true } else { return false } }) {
+            insertedTargets.insert(ObjectKey(entity: index, pk: pk))
+        }
+        if !derivations.feeds[index].isEmpty {
+            feed(
+                index, sign: 1, target: { changes.relationships[$0] ?? nil },
+                value: { changes.values[$0] ?? e.attribute(named: $0)?.defaultValue ?? .null })
+        }
+    }
+
+    /// Sets to-one `name` of an object this transaction inserted with it nil (a reference to an
+    /// object inserted later in the same save), with what it derives and feeds.
+    mutating func setRelationship(_ e: Entity, _ name: String, of pk: Int64, to target: Int64) throws {
+        try s.setRelationship(e, name, of: pk, to: target)
+        let index = model.index(of: e)
+        guard !derivations.isEmpty else { return }
+        for own in derivations.own[index] {
+            guard case .related(let a, let via, let entity, let source) = own, via == name else { continue }
+            let value = try related(entity, target)[source]
+            let type = e.attribute(named: a)?.type ?? .string
+            try s.updateRow(e, pk, columns: [a], values: [try SQLMapping.sqlValue(value, type, name: "\(e.name).\(a)")])
+        }
+        for f in derivations.feeds[index] where f.via == name {
+            let amount = try f.sum.map { try related(index, pk)[$0] } ?? .integer(1)
+            aggregates.add(ObjectKey(entity: f.target, pk: target), f.attribute, amount)
+        }
     }
 
     /// Writes the properties that differ from the stored row and records them; a no-op when none do.
@@ -153,6 +202,19 @@ struct ChangeWriter {
         }
         let pk = current.id.primaryKey
         let index = model.index(of: e)
+        var derivedValues: [String: Value] = [:]
+        if !derivations.isEmpty && !derivations.own[index].isEmpty {
+            derivedValues = try ownDerived(
+                e, index, values: { changes.values[$0] ?? current[$0] },
+                target: { name in changes.relationships[name] ?? current.relationships[name]?.primaryKey },
+                written: Set(columns))
+            for (name, value) in derivedValues.sorted(by: { $0.key < $1.key }) where value != current[name] {
+                guard let i = e.attributes.firstIndex(where: { $0.name == name }) else { continue }
+                bindings.append(try SQLMapping.sqlValue(value, e.attributes[i].type, name: "\(e.name).\(name)"))
+                columns.append(name)
+                indexes.append(i)
+            }
+        }
         let counted = !e.keptCounts.isEmpty && !counter.isNew(index, pk) && KeptCounter.reads(e, columns)
         if counted { counter.add(index, try s.keptCountFlags(e, pk), sign: -1) }
         try unique(object()) { try s.updateRow(e, pk, columns: columns, values: bindings) }
@@ -160,7 +222,7 @@ struct ChangeWriter {
         recorder.updated(index, pk, properties: indexes)
         var after = current.bumped()
         for name in columns {
-            if let v = changes.values[name] { after[name] = v }
+            if let v = changes.values[name] ?? derivedValues[name] { after[name] = v }
             if let r = e.relationship(named: name), let target = changes.relationships[name] {
                 after.relationships[name] = target.map {
                     ObjectID(storeID: container.storeID, entity: r.destination, primaryKey: $0)
@@ -168,13 +230,20 @@ struct ChangeWriter {
             }
         }
         updatedSnapshots[current.id] = after
+        if !derivations.isEmpty {
+            refeed(index, current: current, after: after)
+            try propagate(index, pk, written: changes.values.filter { columns.contains($0.key) })
+            relatedCache[ObjectKey(entity: index, pk: pk)] = after
+        }
     }
 
     /// Brings back an object another save deleted, under its own id, with what the context read
     /// and its changes on top. A related object deleted meanwhile is not brought back: the link
     /// is dropped.
     private mutating func restore(_ e: Entity, read: Snapshot, _ changes: PropertyChanges) throws {
-        let all = read.values.merging(changes.values) { $1 }
+        var all = read.values.merging(changes.values) { $1 }
+        let index = model.index(of: e)
+        var targets: [String: Int64?] = [:]
         var bindings: [SQLValue] = []
         for a in e.attributes {
             bindings.append(try validate(all[a.name] ?? a.defaultValue, a, object: read.id.description))
@@ -183,16 +252,34 @@ struct ChangeWriter {
             let target = changes.relationships[r.name] ?? read.relationships[r.name]?.primaryKey
             let kept = try target.map { try exists(try model.entity(r.destination), $0) } ?? false
             bindings.append(kept ? target.map(SQLValue.integer) ?? .null : .null)
+            targets[r.name] = kept ? target : nil
+        }
+        if !derivations.isEmpty && !derivations.own[index].isEmpty {
+            // Computed again for the object as it comes back: the attributes came first above.
+            let given = all
+            let own = try ownDerived(
+                e, index, values: { given[$0] ?? .null }, target: { targets[$0] ?? nil }, written: nil)
+            all.merge(own) { $1 }
+            bindings =
+                try e.attributes.map { a in
+                    a.isDerived
+                        ? try SQLMapping.sqlValue(all[a.name] ?? .null, a.type, name: "\(e.name).\(a.name)")
+                        : try validate(all[a.name] ?? a.defaultValue, a, object: read.id.description)
+                } + Array(bindings.dropFirst(e.attributes.count))
         }
         try unique(read.id.description) { try s.insertRow(e, primaryKey: read.id.primaryKey, values: bindings) }
-        recorder.inserted(model.index(of: e), read.id.primaryKey)
-        if !e.keptCounts.isEmpty { counter.inserted(model.index(of: e), read.id.primaryKey) }
+        recorder.inserted(index, read.id.primaryKey)
+        if !e.keptCounts.isEmpty { counter.inserted(index, read.id.primaryKey) }
+        if !derivations.isEmpty {
+            inserted(e, index, read.id.primaryKey, PropertyChanges(values: all, relationships: targets))
+        }
     }
 
     /// Deletes objects with their delete rules (``DeleteRules``).
     mutating func delete(_ e: Entity, pks: [Int64]) throws {
         var rules = DeleteRules(s)
-        try rules.delete(e, pks: pks, deleted: &deleted, recorder: &recorder, counter: &counter)
+        try rules.delete(
+            e, pks: pks, deleted: &deleted, recorder: &recorder, counter: &counter, aggregates: &aggregates)
     }
 
     // MARK: - Many-to-many links
@@ -218,8 +305,10 @@ struct ChangeWriter {
     // MARK: - History
 
     /// Writes the history transaction of everything recorded (see ``ChangeRecorder/write(_:author:contextName:)``).
-    /// Writes the kept counts' changes first: every write transaction ends here.
-    func writeHistory(author: String?, contextName: String?) throws -> HistoryToken? {
+    /// Writes the counts and sums and the kept counts' changes first: every write transaction
+    /// ends here.
+    mutating func writeHistory(author: String?, contextName: String?) throws -> HistoryToken? {
+        if !aggregates.isEmpty { try writeAggregates() }
         try counter.write(s)
         return try recorder.write(s, author: author, contextName: contextName)
     }

@@ -93,6 +93,38 @@ extension Container {
         }
     }
 
+    /// How many derived values computing them again would change, over every derived attribute.
+    package func derivedMismatchCount() throws -> Int64 { try derivedMismatches().reduce(0) { $0 + $1.objects } }
+
+    /// Each derived attribute with how many objects hold a value that computing it again would
+    /// change (`now` attributes are not computed again).
+    package func derivedMismatches() throws -> [(name: String, objects: Int64)] {
+        try read { s in
+            var result: [(name: String, objects: Int64)] = []
+            for e in model.entities {
+                for a in e.derivedAttributes {
+                    result.append(("\(e.name).\(a.name)", try SQLStore.derivedMismatches(s.c, model: model, e, a)))
+                }
+            }
+            return result
+        }
+    }
+
+    /// Computes every derived attribute again (a store written by a tool that does not keep
+    /// them); returns the attributes that were wrong, with how many objects changed.
+    package func recomputeDerived() throws -> [(name: String, objects: Int)] {
+        try write { s in
+            var fixed: [(name: String, objects: Int)] = []
+            for e in model.entities {
+                for a in e.derivedAttributes {
+                    let n = try SQLStore.recomputeDerived(s.c, model: model, entity: e.name, attribute: a.name)
+                    if n > 0 { fixed.append(("\(e.name).\(a.name)", n)) }
+                }
+            }
+            return fixed
+        }
+    }
+
     /// Counts every kept count again from its table and stores the result (a store written by a
     /// tool that does not keep them, say); returns the counts that were wrong, with both values.
     package func recountKeptCounts() throws -> [(name: String, was: Int64?, now: Int64)] {

@@ -48,6 +48,8 @@ public final class Container: Sendable {
     private let patterns = Mutex<[String: Regex]>([:])
     /// Each entity's hot SQL, by entity index.
     let entitySQL: [EntitySQL]
+    /// The model's derived attributes, arranged for the save path.
+    let derivations: DerivationMap
     /// The SQL and bindings of recent fetch requests: a program runs the same requests again and
     /// again (a widget's summary, a live query, a page of a list). Bounded; cleared when full.
     let compiledFetches = Mutex<[FetchRequest: CompiledQuery]>([:])
@@ -79,6 +81,7 @@ public final class Container: Sendable {
         self.options = options
         self.process = (Int64(getpid()), ProcessInfo.processInfo.processName)
         self.entitySQL = model.entities.enumerated().map { EntitySQL($1, index: $0) }
+        self.derivations = DerivationMap(model)
         guard options.busyTimeout.isFinite, options.busyTimeout >= 0 else {
             throw StoreError(
                 .invalidArgument, "busy timeout must be a finite number of seconds, not \(options.busyTimeout)")

@@ -19,7 +19,7 @@ struct DeleteRules {
     /// deleted in this transaction (each goes once).
     mutating func delete(
         _ e: Entity, pks: [Int64], deleted: inout Set<ObjectKey>, recorder: inout ChangeRecorder,
-        counter: inout KeptCounter
+        counter: inout KeptCounter, aggregates: inout AggregateDeltas
     ) throws {
         requested = Set(pks.map { ObjectKey(entity: model.index(of: e), pk: $0) })
         work = pks.map { (e, $0) }
@@ -42,6 +42,11 @@ struct DeleteRules {
             let index = model.index(of: entity)
             if !entity.keptCounts.isEmpty, !counter.isNew(index, pk) {
                 counter.add(index, try s.keptCountFlags(entity, pk), sign: -1)
+            }
+            // What it fed (counts, sums of the objects it points at) goes with it.
+            let map = s.container.derivations
+            if !map.isEmpty, !map.feeds[index].isEmpty {
+                aggregates.feed(map, index, sign: -1, target: { row.relationships[$0]?.primaryKey }, value: { row[$0] })
             }
             try s.deleteRow(entity, pk)
             recorder.deleted(index, pk, tombstone: tombstone)
@@ -89,9 +94,13 @@ struct DeleteRules {
             case .cascade:
                 work += related.map { (dest, $0) }
             case .nullify:
-                try s.nullify(dest, r.inverse, pointingTo: pk)
+                // Copies made through the relationship (`related` derived attributes) go too.
+                let copies =
+                    s.container.derivations.isEmpty ? [] : s.container.derivations.copies(destIndex, via: r.inverse)
+                try s.nullify(dest, r.inverse, pointingTo: pk, alsoClearing: copies)
+                let properties = [dest.historyIndex(of: r.inverse)] + copies.map(dest.historyIndex(of:))
                 for other in related {
-                    recorder.updated(destIndex, other, properties: [dest.historyIndex(of: r.inverse)])
+                    recorder.updated(destIndex, other, properties: properties)
                 }
             }
         } else if let target = row.relationships[r.name] {

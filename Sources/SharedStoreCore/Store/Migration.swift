@@ -170,6 +170,13 @@ struct MigrationRunner {
         }
         for action in planner.actions {
             switch action {
+            case .recompute(let entity, let attribute):
+                try SQLStore.recomputeDerived(c, model: model, entity: entity, attribute: attribute)
+            default: break
+            }
+        }
+        for action in planner.actions {
+            switch action {
             case .recount(let entity, let count): try SQLStore.recount(c, model: model, entity: entity, count: count)
             case .removeCount(let name): try SQLStore.deleteKeptCount(c, name)
             default: break

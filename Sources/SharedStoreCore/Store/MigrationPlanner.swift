@@ -12,6 +12,7 @@ enum MigrationAction: Sendable {
     case createJoinTable(String)
     case fillNulls(table: String, column: String, value: Value, type: AttributeType)
     case recount(entity: String, count: String)
+    case recompute(entity: String, attribute: String)
     case removeCount(String)
     case note(String)
 
@@ -33,6 +34,7 @@ enum MigrationAction: Sendable {
         case .fillNulls(let table, let column, let value, _):
             return "set \(table).\(column) to its default \(value) where it has no value"
         case .recount(let entity, let count): return "count kept count \(entity).\(count)"
+        case .recompute(let entity, let attribute): return "compute derived attribute \(entity).\(attribute)"
         case .removeCount(let name): return "remove kept count \(name)"
         case .note(let text): return text
         }
@@ -124,6 +126,10 @@ struct MigrationPlanner {
         attributeNames[e.name] = names
         for a in o.attributes where names[a.name] == nil {
             actions.append(.dropColumn(table: e.name, column: a.name, what: "attribute"))
+        }
+        for a in e.attributes where a.isDerived {
+            let before = o.attribute(names.first { $0.value == a.name }?.key ?? a.name)
+            if before?.derived != a.derivation?.text { actions.append(.recompute(entity: e.name, attribute: a.name)) }
         }
         for a in fresh {
             actions.append(.addColumn(table: e.name, column: a.name, type: a.type, default: a.defaultValue))

@@ -121,7 +121,7 @@ struct SavePlan {
                 throw StoreError(
                     .objectNotFound, "\(e.name)/\(pk).\(name) refers to \(target), which this context did not insert")
             }
-            try w.s.setRelationship(e, name, of: pk, to: p.primaryKey)
+            try w.setRelationship(e, name, of: pk, to: p.primaryKey)
         }
     }
 

@@ -92,7 +92,9 @@ enum RecordEncoder {
         var values: [String: Value] = [:]
         var rels: [String: ObjectID?] = [:]
         for (key, v) in box.fields where key != "id" {
-            if entity.attribute(named: key) != nil {
+            if let a = entity.attribute(named: key) {
+                // A record reads derived attributes; the save computes them.
+                if a.isDerived { continue }
                 guard case .value(let value) = v else {
                     throw StoreError(.validation, "\(entity.name).\(key) takes a value, not an object id")
                 }

@@ -1,0 +1,122 @@
+import Foundation
+import SharedStoreSupport
+
+/// The model's derived attributes (``Derivation``), arranged for the save path: what an insert
+/// or update of an entity computes for itself, which counts and sums it feeds, and which copies
+/// of its attributes live in other entities. Made once per container.
+struct DerivationMap: Sendable {
+    /// A derived attribute an object computes from itself (or the object it points at).
+    enum Own: Sendable {
+        case now(String)
+        case canonical(String, from: String)
+        case related(String, via: String, entity: Int, source: String)
+        /// A count or sum: starts at zero; the objects it aggregates feed it.
+        case zero(String, AttributeType)
+    }
+
+    /// A count or sum of entity `target` fed by an entity through its to-one `via`.
+    struct Feed: Sendable {
+        let target: Int
+        let attribute: String
+        let via: String
+        /// The summed attribute (nil: a count).
+        let sum: String?
+    }
+
+    /// A copy (`related`) of an attribute of this entity, held by objects of `entity`
+    /// through their to-one `via`.
+    struct Dependent: Sendable {
+        let entity: Int
+        let attribute: String
+        let via: String
+    }
+
+    let own: [[Own]]
+    let feeds: [[Feed]]
+    /// By entity index, then by the attribute copied.
+    let dependents: [[String: [Dependent]]]
+    let isEmpty: Bool
+
+    init(_ model: Model) {
+        var own = Array(repeating: [Own](), count: model.entities.count)
+        var feeds = Array(repeating: [Feed](), count: model.entities.count)
+        var dependents = Array(repeating: [String: [Dependent]](), count: model.entities.count)
+        for (i, e) in model.entities.enumerated() {
+            for a in e.attributes {
+                guard let d = a.derivation else { continue }
+                switch d {
+                case .now: own[i].append(.now(a.name))
+                case .canonical(let source): own[i].append(.canonical(a.name, from: source))
+                case .related(let via, let source):
+                    guard let r = e.relationship(named: via), let target = model.entityIndex[r.destination] else {
+                        continue
+                    }
+                    own[i].append(.related(a.name, via: via, entity: target, source: source))
+                    dependents[target][source, default: []].append(Dependent(entity: i, attribute: a.name, via: via))
+                case .count(let rel), .sum(let rel, of: _):
+                    guard let r = e.relationship(named: rel), let x = model.entityIndex[r.destination] else { continue }
+                    own[i].append(.zero(a.name, a.type))
+                    var summed: String?
+                    if case .sum(_, let source) = d { summed = source }
+                    feeds[x].append(Feed(target: i, attribute: a.name, via: r.inverse, sum: summed))
+                }
+            }
+        }
+        self.own = own
+        self.feeds = feeds
+        self.dependents = dependents
+        isEmpty = own.allSatisfy(\.isEmpty)
+    }
+
+    /// The `related` copies entity `index` makes through its to-one `via` (cleared with it).
+    func copies(_ index: Int, via: String) -> [String] {
+        own[index].compactMap { if case .related(let a, via, _, _) = $0 { return a } else { return nil } }
+    }
+
+    /// Lowercased, diacritics removed: the text a `canonical` attribute holds.
+    static func canonical(_ s: String) -> String {
+        s.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil).lowercased()
+    }
+}
+
+/// The counts and sums one write transaction changes, by object, written once before it commits.
+struct AggregateDeltas {
+    private(set) var deltas: [ObjectKey: [String: Value]] = [:]
+
+    var isEmpty: Bool { deltas.isEmpty }
+
+    /// Adds `amount` (an integer or a double; negative to take away) to `attribute` of `target`.
+    mutating func add(_ target: ObjectKey, _ attribute: String, _ amount: Value) {
+        let sum = Self.plus(deltas[target]?[attribute] ?? .integer(0), amount)
+        deltas[target, default: [:]][attribute] = sum
+    }
+
+    /// An object of entity `index` that feeds counts or sums comes (`sign` 1) or goes (-1):
+    /// `target` and `value` say where it points and what it holds.
+    mutating func feed(
+        _ map: DerivationMap, _ index: Int, sign: Int64, target: (String) -> Int64?, value: (String) -> Value
+    ) {
+        for f in map.feeds[index] {
+            guard let t = target(f.via) else { continue }
+            let amount = f.sum.map { value($0) } ?? .integer(1)
+            add(ObjectKey(entity: f.target, pk: t), f.attribute, sign < 0 ? Self.negated(amount) : amount)
+        }
+    }
+
+    static func plus(_ a: Value, _ b: Value) -> Value {
+        switch (a, b) {
+        case (.integer(let x), .integer(let y)): return .integer(x &+ y)
+        case (.null, let y): return y
+        case (let x, .null): return x
+        default: return .double((a.doubleValue ?? 0) + (b.doubleValue ?? 0))
+        }
+    }
+
+    static func negated(_ v: Value) -> Value {
+        switch v {
+        case .integer(let i): return .integer(-i)
+        case .double(let d): return .double(-d)
+        default: return .integer(0)
+        }
+    }
+}
