@@ -29,10 +29,13 @@ struct ChangeWriter {
     var relatedCache: [ObjectKey: Snapshot] = [:]
     /// Objects with counts or sums that this transaction inserted (recorded as inserts already).
     var insertedTargets: Set<ObjectKey> = []
+    /// The entities' validation rules and lifecycle events (nil: none registered).
+    let hooks: [Int: EntityHooks]?
 
     init(_ s: SQLStore, policy: MergePolicy = .objectTrump) {
         self.s = s
         self.resolver = MergeResolver(policy: policy)
+        self.hooks = s.container.hookRegistry.all()
     }
 
     var container: Container { s.container }
@@ -86,6 +89,7 @@ struct ChangeWriter {
         let index = model.index(of: e)
         let derived = !derivations.isEmpty
         var changes = changes
+        if let h = hooks?[index] { try awaken(e, h, &changes, object: object()) }
         if derived && !derivations.own[index].isEmpty {
             let given = changes
             let own = try ownDerived(
@@ -108,7 +112,45 @@ struct ChangeWriter {
         recorder.inserted(index, pk)
         if !e.keptCounts.isEmpty { counter.inserted(index, pk) }
         if derived { inserted(e, index, pk, changes) }
+        if let h = hooks?[index], !h.rules.isEmpty || h.didSave != nil {
+            let saved = snapshot(e, pk, changes)
+            try h.check(saved, .insert, object: "\(e.name)/\(pk)")
+            h.didSave?(saved)
+        }
         return pk
+    }
+
+    /// `awakeFromInsert` then `willSave` of a new object: what they set joins its values.
+    private func awaken(_ e: Entity, _ h: EntityHooks, _ changes: inout PropertyChanges, object: String) throws {
+        guard h.awakeFromInsert != nil || h.willSave != nil else { return }
+        var values = changes.values
+        for a in e.attributes where !a.isDerived && values[a.name] == nil { values[a.name] = a.defaultValue }
+        var draft = ObjectDraft(entity: e, id: nil, values: values, relationships: objectIDs(e, changes))
+        if let awake = h.awakeFromInsert { try EntityHooks.run("awakeFromInsert", object) { try awake(&draft) } }
+        if let will = h.willSave { try EntityHooks.run("willSave", object) { try will(&draft) } }
+        for name in draft.changed { changes.values[name] = draft[name] }
+    }
+
+    /// The to-one relationships of `changes` as object ids.
+    private func objectIDs(_ e: Entity, _ changes: PropertyChanges) -> [String: ObjectID?] {
+        var out: [String: ObjectID?] = [:]
+        for r in e.toOneRelationships {
+            out[r.name] = (changes.relationships[r.name] ?? nil).map {
+                ObjectID(storeID: container.storeID, entity: r.destination, primaryKey: $0)
+            }
+        }
+        return out
+    }
+
+    /// A new object as stored: its values (defaults for the ones not given) and relationships.
+    private func snapshot(_ e: Entity, _ pk: Int64, _ changes: PropertyChanges) -> Snapshot {
+        var values: [String: Value] = [:]
+        for a in e.attributes { values[a.name] = changes.values[a.name] ?? a.defaultValue }
+        var rels: [String: ObjectID] = [:]
+        for (name, id) in objectIDs(e, changes) { if let id { rels[name] = id } }
+        return Snapshot(
+            id: ObjectID(storeID: container.storeID, entity: e.name, primaryKey: pk), version: 1, values: values,
+            relationships: rels)
     }
 
     /// A new object feeds the counts and sums it points at; one with counts or sums of its own
@@ -175,53 +217,49 @@ struct ChangeWriter {
         try write(e, current: current, resolved, object: object())
     }
 
+    /// The columns an update writes: what differs between `current` and `changes`, validated.
+    private struct Row {
+        var columns: [String] = []
+        var bindings: [SQLValue] = []
+        var indexes: [Int] = []
+    }
+
     /// Writes what differs between `current` and `changes`, records it, and keeps the result.
     private mutating func write(
         _ e: Entity, current: Snapshot, _ changes: PropertyChanges, object: @autoclosure () -> String
     ) throws {
-        var columns: [String] = []
-        var bindings: [SQLValue] = []
-        var indexes: [Int] = []
+        var changes = changes
+        let index = model.index(of: e)
+        let hook = hooks?[index]
+        if let will = hook?.willSave { try willSave(e, will, current: current, &changes, object: object()) }
+        var row = Row()
         for (i, a) in e.attributes.enumerated() {
             guard let v = changes.values[a.name], v != current[a.name] else { continue }
-            bindings.append(try validate(v, a, object: object()))
-            columns.append(a.name)
-            indexes.append(i)
+            row.bindings.append(try validate(v, a, object: object()))
+            row.columns.append(a.name)
+            row.indexes.append(i)
         }
         for (i, r) in e.toOneRelationships.enumerated() {
             guard let target = changes.relationships[r.name], target != current.relationships[r.name]?.primaryKey else {
                 continue
             }
-            bindings.append(target.map(SQLValue.integer) ?? .null)
-            columns.append(r.name)
-            indexes.append(e.attributes.count + i)
+            row.bindings.append(target.map(SQLValue.integer) ?? .null)
+            row.columns.append(r.name)
+            row.indexes.append(e.attributes.count + i)
         }
-        guard !columns.isEmpty else {
+        guard !row.columns.isEmpty else {
             updatedSnapshots[current.id] = current
             return
         }
         let pk = current.id.primaryKey
-        let index = model.index(of: e)
-        var derivedValues: [String: Value] = [:]
-        if !derivations.isEmpty && !derivations.own[index].isEmpty {
-            derivedValues = try ownDerived(
-                e, index, values: { changes.values[$0] ?? current[$0] },
-                target: { name in changes.relationships[name] ?? current.relationships[name]?.primaryKey },
-                written: Set(columns))
-            for (name, value) in derivedValues.sorted(by: { $0.key < $1.key }) where value != current[name] {
-                guard let i = e.attributes.firstIndex(where: { $0.name == name }) else { continue }
-                bindings.append(try SQLMapping.sqlValue(value, e.attributes[i].type, name: "\(e.name).\(name)"))
-                columns.append(name)
-                indexes.append(i)
-            }
-        }
-        let counted = !e.keptCounts.isEmpty && !counter.isNew(index, pk) && KeptCounter.reads(e, columns)
+        let derivedValues = try deriveOwn(e, index, current: current, changes, &row)
+        let counted = !e.keptCounts.isEmpty && !counter.isNew(index, pk) && KeptCounter.reads(e, row.columns)
         if counted { counter.add(index, try s.keptCountFlags(e, pk), sign: -1) }
-        try unique(object()) { try s.updateRow(e, pk, columns: columns, values: bindings) }
+        try unique(object()) { try s.updateRow(e, pk, columns: row.columns, values: row.bindings) }
         if counted { counter.add(index, try s.keptCountFlags(e, pk), sign: 1) }
-        recorder.updated(index, pk, properties: indexes)
+        recorder.updated(index, pk, properties: row.indexes)
         var after = current.bumped()
-        for name in columns {
+        for name in row.columns {
             if let v = changes.values[name] ?? derivedValues[name] { after[name] = v }
             if let r = e.relationship(named: name), let target = changes.relationships[name] {
                 after.relationships[name] = target.map {
@@ -230,11 +268,50 @@ struct ChangeWriter {
             }
         }
         updatedSnapshots[current.id] = after
+        if let hook, !hook.rules.isEmpty || hook.didSave != nil {
+            try hook.check(after, .update, object: current.id.description)
+            hook.didSave?(after)
+        }
         if !derivations.isEmpty {
             refeed(index, current: current, after: after)
-            try propagate(index, pk, written: changes.values.filter { columns.contains($0.key) })
+            try propagate(index, pk, written: changes.values.filter { row.columns.contains($0.key) })
             relatedCache[ObjectKey(entity: index, pk: pk)] = after
         }
+    }
+
+    /// `willSave` of an object being updated: what it sets joins the changes.
+    private func willSave(
+        _ e: Entity, _ will: @Sendable (inout ObjectDraft) throws -> Void, current: Snapshot,
+        _ changes: inout PropertyChanges, object: String
+    ) throws {
+        var values = current.values.merging(changes.values) { $1 }
+        for a in e.derivedAttributes { values[a.name] = current[a.name] }
+        var rels: [String: ObjectID?] = current.relationships.mapValues { $0 }
+        for (name, target) in changes.relationships {
+            let destination = e.relationship(named: name)?.destination ?? ""
+            rels[name] = target.map { ObjectID(storeID: container.storeID, entity: destination, primaryKey: $0) }
+        }
+        var draft = ObjectDraft(entity: e, id: current.id, values: values, relationships: rels)
+        try EntityHooks.run("willSave", object) { try will(&draft) }
+        for name in draft.changed { changes.values[name] = draft[name] }
+    }
+
+    /// The object's own derived values an update writes, added to `row`.
+    private mutating func deriveOwn(
+        _ e: Entity, _ index: Int, current: Snapshot, _ changes: PropertyChanges, _ row: inout Row
+    ) throws -> [String: Value] {
+        guard !derivations.isEmpty && !derivations.own[index].isEmpty else { return [:] }
+        let derived = try ownDerived(
+            e, index, values: { changes.values[$0] ?? current[$0] },
+            target: { name in changes.relationships[name] ?? current.relationships[name]?.primaryKey },
+            written: Set(row.columns))
+        for (name, value) in derived.sorted(by: { $0.key < $1.key }) where value != current[name] {
+            guard let i = e.attributes.firstIndex(where: { $0.name == name }) else { continue }
+            row.bindings.append(try SQLMapping.sqlValue(value, e.attributes[i].type, name: "\(e.name).\(name)"))
+            row.columns.append(name)
+            row.indexes.append(i)
+        }
+        return derived
     }
 
     /// Brings back an object another save deleted, under its own id, with what the context read

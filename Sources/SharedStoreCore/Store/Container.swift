@@ -50,6 +50,8 @@ public final class Container: Sendable {
     let entitySQL: [EntitySQL]
     /// The model's derived attributes, arranged for the save path.
     let derivations: DerivationMap
+    /// Validation rules and lifecycle events registered per entity (``register(_:_:)``).
+    let hookRegistry = HookRegistry()
     /// The SQL and bindings of recent fetch requests: a program runs the same requests again and
     /// again (a widget's summary, a live query, a page of a list). Bounded; cleared when full.
     let compiledFetches = Mutex<[FetchRequest: CompiledQuery]>([:])

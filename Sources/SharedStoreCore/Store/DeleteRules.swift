@@ -11,7 +11,13 @@ struct DeleteRules {
     /// Objects to delete, in order (the requested ones, then cascades).
     private var work: [(Entity, Int64)] = []
 
-    init(_ s: SQLStore) { self.s = s }
+    /// The entities' lifecycle events and rules (nil: none registered).
+    private let hooks: [Int: EntityHooks]?
+
+    init(_ s: SQLStore) {
+        self.s = s
+        self.hooks = s.container.hookRegistry.all()
+    }
 
     var model: Model { s.model }
 
@@ -40,6 +46,12 @@ struct DeleteRules {
                 tombstone.append((ai, row[a.name]))
             }
             let index = model.index(of: entity)
+            if let h = hooks?[index] {
+                if let prepare = h.prepareForDeletion {
+                    try EntityHooks.run("prepareForDeletion", row.id.description) { try prepare(row) }
+                }
+                try h.check(row, .delete, object: row.id.description)
+            }
             if !entity.keptCounts.isEmpty, !counter.isNew(index, pk) {
                 counter.add(index, try s.keptCountFlags(entity, pk), sign: -1)
             }

@@ -178,6 +178,7 @@ public final class ObjectContext {
     public func fetch(_ request: FetchRequest) throws -> [Snapshot] {
         let snapshots = try container.readOneStatement { s in try s.fetch(request) }
         for s in snapshots { registered[s.id] = s }
+        container.awake(snapshots)
         return snapshots
     }
 
@@ -192,7 +193,15 @@ public final class ObjectContext {
     /// try context.forEach(FetchRequest("Article", sortedBy: [Key("createdAt").ascending])) { print($0.id) }
     /// ```
     public func forEach(_ request: FetchRequest, _ body: (Snapshot) throws -> Void) throws {
-        try container.readOneStatement { s in try s.forEach(request, body) }
+        guard let awake = container.awakeFromFetch(request.entity) else {
+            return try container.readOneStatement { s in try s.forEach(request, body) }
+        }
+        try container.readOneStatement { s in
+            try s.forEach(request) { snapshot in
+                awake(snapshot)
+                try body(snapshot)
+            }
+        }
     }
 
     /// How many objects match `request`.
@@ -212,6 +221,7 @@ public final class ObjectContext {
             throw StoreError(.objectNotFound, "no object \(id) in the store")
         }
         registered[id] = s
+        container.awake([s])
         return s
     }
 

@@ -1,0 +1,159 @@
+import Foundation
+import SharedStoreSupport
+import Synchronization
+
+/// An object as `awakeFromInsert` and `willSave` see it: its values as they will be saved, which
+/// the hook may change (stored attributes only: a derived attribute is the save's to compute,
+/// the seed's first pitfall).
+public struct ObjectDraft: Sendable {
+    public let entity: String
+    /// Nil for an object being inserted (its key comes with the save).
+    public let id: ObjectID?
+    public var isInserted: Bool { id == nil }
+    private(set) var values: [String: Value]
+    let relationships: [String: ObjectID?]
+    private let model: Entity
+    /// The names the hook set.
+    private(set) var changed: Set<String> = []
+
+    init(entity: Entity, id: ObjectID?, values: [String: Value], relationships: [String: ObjectID?]) {
+        self.entity = entity.name
+        self.model = entity
+        self.id = id
+        self.values = values
+        self.relationships = relationships
+    }
+
+    /// The value of attribute `name` (`.null` when it has none).
+    public subscript(name: String) -> Value { values[name] ?? .null }
+
+    /// The object a to-one relationship points at.
+    public func related(_ name: String) -> ObjectID? { relationships[name] ?? nil }
+
+    /// Sets attribute `name`.
+    ///
+    /// - Throws: `.unknownProperty` for a name the entity lacks; `.validation` for a derived
+    ///   attribute (the save computes it).
+    public mutating func set(_ name: String, _ value: Value) throws {
+        try model.checkAttributes([name: value], object: id?.description ?? "new \(entity)")
+        values[name] = value
+        changed.insert(name)
+    }
+}
+
+/// A rule over a whole object (the seed's cross-property rules: a due date after the start
+/// date), checked by the save after `willSave`. A broken rule fails the save, naming the object
+/// and the rule.
+public struct ValidationRule: Sendable {
+    public enum Event: Sendable, Hashable { case insert, update, delete }
+    public let name: String
+    public let events: Set<Event>
+    let check: @Sendable (Snapshot) -> Bool
+
+    public init(
+        _ name: String, on events: Set<Event> = [.insert, .update], _ check: @escaping @Sendable (Snapshot) -> Bool
+    ) {
+        self.name = name
+        self.events = events
+        self.check = check
+    }
+}
+
+/// Code an entity runs in the save (Core Data's validation and lifecycle methods), registered
+/// with ``Container/register(_:_:)``. All but `awakeFromFetch` run inside the save's
+/// transaction: one that throws rolls the whole save back, history included.
+///
+/// What each may do, enforced by what it is given:
+/// - `awakeFromInsert(&draft)`: once, when an object is first saved; may set attributes
+///   (defaults such as a UUID or a creation date).
+/// - `willSave(&draft)`: before every insert and update is written; may change attributes, never
+///   derived ones (they are computed after it).
+/// - `rules`: checked on the object as it will be stored (insert, update) or as it was (delete).
+/// - `didSave(snapshot)`: after the object is written, inside the transaction; reads only.
+/// - `prepareForDeletion(snapshot)`: before an object is deleted (cascades included); reads
+///   only, may throw to refuse. It must not delete files: the transaction may still roll back.
+/// - `awakeFromFetch(snapshot)`: when a context fetches an object; reads only.
+public struct EntityHooks: Sendable {
+    public var awakeFromInsert: (@Sendable (inout ObjectDraft) throws -> Void)?
+    public var willSave: (@Sendable (inout ObjectDraft) throws -> Void)?
+    public var rules: [ValidationRule]
+    public var didSave: (@Sendable (Snapshot) -> Void)?
+    public var prepareForDeletion: (@Sendable (Snapshot) throws -> Void)?
+    public var awakeFromFetch: (@Sendable (Snapshot) -> Void)?
+
+    public init(
+        awakeFromInsert: (@Sendable (inout ObjectDraft) throws -> Void)? = nil,
+        willSave: (@Sendable (inout ObjectDraft) throws -> Void)? = nil, rules: [ValidationRule] = [],
+        didSave: (@Sendable (Snapshot) -> Void)? = nil,
+        prepareForDeletion: (@Sendable (Snapshot) throws -> Void)? = nil,
+        awakeFromFetch: (@Sendable (Snapshot) -> Void)? = nil
+    ) {
+        self.awakeFromInsert = awakeFromInsert
+        self.willSave = willSave
+        self.rules = rules
+        self.didSave = didSave
+        self.prepareForDeletion = prepareForDeletion
+        self.awakeFromFetch = awakeFromFetch
+    }
+
+    /// Runs hook `name` of `entity`, turning what it throws into an error naming the object.
+    static func run<T>(_ name: String, _ object: @autoclosure () -> String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as StoreError {
+            throw StoreError(error.code, "\(object()): \(name): \(error.message)")
+        } catch {
+            throw StoreError(.validation, "\(object()): \(name) failed: \(error)")
+        }
+    }
+
+    /// Fails with `.validation` naming `object` and the first rule of `event` that `snapshot`
+    /// breaks.
+    func check(_ snapshot: Snapshot, _ event: ValidationRule.Event, object: String) throws {
+        for rule in rules where rule.events.contains(event) && !rule.check(snapshot) {
+            throw StoreError(.validation, "\(object) breaks the rule '\(rule.name)'")
+        }
+    }
+}
+
+/// The hooks registered with a container, by entity index.
+final class HookRegistry: Sendable {
+    private let hooks = Mutex<[Int: EntityHooks]>([:])
+    private let any = Atomic<Bool>(false)
+
+    var isEmpty: Bool { !any.load(ordering: .relaxed) }
+
+    func set(_ index: Int, _ h: EntityHooks) {
+        hooks.withLock { $0[index] = h }
+        any.store(true, ordering: .relaxed)
+    }
+
+    /// Every registered hook, for one save (nil when none is).
+    func all() -> [Int: EntityHooks]? { isEmpty ? nil : hooks.withLock { $0 } }
+}
+
+extension Container {
+    /// Registers the hooks of `entity` (replacing any earlier ones): from now on every save of
+    /// this container runs them; other processes run their own.
+    ///
+    /// - Throws: `.unknownEntity`.
+    public func register(_ entity: String, _ hooks: EntityHooks) throws {
+        let e = try model.entity(entity)
+        hookRegistry.set(model.index(of: e), hooks)
+    }
+
+    /// The `awakeFromFetch` of `entity`, if one is registered.
+    func awakeFromFetch(_ entity: String) -> (@Sendable (Snapshot) -> Void)? {
+        guard let all = hookRegistry.all(), let i = model.entityIndex[entity] else { return nil }
+        return all[i]?.awakeFromFetch
+    }
+
+    /// Calls `awakeFromFetch` of each fetched object's entity.
+    func awake(_ snapshots: [Snapshot]) {
+        guard let all = hookRegistry.all() else { return }
+        for s in snapshots {
+            guard let i = model.entityIndex[s.id.entity], let awake = all[i]?.awakeFromFetch else { continue }
+            awake(s)
+        }
+    }
+}
