@@ -6,7 +6,7 @@ import Testing
 /// Issue 13's records: updates write what changed, and every property a record holds is stored
 /// or refused at first use, never dropped.
 @Suite struct RecordTests {
-    enum Status: String, Codable, Sendable { case open, done }
+    enum Status: String, Codable, Sendable, ValueConvertible { case open, done }
     enum Priority: Int, Codable, Sendable { case low = 1, high = 3 }
     struct Place: Codable, Sendable, Hashable {
         var lat: Double
@@ -129,5 +129,41 @@ import Testing
         #expect(now["isRead"] == true, "this record's change is written")
         let last = try #require(try container.fetchHistory(HistoryRequest(authors: ["A"])).last)
         #expect(last.changes.map(\.updatedProperties) == [["isRead"]], "only the changed property is recorded")
+    }
+
+    struct Typed: Record {
+        static let entityName = "Bookmark"
+        var id: ObjectID?
+        var url: URL
+        var price: Decimal
+        var status: Status
+        var priority: Priority
+        var tags: [String]
+        enum CodingKeys: String, CodingKey { case id, url, price, status, priority, tags }
+    }
+
+    @Test func conditionsTakeSwiftValuesAndTypedColumnsAndRecordTypesAnswerQuestions() throws {
+        let context = try TemporaryGroup().open(Self.model).newContext(author: "A")
+        let swift = try #require(URL(string: "https://swift.org"))
+        for (i, status) in [Status.open, .done, .done].enumerated() {
+            try context.insert(
+                Typed(
+                    id: nil, url: i == 0 ? swift : try #require(URL(string: "https://x.example/\(i)")), price: 2,
+                    status: status, priority: .low, tags: []))
+        }
+        try context.save()
+        let url: URL = swift
+        #expect(try context.fetchOne(Typed.self, where: Key("url") == url)?.status == .open)
+        #expect(try context.count(Typed.self, where: Key(Typed.CodingKeys.status) == Status.done) == 2)
+        #expect(try context.exists(Typed.self, where: Key(Typed.CodingKeys.priority) == 1))
+        #expect(try !context.exists(Typed.self, where: Key("status") == "archived"))
+        let sorted = try context.fetch(Typed.self, sortedBy: [Key(Typed.CodingKeys.url).descending]).map(\.url)
+        #expect(sorted.last == swift)
+        let first = try #require(try context.fetchOne(Typed.self, where: Key("url") == url))
+        try context.delete(first)
+        try context.save()
+        #expect(try context.count(Typed.self) == 2)
+        let optional: String? = nil
+        #expect(try context.count(Typed.self, where: Key("url") != optional) == 2)
     }
 }

@@ -98,10 +98,61 @@ public struct Condition: Sendable, Hashable {
     public static prefix func ! (a: Condition) -> Condition { Condition(.not(a)) }
 }
 
-/// A key path in a condition or a sort: `Key("title")`, `Key("category.name")`.
+/// A Swift value a condition can compare with directly (`Key("url") == url`): the standard
+/// scalar types, `Date`, `Data`, `UUID`, `URL`, `Decimal`, ``Value``, and optionals of these.
+/// An enum backed by a String or an Int joins with an empty conformance
+/// (`extension Status: ValueConvertible {}`).
+public protocol ValueConvertible: Sendable {
+    /// The value as stored.
+    var storedValue: Value { get }
+}
+
+extension Value: ValueConvertible { public var storedValue: Value { self } }
+extension String: ValueConvertible { public var storedValue: Value { .string(self) } }
+extension Int: ValueConvertible { public var storedValue: Value { .integer(Int64(self)) } }
+extension Int64: ValueConvertible { public var storedValue: Value { .integer(self) } }
+extension Int32: ValueConvertible { public var storedValue: Value { .integer(Int64(self)) } }
+extension Double: ValueConvertible { public var storedValue: Value { .double(self) } }
+extension Float: ValueConvertible { public var storedValue: Value { .double(Double(self)) } }
+extension Bool: ValueConvertible { public var storedValue: Value { .bool(self) } }
+extension Date: ValueConvertible { public var storedValue: Value { .date(self) } }
+extension Data: ValueConvertible { public var storedValue: Value { .data(self) } }
+extension UUID: ValueConvertible { public var storedValue: Value { .uuid(self) } }
+extension URL: ValueConvertible { public var storedValue: Value { .string(absoluteString) } }
+extension Decimal: ValueConvertible { public var storedValue: Value { .string(description) } }
+extension Optional: ValueConvertible where Wrapped: ValueConvertible {
+    public var storedValue: Value { self?.storedValue ?? .null }
+}
+extension RawRepresentable where Self: ValueConvertible, RawValue: ValueConvertible {
+    public var storedValue: Value { rawValue.storedValue }
+}
+
+/// A key path in a condition or a sort: `Key("title")`, `Key("category.name")`, or a record's
+/// coding key (`Key(Article.CodingKeys.title)`: a typed column, checked by the compiler).
 public struct Key: Sendable, Hashable {
     public let path: String
     public init(_ path: String) { self.path = path }
+    /// The attribute a record's coding key names (its string value, as the record maps it).
+    public init(_ codingKey: some CodingKey) { self.path = codingKey.stringValue }
+
+    public static func == <T: ValueConvertible>(k: Key, v: T) -> Condition {
+        Condition(.compare(k.path, .equal, v.storedValue))
+    }
+    public static func != <T: ValueConvertible>(k: Key, v: T) -> Condition {
+        Condition(.compare(k.path, .notEqual, v.storedValue))
+    }
+    public static func < <T: ValueConvertible>(k: Key, v: T) -> Condition {
+        Condition(.compare(k.path, .less, v.storedValue))
+    }
+    public static func <= <T: ValueConvertible>(k: Key, v: T) -> Condition {
+        Condition(.compare(k.path, .lessOrEqual, v.storedValue))
+    }
+    public static func > <T: ValueConvertible>(k: Key, v: T) -> Condition {
+        Condition(.compare(k.path, .greater, v.storedValue))
+    }
+    public static func >= <T: ValueConvertible>(k: Key, v: T) -> Condition {
+        Condition(.compare(k.path, .greaterOrEqual, v.storedValue))
+    }
 
     public static func == (k: Key, v: Value) -> Condition { Condition(.compare(k.path, .equal, v)) }
     public static func != (k: Key, v: Value) -> Condition { Condition(.compare(k.path, .notEqual, v)) }

@@ -60,6 +60,31 @@ extension ObjectContext {
         }
     }
 
+    /// The first record of type `R` matching `condition` in `sort` order, or nil.
+    public func fetchOne<R: Record>(_ type: R.Type, where condition: Condition = .always, sortedBy sort: [SortKey] = [])
+        throws -> R?
+    {
+        try fetch(type, where: condition, sortedBy: sort, limit: 1).first
+    }
+
+    /// How many objects of `R`'s entity match `condition` (a kept count when one matches).
+    public func count<R: Record>(_ type: R.Type, where condition: Condition = .always) throws -> Int {
+        try count(FetchRequest(R.entityName, where: condition))
+    }
+
+    /// Whether any object of `R`'s entity matches `condition`.
+    public func exists<R: Record>(_ type: R.Type, where condition: Condition = .always) throws -> Bool {
+        try !fetch(FetchRequest(R.entityName, where: condition, limit: 1)).isEmpty
+    }
+
+    /// Deletes a fetched or saved record's object (pending until the save, like ``delete(_:)``).
+    public func delete<R: Record>(_ record: R) throws {
+        guard let id = record.id else {
+            throw StoreError(.objectNotFound, "\(R.entityName) record has no id: it was never saved")
+        }
+        try delete(id)
+    }
+
     /// The stored object with `id` as a record of type `R`.
     public func record<R: Record>(_ type: R.Type, with id: ObjectID) throws -> R {
         try R(snapshot: object(with: id))
