@@ -199,6 +199,8 @@ struct Relevance {
     /// Related entities the condition and the sort read through a to-one key path, with the
     /// properties read there.
     let related: [String: Set<String>]
+    /// Entities the condition reads through a to-many relationship (ANY, ALL, NONE, a count).
+    let collections: Set<String>
 
     init(model: Model, request: FetchRequest) throws {
         guard let e = model.entity(named: request.entity) else {
@@ -214,8 +216,14 @@ struct Relevance {
                 related[r.destination, default: []].insert(parts[1])
             }
         }
+        // ANY, ALL, NONE and counts read every object of the relationship: any change of one.
+        var collections = Set<String>()
+        for path in request.condition.toManyPaths {
+            if let r = e.relationship(named: path) { collections.insert(r.destination) }
+        }
         self.properties = properties
         self.related = related
+        self.collections = collections
     }
 
     /// A migration; an insert or delete of the entity; an update of an object in the result, or of a
@@ -226,6 +234,7 @@ struct Relevance {
         lazy var ids = Set(current.map(\.id))
         for change in transaction.changes {
             let e = change.objectID.entity
+            if collections.contains(e) { return true }
             if e == entity {
                 switch change.kind {
                 case .insert, .delete: return true

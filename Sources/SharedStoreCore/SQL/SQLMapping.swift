@@ -73,14 +73,18 @@ struct QueryBuilder {
     let model: Model
     let entity: Entity
     let storeID: UUID
+    /// The entity's alias: `t0`, or a subquery's for a to-many predicate.
+    let alias: String
     private(set) var joins: [String] = []
     private var aliases: [String: String] = [:]
     private(set) var bindings: [SQLValue] = []
+    private var subqueries = 0
 
-    init(model: Model, entity: Entity, storeID: UUID) {
+    init(model: Model, entity: Entity, storeID: UUID, alias: String = "t0") {
         self.model = model
         self.entity = entity
         self.storeID = storeID
+        self.alias = alias
     }
 
     /// The SQL expression for a key path and its attribute (nil for a relationship itself).
@@ -90,9 +94,9 @@ struct QueryBuilder {
             throw StoreError(.unknownProperty, "key path '\(path)' has more than two parts")
         }
         if parts.count == 1 {
-            if let a = entity.attribute(named: parts[0]) { return ("t0.\(SQLMapping.quote(a.name))", a) }
+            if let a = entity.attribute(named: parts[0]) { return ("\(alias).\(SQLMapping.quote(a.name))", a) }
             if let r = entity.relationship(named: parts[0]), !r.isToMany {
-                return ("t0.\(SQLMapping.quote(r.name))", nil)
+                return ("\(alias).\(SQLMapping.quote(r.name))", nil)
             }
             throw StoreError(.unknownProperty, "\(entity.name) has no attribute or to-one relationship '\(parts[0])'")
         }
@@ -103,17 +107,18 @@ struct QueryBuilder {
         guard let a = dest.attribute(named: parts[1]) else {
             throw StoreError(.unknownProperty, "\(dest.name) has no attribute '\(parts[1])' (in '\(path)')")
         }
-        let alias: String
+        let joined: String
         if let existing = aliases[r.name] {
-            alias = existing
+            joined = existing
         } else {
-            alias = "j\(aliases.count + 1)"
-            aliases[r.name] = alias
+            joined = (alias == "t0" ? "j" : "\(alias)j") + "\(aliases.count + 1)"
+            aliases[r.name] = joined
             joins.append(
-                "LEFT JOIN \(SQLMapping.quote(dest.name)) AS \(alias) ON \(alias).Z_PK = t0.\(SQLMapping.quote(r.name))"
+                "LEFT JOIN \(SQLMapping.quote(dest.name)) AS \(joined) "
+                    + "ON \(joined).Z_PK = \(alias).\(SQLMapping.quote(r.name))"
             )
         }
-        return ("\(alias).\(SQLMapping.quote(a.name))", a)
+        return ("\(joined).\(SQLMapping.quote(a.name))", a)
     }
 
     private mutating func bind(_ v: Value, _ a: Attribute, _ path: String) throws -> String {
@@ -158,7 +163,42 @@ struct QueryBuilder {
             return "(" + (try cs.map { try sql($0) }).joined(separator: " OR ") + ")"
         case .not(let inner):
             return "(NOT \(try sql(inner)))"
+        case .quantified(let path, let quantifier, let inner):
+            let (from, link, dest, sub) = try toMany(path)
+            var q = QueryBuilder(model: model, entity: dest, storeID: storeID, alias: sub)
+            let test = try q.sql(inner)
+            let rows = "SELECT 1 FROM \(from) \(q.joins.joined(separator: " ")) WHERE \(link)"
+            bindings += q.bindings
+            switch quantifier {
+            case .any: return "EXISTS (\(rows) AND \(test))"
+            case .all: return "(NOT EXISTS (\(rows) AND NOT \(test)))"
+            case .none: return "(NOT EXISTS (\(rows) AND \(test)))"
+            }
+        case .count(let path, let op, let n):
+            let (from, link, _, _) = try toMany(path)
+            bindings.append(.integer(n))
+            return "((SELECT count(*) FROM \(from) WHERE \(link)) \(op == .equal ? "=" : op.rawValue) ?)"
         }
+    }
+
+    /// The rows of to-many relationship `path` of the row `alias`: the FROM of a subquery, the
+    /// condition linking it, the destination and its alias.
+    private mutating func toMany(_ path: String) throws -> (String, String, Entity, String) {
+        guard let r = entity.relationship(named: path), r.isToMany else {
+            throw StoreError(.unknownProperty, "\(entity.name) has no to-many relationship '\(path)'")
+        }
+        let dest = try model.entity(r.destination)
+        subqueries += 1
+        let sub = "\(alias)s\(subqueries)"
+        let q = SQLMapping.quote
+        if let join = model.joinTable(entity, r) {
+            let links = "\(sub)l"
+            return (
+                "\(q(join.name)) AS \(links) JOIN \(q(dest.name)) AS \(sub) ON \(sub).Z_PK = \(links).\(join.theirs)",
+                "\(links).\(join.mine) = \(alias).Z_PK", dest, sub
+            )
+        }
+        return ("\(q(dest.name)) AS \(sub)", "\(sub).\(q(r.inverse)) = \(alias).Z_PK", dest, sub)
     }
 
     /// `path op value`; a nil value only with == and != (IS NULL, IS NOT NULL).
@@ -198,14 +238,14 @@ struct QueryBuilder {
     }
 
     mutating func orderBy(_ keys: [SortKey]) throws -> String {
-        guard !keys.isEmpty else { return " ORDER BY t0.Z_PK" }
+        guard !keys.isEmpty else { return " ORDER BY \(alias).Z_PK" }
         let parts = try keys.map { k -> String in
             let (col, _) = try column(k.path)
             return "\(col) \(k.ascending ? "ASC" : "DESC")"
         }
         // The key breaks ties in the direction of the last sort key: an index on the sort keys
         // (which ends with the row id) then serves the whole order, either way.
-        return " ORDER BY " + parts.joined(separator: ", ") + ", t0.Z_PK"
+        return " ORDER BY " + parts.joined(separator: ", ") + ", \(alias).Z_PK"
             + (keys.last?.ascending == false ? " DESC" : "")
     }
 }

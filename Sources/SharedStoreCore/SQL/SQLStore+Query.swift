@@ -145,3 +145,73 @@ struct RowLayout {
         toOneDestinations = toOne.map(\.destination)
     }
 }
+
+/// An aggregate over the objects a condition matches (``ObjectContext/aggregate(_:_:where:groupedBy:)``).
+public enum Aggregate: Sendable, Hashable {
+    case count
+    case sum(String)
+    case min(String)
+    case max(String)
+    case average(String)
+}
+
+/// One group of an aggregate query: the values of the grouping key paths, then one value per
+/// aggregate asked for.
+public struct AggregateRow: Sendable, Hashable {
+    public let group: [Value]
+    public let values: [Value]
+
+    public init(group: [Value], values: [Value]) {
+        self.group = group
+        self.values = values
+    }
+}
+
+extension SQLStore {
+    /// `SELECT groups, aggregates FROM entity WHERE condition GROUP BY groups ORDER BY groups`.
+    func aggregate(_ e: Entity, _ aggregates: [Aggregate], where condition: Condition, groupedBy groups: [String])
+        throws -> [AggregateRow]
+    {
+        var q = QueryBuilder(model: model, entity: e, storeID: storeID)
+        var groupColumns: [(String, AttributeType)] = []
+        for path in groups {
+            let (col, attr) = try q.column(path)
+            guard let attr else { throw StoreError(.invalidArgument, "group by '\(path)' needs an attribute") }
+            groupColumns.append((col, attr.type))
+        }
+        var exprs: [(String, AttributeType?)] = []
+        for a in aggregates {
+            switch a {
+            case .count: exprs.append(("count(*)", .integer))
+            case .sum(let path), .min(let path), .max(let path), .average(let path):
+                let (col, attr) = try q.column(path)
+                guard let attr, [.integer, .double, .date, .string, .decimal].contains(attr.type) else {
+                    throw StoreError(.invalidArgument, "aggregate over '\(path)' needs a stored attribute")
+                }
+                switch a {
+                case .sum:
+                    guard attr.type == .integer || attr.type == .double else {
+                        throw StoreError(.invalidArgument, "sum of '\(path)' needs a number")
+                    }
+                    exprs.append((attr.type == .double ? "total(\(col))" : "coalesce(sum(\(col)), 0)", attr.type))
+                case .average: exprs.append(("avg(\(col))", .double))
+                case .min: exprs.append(("min(\(col))", attr.type))
+                default: exprs.append(("max(\(col))", attr.type))
+                }
+            }
+        }
+        let whereSQL = try q.sql(condition)
+        let keys = groupColumns.map(\.0).joined(separator: ", ")
+        let columns = (groupColumns.map(\.0) + exprs.map(\.0)).joined(separator: ", ")
+        var sql =
+            "SELECT \(columns) FROM \(SQLMapping.quote(e.name)) AS t0 \(q.joins.joined(separator: " ")) "
+            + "WHERE \(whereSQL)"
+        if !groups.isEmpty { sql += " GROUP BY \(keys) ORDER BY \(keys)" }
+        let n = Int32(groupColumns.count)
+        return try c.cached(sql).rows(q.bindings) { row in
+            AggregateRow(
+                group: groupColumns.enumerated().map { SQLMapping.value(row, Int32($0.offset), $0.element.1) },
+                values: exprs.enumerated().map { SQLMapping.value(row, n + Int32($0.offset), $0.element.1 ?? .double) })
+        }
+    }
+}

@@ -26,7 +26,14 @@ public struct Condition: Sendable, Hashable {
         case and([Condition])
         case or([Condition])
         case not(Condition)
+        /// Some, every or no object of a to-many relationship matches (Core Data's ANY, ALL, NONE).
+        case quantified(String, Quantifier, Condition)
+        /// How many objects a to-many relationship holds, compared.
+        case count(String, Comparison, Int64)
     }
+
+    /// How many objects of a to-many relationship must match.
+    public enum Quantifier: String, Sendable, Hashable { case any = "ANY", all = "ALL", none = "NONE" }
 
     let node: Node
 
@@ -45,6 +52,18 @@ public struct Condition: Sendable, Hashable {
             return [path]
         case .and(let cs), .or(let cs): return cs.flatMap(\.keyPaths)
         case .not(let c): return c.keyPaths
+        case .quantified(let path, _, _), .count(let path, _, _): return [path]
+        }
+    }
+
+    /// The to-many relationships the condition reads through ANY, ALL, NONE or a count: any
+    /// change of their objects can change what it matches.
+    package var toManyPaths: [String] {
+        switch node {
+        case .quantified(let path, _, _), .count(let path, _, _): return [path]
+        case .and(let cs), .or(let cs): return cs.flatMap(\.toManyPaths)
+        case .not(let c): return c.toManyPaths
+        default: return []
         }
     }
     /// A fixed text of the condition, stored with the model (a kept count's condition): the same
@@ -68,6 +87,8 @@ public struct Condition: Sendable, Hashable {
         case .or(let cs):
             return "(" + (cs.isEmpty ? "FALSEPREDICATE" : cs.map(\.canonicalText).joined(separator: " OR ")) + ")"
         case .not(let c): return "NOT \(c.canonicalText)"
+        case .quantified(let path, let q, let c): return "\(q.rawValue) \(path) SATISFIES \(c.canonicalText)"
+        case .count(let path, let op, let n): return "\(path).@count \(op.rawValue) \(n)"
         }
     }
 
@@ -180,8 +201,32 @@ public struct Key: Sendable, Hashable {
         Condition(.text(path, .equal, s, Condition.TextOptions(options)))
     }
 
+    /// Some object of to-many relationship `path` matches `condition` (over its destination).
+    public func any(_ condition: Condition) -> Condition { Condition(.quantified(path, .any, condition)) }
+    /// Every object of to-many relationship `path` matches (true when it holds none).
+    public func all(_ condition: Condition) -> Condition { Condition(.quantified(path, .all, condition)) }
+    /// No object of to-many relationship `path` matches.
+    public func none(_ condition: Condition) -> Condition { Condition(.quantified(path, .none, condition)) }
+    /// How many objects to-many relationship `path` holds: `Key("articles").count > 3`.
+    public var count: RelationshipCount { RelationshipCount(path: path) }
+
     public var ascending: SortKey { SortKey(path, ascending: true) }
     public var descending: SortKey { SortKey(path, ascending: false) }
+}
+
+/// The number of objects of a to-many relationship, in a condition (``Key/count``).
+public struct RelationshipCount: Sendable, Hashable {
+    let path: String
+    public static func == (c: RelationshipCount, n: Int) -> Condition { Condition(.count(c.path, .equal, Int64(n))) }
+    public static func != (c: RelationshipCount, n: Int) -> Condition { Condition(.count(c.path, .notEqual, Int64(n))) }
+    public static func < (c: RelationshipCount, n: Int) -> Condition { Condition(.count(c.path, .less, Int64(n))) }
+    public static func <= (c: RelationshipCount, n: Int) -> Condition {
+        Condition(.count(c.path, .lessOrEqual, Int64(n)))
+    }
+    public static func > (c: RelationshipCount, n: Int) -> Condition { Condition(.count(c.path, .greater, Int64(n))) }
+    public static func >= (c: RelationshipCount, n: Int) -> Condition {
+        Condition(.count(c.path, .greaterOrEqual, Int64(n)))
+    }
 }
 
 /// One sort criterion of a fetch.

@@ -204,6 +204,23 @@ public final class ObjectContext {
         }
     }
 
+    /// Aggregates (count, sum, min, max, average) of the objects of `entity` matching
+    /// `condition`, one row per distinct value of the `groupedBy` key paths (attributes, or
+    /// attributes through a to-one relationship), in their order; one row without grouping.
+    ///
+    /// For example, how many articles each category has, and its newest:
+    /// ```swift
+    /// try context.aggregate("Article", [.count, .max("createdAt")], groupedBy: ["category.label"])
+    /// ```
+    public func aggregate(
+        _ entity: String, _ aggregates: [Aggregate], where condition: Condition = .always, groupedBy: [String] = []
+    ) throws -> [AggregateRow] {
+        let e = try model.entity(entity)
+        return try container.readOneStatement { s in
+            try s.aggregate(e, aggregates, where: condition, groupedBy: groupedBy)
+        }
+    }
+
     /// How many objects match `request`.
     public func count(_ request: FetchRequest) throws -> Int {
         try container.readOneStatement { s in try s.count(request) }
