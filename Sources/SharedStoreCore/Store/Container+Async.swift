@@ -1,0 +1,51 @@
+import Dispatch
+import Foundation
+
+/// The work of the async entry points runs here, off the Swift concurrency pool: a save or a
+/// fetch blocks on SQLite (a lock, a disk flush), which must never hold up the caller's executor.
+let storeQueue = DispatchQueue(label: "sharedstore.store", qos: .userInitiated, attributes: .concurrent)
+
+/// Runs `body` on the store queue and resumes the caller with its result.
+func offExecutor<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        storeQueue.async { continuation.resume(with: Result { try body() }) }
+    }
+}
+
+extension Container {
+    /// Core Data's `performBackgroundTask`: `body` gets a new context writing as `author`, on a
+    /// thread of the store's own; its changes are saved when it returns (one transaction), and
+    /// what it returns comes back. The context never leaves the closure (it is not Sendable);
+    /// snapshots and ids do.
+    ///
+    /// For example:
+    /// ```swift
+    /// let id = try await container.write(author: "MainApp") { context in
+    ///     try context.insert("Article", ["title": "Hello", "url": "https://swift.org"])
+    /// }
+    /// ```
+    /// - Returns: what `body` returned; a temporary id it returns is replaced by the saved one
+    ///   when it is the id itself.
+    public func write<T: Sendable>(
+        author: String, name: String? = nil, _ body: @escaping @Sendable (ObjectContext) throws -> T
+    ) async throws -> T {
+        try await offExecutor {
+            let context = self.newContext(name: name, author: author)
+            let result = try body(context)
+            let saved = try context.save()
+            if let id = result as? ObjectID, let permanent = saved.permanentIDs[id] as? T { return permanent }
+            return result
+        }
+    }
+
+    /// Reads on a thread of the store's own: `body` gets a new context (its changes are not
+    /// saved) and what it returns comes back.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (ObjectContext) throws -> T) async throws -> T {
+        try await offExecutor { try body(self.newContext()) }
+    }
+
+    /// ``fetchHistory(_:)`` without blocking the caller's executor.
+    public func fetchHistory(_ request: HistoryRequest) async throws -> [HistoryTransaction] {
+        try await offExecutor { try self.fetchHistory(request) }
+    }
+}
