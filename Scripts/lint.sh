@@ -20,5 +20,18 @@ sql=$(grep -rnE '"[^"]*\b(SELECT|INSERT|UPDATE|DELETE FROM|CREATE|PRAGMA|BEGIN|C
 calls=$(grep -rnE '\b(sqlite3|mdb)_[a-z_]+\(' Sources --include=*.swift \
         | grep -v -e '^Sources/SharedStoreSQLite/' -e '^Sources/SharedStoreLMDB/' -e '^Sources/storebench/Baseline.swift' || true)
 [ -z "$calls" ] || fail "C calls outside the wrappers:"$'\n'"$calls"
-[ "$status" -eq 0 ] && echo "lint: formatted; no line over 120, no function over 60 lines; SQL and C calls in their layers"
+# Every Swift block of README.md is compiled and run by Tests/SharedStoreTests/ReadmeTests.swift:
+# each must be there line for line (indented 8 spaces), so the README cannot drift from the code.
+readme=$(python3 - <<'PY'
+import re
+readme = open("README.md").read()
+test = open("Tests/SharedStoreTests/ReadmeTests.swift").read().split("\n")
+for n, block in enumerate(re.findall(r"```swift\n(.*?)```", readme, re.S), 1):
+    want = [("        " + l) if l.strip() else "" for l in block.rstrip("\n").split("\n")]
+    if not any(test[i:i + len(want)] == want for i in range(len(test))):
+        print("README.md Swift block %d (%s) is not in ReadmeTests.swift word for word" % (n, want[0].strip()))
+PY
+)
+[ -z "$readme" ] || fail "$readme"
+[ "$status" -eq 0 ] && echo "lint: formatted; no line over 120, no function over 60 lines; SQL and C calls in their layers; README blocks tested"
 exit "$status"

@@ -59,7 +59,7 @@ import Testing
         _ = try await container.write(author: "Share") { context in
             try context.insert(ReadLater.Article(title: "h", url: "https://h.example"))
         }
-        let history = try await container.fetchHistory(HistoryRequest())
+        let history = try await container.history(HistoryRequest())
         #expect(history.count == 1)
         let first = try await container.sync(consumer: "Reader", registry: registry)
         #expect(first.reloaded && first.token == history.last?.token)

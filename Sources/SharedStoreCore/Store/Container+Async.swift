@@ -44,8 +44,9 @@ extension Container {
         try await offExecutor { try body(self.newContext()) }
     }
 
-    /// ``fetchHistory(_:)`` without blocking the caller's executor.
-    public func fetchHistory(_ request: HistoryRequest) async throws -> [HistoryTransaction] {
+    /// ``fetchHistory(_:)`` without blocking the caller's executor (another name, so that
+    /// async code may still call the blocking one).
+    public func history(_ request: HistoryRequest) async throws -> [HistoryTransaction] {
         try await offExecutor { try self.fetchHistory(request) }
     }
 }

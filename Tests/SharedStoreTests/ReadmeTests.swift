@@ -1,0 +1,236 @@
+// swift-format-ignore-file
+// The Swift blocks of README.md, line for line (Scripts/lint.sh checks it): formatting would change them.
+import Foundation
+import SharedStore
+import Testing
+
+// Every Swift block of README.md, as written (Scripts/lint.sh checks that each is here line
+// for line). A block that uses names of an earlier one runs after it, as a reader reads them.
+
+@Suite struct ReadmeTests {
+    @Test func theTourRecordsAndTheDAO() async throws {
+        // README block 1
+        let model = try Model([
+            Entity("Article", attributes: [
+                Attribute("title", .string, minLength: 1, maxLength: 500, preservedInHistory: true),
+                Attribute("isRead", .bool, default: false),
+                Attribute.derived("searchTitle", .string, .canonical("title")),   // kept by every save
+            ], relationships: [.toOne("category", "Category", inverse: "articles")],
+               indexes: [Index("searchTitle")]),
+            Entity("Category", attributes: [
+                Attribute("name", .string),
+                Attribute.derived("articleCount", .integer, .count("articles")),
+            ], relationships: [.toMany("articles", "Article", inverse: "category")],
+               uniquenessConstraints: [["name"]]),
+        ])
+
+        // Any process opens the group directory (created 0700; Store.sqlite 0600), and attaches the
+        // change signal so that its commits wake the other processes at once.
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString).path
+        let container = try Container(group: dir, model: model)
+        try ChangeSignal.attach(to: container)
+        let lastToken = try container.currentToken()          // what a consumer would have merged
+
+        // A context carries a name and a transaction author; a save is one SQLite transaction
+        // holding the rows and one history transaction.
+        let share = container.newContext(name: "share", author: "ShareExtension")
+        let swift = try share.insert("Category", ["name": "Swift"])
+        let id = try share.insert("Article", ["title": "Café Swift"], relationships: ["category": swift])
+        let saved = try share.save()
+        print(saved.permanentID(for: id), saved.token?.description ?? "-")
+
+        // Fetch with conditions: [cd] string matching, to-one key paths, to-many predicates.
+        let cafes = try share.fetch(FetchRequest("Article",
+            where: Key("title").contains("cafe", .caseInsensitive, .diacriticInsensitive) && Key("isRead") == false,
+            sortedBy: [Key("searchTitle").ascending], limit: 20))
+        let busy = try share.fetch(FetchRequest("Category", where: Key("articles").count > 0))
+        print(cafes.count, busy.first?["articleCount"] ?? .null)     // 1 1
+
+        // Another process reads what others saved after its last token.
+        for t in try container.fetchHistory(HistoryRequest(after: lastToken, excludingAuthors: ["MainApp"])) {
+            print(t.token, t.author ?? "-", t.changes.map { "\($0.kind) \($0.objectID)" })
+        }
+        if let everyoneMerged = saved.token { try container.deleteHistory(through: everyoneMerged) }
+
+        // README block 2
+        struct Article: Record {
+            static let entityName = "Article"
+            var id: ObjectID?
+            var title: String
+            var isRead: Bool
+            var searchTitle: String?                       // derived: read, never written
+        }
+
+        try container.register("Article", EntityHooks(
+            willSave: { draft in                               // may change the object, never a derived value
+                if let title = draft["title"].stringValue, title.hasPrefix(" ") {
+                    try draft.set("title", .string(title.trimmingCharacters(in: .whitespaces)))
+                }
+            },
+            rules: [ValidationRule("a read article has a title") { $0["isRead"] != true || $0["title"] != "" }]))
+
+        let main = container.newContext(author: "MainApp")
+        main.mergePolicy = .objectTrump
+        if var article = try main.fetchOne(Article.self, where: Key("searchTitle") == "cafe swift") {
+            article.isRead = true
+            try main.update(article)                         // writes isRead only
+            try main.save()
+        }
+        let perCategory = try main.aggregate("Article", [.count], groupedBy: ["category.name"])
+        print(perCategory.map { "\($0.group[0].stringValue ?? "-"): \($0.values[0])" })   // ["Swift: 1"]
+
+        // README block 3
+        actor Library {
+            let container: Container
+            init(container: Container) { self.container = container }
+
+            func add(_ title: String) async throws -> ObjectID {
+                try await container.write(author: "MainApp") { context in
+                    try context.insert("Article", ["title": .string(title)])
+                }
+            }
+
+            func unread() async throws -> [Snapshot] {
+                try await container.read { context in
+                    try context.fetch(FetchRequest("Article", where: Key("isRead") == false))
+                }
+            }
+        }
+        let library = Library(container: container)
+        _ = try await library.add("Structured concurrency")
+        print(try await library.unread().count)                 // 1
+    }
+
+    @Test func aCustomMigrationStep() throws {
+        // README block 4
+        let v1 = try Model([Entity("Book", attributes: [Attribute("rating", .integer)])])
+        let v2 = try Model(version: 2, [Entity("Book", attributes: [Attribute("rating", .double)])])
+        let books = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString).path
+        let old = try Container(group: books, model: v1).newContext(author: "App")
+        try old.insert("Book", ["rating": 4])
+        try old.save()
+        let step = MigrationStep(version: 2, "ratings become doubles") { db in
+            try db.execute(#"UPDATE "Book" SET "rating" = "rating" * 1.0"#)   // over the new schema
+        }
+        let upgraded = try Container(group: books, model: v2, migrations: [step])
+        print(try upgraded.newContext().fetch(FetchRequest("Book"))[0]["rating"])   // 4.0
+    }
+
+    @Test func aLiveQuery() async throws {
+        // README block 1
+        let model = try Model([
+            Entity("Article", attributes: [
+                Attribute("title", .string, minLength: 1, maxLength: 500, preservedInHistory: true),
+                Attribute("isRead", .bool, default: false),
+                Attribute.derived("searchTitle", .string, .canonical("title")),   // kept by every save
+            ], relationships: [.toOne("category", "Category", inverse: "articles")],
+               indexes: [Index("searchTitle")]),
+            Entity("Category", attributes: [
+                Attribute("name", .string),
+                Attribute.derived("articleCount", .integer, .count("articles")),
+            ], relationships: [.toMany("articles", "Article", inverse: "category")],
+               uniquenessConstraints: [["name"]]),
+        ])
+
+        // Any process opens the group directory (created 0700; Store.sqlite 0600), and attaches the
+        // change signal so that its commits wake the other processes at once.
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString).path
+        let container = try Container(group: dir, model: model)
+        try ChangeSignal.attach(to: container)
+        let lastToken = try container.currentToken()          // what a consumer would have merged
+
+        // A context carries a name and a transaction author; a save is one SQLite transaction
+        // holding the rows and one history transaction.
+        let share = container.newContext(name: "share", author: "ShareExtension")
+        let swift = try share.insert("Category", ["name": "Swift"])
+        let id = try share.insert("Article", ["title": "Café Swift"], relationships: ["category": swift])
+        let saved = try share.save()
+        print(saved.permanentID(for: id), saved.token?.description ?? "-")
+
+        // Fetch with conditions: [cd] string matching, to-one key paths, to-many predicates.
+        let cafes = try share.fetch(FetchRequest("Article",
+            where: Key("title").contains("cafe", .caseInsensitive, .diacriticInsensitive) && Key("isRead") == false,
+            sortedBy: [Key("searchTitle").ascending], limit: 20))
+        let busy = try share.fetch(FetchRequest("Category", where: Key("articles").count > 0))
+        print(cafes.count, busy.first?["articleCount"] ?? .null)     // 1 1
+
+        // Another process reads what others saved after its last token.
+        for t in try container.fetchHistory(HistoryRequest(after: lastToken, excludingAuthors: ["MainApp"])) {
+            print(t.token, t.author ?? "-", t.changes.map { "\($0.kind) \($0.objectID)" })
+        }
+        if let everyoneMerged = saved.token { try container.deleteHistory(through: everyoneMerged) }
+
+        // README block 5
+        let registry = try TokenRegistry(group: dir)
+        let unread = FetchRequest("Article", where: Key("isRead") == false,
+                                  sortedBy: [Key("searchTitle").ascending], limit: 50)
+        let query = try LiveQuery(container: container, registry: registry, consumer: "UnreadList", request: unread)
+        for try await result in query.results() {            // the first result, then one per change
+            let d = result.diff                               // removed, inserted, moved, updated positions
+            print(result.objects.count, d.inserted, d.removed, d.moved, d.updated)
+            break                                             // (a list keeps following)
+        }
+    }
+
+    @Test func keepingAViewInSync() async throws {
+        // README block 1
+        let model = try Model([
+            Entity("Article", attributes: [
+                Attribute("title", .string, minLength: 1, maxLength: 500, preservedInHistory: true),
+                Attribute("isRead", .bool, default: false),
+                Attribute.derived("searchTitle", .string, .canonical("title")),   // kept by every save
+            ], relationships: [.toOne("category", "Category", inverse: "articles")],
+               indexes: [Index("searchTitle")]),
+            Entity("Category", attributes: [
+                Attribute("name", .string),
+                Attribute.derived("articleCount", .integer, .count("articles")),
+            ], relationships: [.toMany("articles", "Article", inverse: "category")],
+               uniquenessConstraints: [["name"]]),
+        ])
+
+        // Any process opens the group directory (created 0700; Store.sqlite 0600), and attaches the
+        // change signal so that its commits wake the other processes at once.
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString).path
+        let container = try Container(group: dir, model: model)
+        try ChangeSignal.attach(to: container)
+        let lastToken = try container.currentToken()          // what a consumer would have merged
+
+        // A context carries a name and a transaction author; a save is one SQLite transaction
+        // holding the rows and one history transaction.
+        let share = container.newContext(name: "share", author: "ShareExtension")
+        let swift = try share.insert("Category", ["name": "Swift"])
+        let id = try share.insert("Article", ["title": "Café Swift"], relationships: ["category": swift])
+        let saved = try share.save()
+        print(saved.permanentID(for: id), saved.token?.description ?? "-")
+
+        // Fetch with conditions: [cd] string matching, to-one key paths, to-many predicates.
+        let cafes = try share.fetch(FetchRequest("Article",
+            where: Key("title").contains("cafe", .caseInsensitive, .diacriticInsensitive) && Key("isRead") == false,
+            sortedBy: [Key("searchTitle").ascending], limit: 20))
+        let busy = try share.fetch(FetchRequest("Category", where: Key("articles").count > 0))
+        print(cafes.count, busy.first?["articleCount"] ?? .null)     // 1 1
+
+        // Another process reads what others saved after its last token.
+        for t in try container.fetchHistory(HistoryRequest(after: lastToken, excludingAuthors: ["MainApp"])) {
+            print(t.token, t.author ?? "-", t.changes.map { "\($0.kind) \($0.objectID)" })
+        }
+        if let everyoneMerged = saved.token { try container.deleteHistory(through: everyoneMerged) }
+
+        // README block 6
+        let registry = try TokenRegistry(group: dir)
+        let view = try ViewContext(container: container, registry: registry, consumer: "Widget")
+        let observer = try ChangeObserver(container: container)     // inotify, plus a slow poll
+        let changes = observer.changes()
+        try view.sync()                                             // catch up first
+        Task.detached {                                             // another process's save, say
+            _ = try await container.write(author: "MainApp") { try $0.insert("Article", ["title": "New"]) }
+        }
+        for await _ in changes {
+            try view.sync { transaction in print(transaction.token) } // merge, then advance the token
+            break                                                     // (a widget keeps watching)
+        }
+        observer.stop()
+        let report = try HistoryCleaner.clean(container: container, registry: registry, evictAfter: 86_400)
+        print(report.deleted)
+    }
+}
