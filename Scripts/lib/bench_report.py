@@ -28,7 +28,7 @@ GOALS = [
     ("widget-show-1m", "peak_rss_mib", 30, "<=", "widget show: peak RSS ≤ 30 MiB"),
     ("list-1m", "rows_per_s", 200000, ">=", "main-app list --json ≥ 200,000 rows/s"),
     ("list-1m", "peak_rss_mib", 64, "<=", "main-app list: peak RSS ≤ 64 MiB"),
-    ("share-batch-1m", "rows_per_s", 150000, ">=", "share-batch of 1,000,000 lines ≥ 150,000 rows/s"),
+    ("share-batch-1m", "rows_per_s", 150000, ">=", "share-batch of 1,000,000 lines ≥ 150,000 rows/s (model version 2, as when the goal was set)"),
     ("share-batch-1m", "peak_rss_mib", 96, "<=", "share-batch: peak RSS ≤ 96 MiB"),
     ("live-query-latency", "median_ms", 2, "<=", "live query over 1,000,000 rows: commit → diff in another process, p50 ≤ 2 ms"),
     ("live-query-latency", "p99_ms", 10, "<=", "live query: p99 ≤ 10 ms"),
@@ -137,8 +137,12 @@ for n in [1, 2, 4, 8]:
                    " (%.2f× one writer)" % r["ratio"] if "ratio" in r else "", r["failed"]))
 if "share-batch-1m" in by:
     r = by["share-batch-1m"]
-    out.append("| `share-extension share-batch` of %s lines, one transaction, as a process | **%s rows/s**, peak RSS **%s MiB** |" % (
+    out.append("| `share-extension share-batch` of %s lines, one transaction, as a process (model version 2) | **%s rows/s**, peak RSS **%s MiB** |" % (
         fmt(r["rows"]), fmt(r["rows_per_s"]), r["peak_rss_mib"]))
+if "share-batch-1m-newest" in by:
+    r = by["share-batch-1m-newest"]
+    out.append("| the same share-batch with the newest model (derived searchTitle and articleCount, an index on searchTitle, awakeFromInsert) | **%s rows/s** (%s× the time of model version 2), peak RSS %s MiB |" % (
+        fmt(r["rows_per_s"]), r["cost_vs_v2"], r["peak_rss_mib"]))
 if "list-1m" in by:
     r = by["list-1m"]
     out.append("| `main-app list --json` over %s articles | **%s rows/s**, peak RSS **%s MiB** |" % (

@@ -15,14 +15,14 @@ share-extension share --model-version 1 --url https://u.example/2 --title two --
 wait_for_line "$work/watch1.out" '"Article/2"'
 storectl schema --json >"$work/schema1.out"
 assert_eq "$(jq_ 'sorted(set(l["version"] for l in lines))' <"$work/schema1.out")" "[1]" "storectl schema: model version 1"
-storectl migrate --dry-run --json >"$work/plan.out"
+storectl migrate --dry-run --model-version 2 --json >"$work/plan.out"
 assert_eq "$(jq_ '[l["step"] for l in lines][:3]' <"$work/plan.out")" \
     '["add attribute Article.note string (constant time)", "rename attribute Category.name to Category.label (constant time)", "add entity Highlight"]' \
     "migrate --dry-run prints the plan"
 assert_eq "$(storectl schema --json | jq_ 'j["version"]')" 1 "a dry run touches nothing"
 
 # The update: the first v2 process to open the store (a share) migrates it.
-share-extension share --url https://u.example/3 --title three --category Swift --json >"$work/share3.out"
+share-extension share --model-version 2 --url https://u.example/3 --title three --category Swift --json >"$work/share3.out"
 status=0; wait_exit "$watcher" 30 || status=$?
 assert_eq "$status" 1 "the running v1 watcher stops at its next read"
 grep -q "error: another process migrated the store to model 2 while this one runs model 1" "$work/watch1.out.err" \
@@ -33,18 +33,23 @@ err="$(widget show --model-version 1 2>&1 >/dev/null || true)"
     || fail "no modelNewer message: $err"
 
 # Restarted as v2, the watcher's consumer catches up: the migration, then the share, no gap.
-main-app sync --json >"$work/sync2.out"
+main-app sync --model-version 2 --json >"$work/sync2.out"
 assert_eq "$(jq_ '[l.get("author") for l in lines[:-1]]' <"$work/sync2.out")" '["Migration", "ShareExtension"]' \
     "main-app (v2) merges the migration and the share"
 assert_eq "$(jq_ '[j["expired"], j["reloaded"]]' <"$work/sync2.out")" "[false, false]" "with no gap: not expired, no reload"
 storectl history --author Migration --json >"$work/migration.out"
 assert_eq "$(jq_ '[len(lines), j["context"], j["changes"]]' <"$work/migration.out")" '[1, "migration.1-2", []]' \
     "storectl history shows one migration, with no object changes"
-main-app list --json >"$work/list.out"
+main-app list --model-version 2 --json >"$work/list.out"
 assert_eq "$(jq_ '[l["category"] for l in lines]' <"$work/list.out")" '["Swift", null, "Swift"]' \
     "the renamed attribute kept its values"
 assert_eq "$(storectl schema --json | jq_ '[l["attributes"] for l in lines if l["entity"] == "Category"]')" \
     '[["label string"]]' "storectl schema: Category.label"
+verify_store
+# Version 3 (derived attributes, the default): its first process migrates again, 2 → 3.
+main-app list --search THREE --json >"$work/search.out"
+assert_eq "$(jq_ '[l["title"] for l in lines]' <"$work/search.out")" '["three"]' "v3: list --search through the derived searchTitle"
+assert_eq "$(storectl stats --json | jq_ 'j["articleCount"]')" '{"Swift": 2}' "v3: storectl stats shows the derived Category.articleCount"
 verify_store
 
 # kill -9 inside the migration of a store of 1,000,000 articles.
@@ -67,11 +72,11 @@ assert_eq "$(sqlite3 "$SHAREDSTORE_GROUP/Store.sqlite" 'PRAGMA integrity_check')
 assert_eq "$(storectl schema --json | jq_ 'j["version"]')" 1 "still model version 1"
 assert_eq "$(widget show --model-version 1 --json | jq_ 'j["total"]')" 1000000 "a v1 widget reads it"
 start=$(date +%s%N)
-storectl migrate --json >"$work/migrate.out"
+storectl migrate --model-version 2 --json >"$work/migrate.out"
 elapsed_ms=$((($(date +%s%N) - start) / 1000000))
 assert_eq "$(jq_ '[j["migrated"], j["from"], j["to"]]' <"$work/migrate.out")" "[true, 1, 2]" \
     "the real migration runs afterwards (storectl migrate: ${elapsed_ms} ms as a process)"
-assert_eq "$(widget show --json | jq_ 'j["total"]')" 1000000 "and v2 reads every article"
+assert_eq "$(widget show --model-version 2 --json | jq_ 'j["total"]')" 1000000 "and v2 reads every article"
 verify_store
 
 # A store of format 2 (made before model versions; its meta kept a description of its model)
@@ -96,7 +101,7 @@ main-app list --json >"$work/legacy.out"
 assert_eq "$(jq_ '[j["category"], j["isRead"]]' <"$work/legacy.out")" '["Swift", true]' "v2 opens it: data kept"
 storectl history --json >"$work/legacy-history.out"
 assert_eq "$(jq_ '[l["context"] for l in lines]' <"$work/legacy-history.out")" \
-    '["share-extension.share", "main-app.mark-read", "migration.0-2"]' "one migration from version 0 to 2"
+    '["share-extension.share", "main-app.mark-read", "migration.0-3"]' "one migration from version 0 to the newest"
 assert_eq "$(jq_ 'lines[1]["changes"][0]["updated"]' <"$work/legacy-history.out")" '["isRead"]' \
     "history recorded under format 2 decodes"
 verify_store

@@ -30,6 +30,12 @@ extension ReadLater {
                     categories[name] = category
                 }
             }
+            // From version 3 the model's awakeFromInsert sets the creation date.
+            guard context.container.model.version < 3 else {
+                return try context.insert(
+                    "Article", ["title": .string(link.title), "url": .string(link.url)],
+                    relationships: ["category": category])
+            }
             return try context.insert(Article(title: link.title, url: link.url, createdAt: now, category: category))
         }
     }
@@ -133,15 +139,16 @@ extension ReadLater {
     /// The articles, oldest first, as they are read: `body` gets one `main-app list` line of
     /// CLI.md at a time (an indexed scan; memory is that of one article and the categories).
     public static func listArticles(
-        _ context: ObjectContext, unreadOnly: Bool = false, limit: Int? = nil, offset: Int = 0,
+        _ context: ObjectContext, unreadOnly: Bool = false, search: String? = nil, limit: Int? = nil, offset: Int = 0,
         _ body: (JSONValue) throws -> Void
     ) throws {
         var names: [ObjectID: String] = [:]
         let nameKey = categoryName(context.container.model)
         try context.forEach(FetchRequest("Category")) { names[$0.id] = $0[nameKey].stringValue ?? "" }
+        var condition: Condition = unreadOnly ? Key("isRead") == false : .always
+        if let search { condition = condition && searchCondition(search, context.container.model) }
         let request = FetchRequest(
-            "Article", where: unreadOnly ? Key("isRead") == false : .always,
-            sortedBy: [Key("createdAt").ascending], limit: limit, offset: offset)
+            "Article", where: condition, sortedBy: [Key("createdAt").ascending], limit: limit, offset: offset)
         try context.forEach(request) { a in
             try body(
                 .object([
@@ -152,6 +159,24 @@ extension ReadLater {
                     ("category", a.relationships["category"].flatMap { names[$0] }.map(JSONValue.string) ?? .null),
                     ("createdAt", a["createdAt"].jsonValue),
                 ]))
+        }
+    }
+
+    /// Articles whose title holds `text`, ignoring case and diacritics: through the derived
+    /// `searchTitle` from version 3 (folded once, by the save), the title folded row by row before.
+    static func searchCondition(_ text: String, _ model: Model) -> Condition {
+        guard model.version >= 3 else { return Key("title").contains(text, .caseInsensitive, .diacriticInsensitive) }
+        return Key("searchTitle").contains(Attribute.canonical(text))
+    }
+
+    /// Each category's name with its article count (the derived `Category.articleCount` from
+    /// version 3); nil before.
+    public static func articleCounts(_ context: ObjectContext) throws -> [(String, Int64)]? {
+        let model = context.container.model
+        guard model.version >= 3 else { return nil }
+        let nameKey = categoryName(model)
+        return try context.fetch(FetchRequest("Category", sortedBy: [Key(nameKey).ascending])).map {
+            ($0[nameKey].stringValue ?? "", $0["articleCount"].integerValue ?? 0)
         }
     }
 

@@ -7,7 +7,7 @@ public enum ReadLater {
     static let urlPattern = #"https?://[^\s/?#\p{Cc}]+[^\s\p{Cc}]*"#
 
     /// The newest model version this build knows (what the targets open by default).
-    public static let newestVersion = 2
+    public static let newestVersion = 3
 
     /// The newest model (``newestVersion``).
     public static let model: Model = models[newestVersion - 1]
@@ -29,9 +29,12 @@ public enum ReadLater {
     /// Version 1: `Article` (title, url, createdAt, isRead, category), `Category` (unique name).
     /// Version 2 adds `Article.note` (optional), the entity `Highlight` (text and date, to-one
     /// `article`; an article's highlights go with it), and renames `Category.name` to `label`.
+    /// Version 3 adds derived attributes — `Article.searchTitle` (the title lowercased without
+    /// diacritics, indexed: `main-app list --search`) and `Category.articleCount` (`storectl
+    /// stats`) — and `Article.tags`, a list of strings kept as JSON.
     static let models: [Model] = {
         do {
-            return [try version1(), try version2()]
+            return [try version1(), try version2(), try version3()]
         } catch {
             // The declarations below are constants; a test opens both on every run.
             preconditionFailure("the read-later model is inconsistent: \(error)")
@@ -84,6 +87,28 @@ public enum ReadLater {
                     ],
                     relationships: [.toOne("article", "Article", inverse: "highlights", deleteRule: .nullify)]),
             ])
+    }
+
+    private static func version3() throws -> Model {
+        var entities = try version2().entities
+        entities[0].attributes += [
+            Attribute.derived("searchTitle", .string, .canonical("title")),
+            Attribute("tags", .json, optional: true),
+        ]
+        entities[0].indexes.append(Index("searchTitle"))
+        entities[1].attributes.append(Attribute.derived("articleCount", .integer, .count("articles")))
+        return try Model(version: 3, entities)
+    }
+
+    /// The lifecycle events of the read-later model (version 3 on): an article saved without a
+    /// creation date gets the save's time (`awakeFromInsert`). Every target registers them.
+    public static func registerHooks(_ container: Container) throws {
+        guard container.model.version >= 3 else { return }
+        try container.register(
+            "Article",
+            EntityHooks(awakeFromInsert: { draft in
+                if draft["createdAt"].isNull { try draft.set("createdAt", .date(Date())) }
+            }))
     }
 
     private static let articleAttributes = [

@@ -267,7 +267,9 @@ extension Targets {
         }
         let history = try container.historyStatistics()
         let sizes = container.fileSizes()
-        let record = JSONValue.object([
+        // The derived Category.articleCount (model version 3 on), by category name.
+        let counts = try ReadLater.articleCounts(context)?.map { ($0.0, JSONValue.number(Double($0.1))) }
+        var pairs: [(String, JSONValue)] = [
             ("objects", .object(objects)),
             ("transactions", .number(Double(history.transactions))),
             ("changes", .number(Double(history.changes))),
@@ -278,9 +280,10 @@ extension Targets {
                     ("tokens", .number(Double(sizes.tokens))),
                 ])
             ),
-        ])
+        ]
+        if let counts { pairs.append(("articleCount", .object(counts))) }
         if inv.output.json {
-            inv.output.record(record)
+            inv.output.record(.object(pairs))
         } else {
             inv.output.record(
                 .object(
@@ -289,7 +292,7 @@ extension Targets {
                         ("changes", .number(Double(history.changes))),
                         ("bytes.store", .number(Double(sizes.store))), ("bytes.wal", .number(Double(sizes.wal))),
                         ("bytes.tokens", .number(Double(sizes.tokens))),
-                    ]))
+                    ] + (counts ?? []).map { ("articleCount.\($0.0)", $0.1) }))
         }
     }
 

@@ -20,7 +20,9 @@ public enum Targets {
             Command(
                 "list", "list articles, oldest first, as they are read",
                 options: [
-                    .flag("unread", "only unread articles"), .value("limit", "N", "at most N articles"),
+                    .flag("unread", "only unread articles"),
+                    .value("search", "TEXT", "only articles whose title holds TEXT, ignoring case and diacritics"),
+                    .value("limit", "N", "at most N articles"),
                     .value("offset", "N", "skip the first N articles"),
                 ]),
             Command("mark-read", "mark an article read", positionals: ["ID"]),
@@ -41,7 +43,7 @@ public enum Targets {
                 ("createdAt", "CREATED"),
             ])
             try ReadLater.listArticles(
-                try inv.readContext(), unreadOnly: inv.arguments.has("unread"),
+                try inv.readContext(), unreadOnly: inv.arguments.has("unread"), search: inv.arguments.value("search"),
                 limit: try inv.arguments.integer("limit", in: 0...Int.max),
                 offset: try inv.arguments.integer("offset", in: 0...Int.max) ?? 0, table.add)
             table.finish()

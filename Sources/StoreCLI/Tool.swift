@@ -146,6 +146,7 @@ public final class Invocation {
         if let c = openedContainer { return c }
         guard !group.isEmpty else { throw UsageError("--group needs a directory") }
         let c = try Container(group: group, model: try model())
+        try ReadLater.registerHooks(c)
         // Every commit of a target wakes the observers of every process.
         try ChangeSignal.attach(to: c)
         openedContainer = c

@@ -49,7 +49,9 @@ import Testing
 
         let history = try container.fetchHistory(HistoryRequest())
         #expect(history.count == 3)
-        #expect(history.map { $0.changes.map(\.kind) } == [[.insert, .insert], [.update], [.delete]])
+        // The delete also changes the category's derived articleCount: recorded as its update.
+        #expect(history.map { $0.changes.map(\.kind) } == [[.insert, .insert], [.update], [.delete, .update]])
+        #expect(history[2].changes[1].updatedProperties == ["articleCount"])
         #expect(history[1].changes[0].updatedProperties == ["isRead"])
         #expect(history[2].changes[0].tombstone?["title"] == .string("A"))
         #expect(history.allSatisfy { $0.author == "MainApp" && $0.contextName == "editor" })

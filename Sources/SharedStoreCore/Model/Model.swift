@@ -86,6 +86,10 @@ public struct Attribute: Sendable, Hashable {
 
     public var isDerived: Bool { derivation != nil }
 
+    /// What a `canonical` derived attribute holds for `text`: lowercased, diacritics removed
+    /// (to search it with the same folding).
+    public static func canonical(_ text: String) -> String { DerivationMap.canonical(text) }
+
     public init(
         _ name: String, _ type: AttributeType, optional: Bool = false, default defaultValue: Value = .null,
         minLength: Int? = nil, maxLength: Int? = nil, pattern: String? = nil,

@@ -41,6 +41,25 @@ extension ChangeWriter {
         return out
     }
 
+    /// The object's own derived values for an insert, written into `changes` (the hot path of
+    /// a batch: no dictionary of its own, no closures).
+    mutating func deriveForInsert(_ e: Entity, _ index: Int, _ changes: inout PropertyChanges) throws {
+        for own in derivations.own[index] {
+            switch own {
+            case .now(let a):
+                changes.values[a] = .date(saveTime)
+            case .canonical(let a, let source):
+                let v = changes.values[source] ?? e.attribute(named: source)?.defaultValue ?? .null
+                changes.values[a] = v.stringValue.map { .string(DerivationMap.canonical($0)) } ?? .null
+            case .related(let a, let via, let entity, let source):
+                changes.values[a] =
+                    try (changes.relationships[via] ?? nil).map { try related(entity, $0)[source] } ?? .null
+            case .zero(let a, let type):
+                changes.values[a] = type == .double ? .double(0) : .integer(0)
+            }
+        }
+    }
+
     /// What the object `pk` of entity `index` holds now (read once per transaction).
     mutating func related(_ index: Int, _ pk: Int64) throws -> Snapshot {
         let key = ObjectKey(entity: index, pk: pk)
@@ -93,16 +112,16 @@ extension ChangeWriter {
     /// Writes the tallied counts and sums, and records each target object that changed (one
     /// made in this transaction is recorded as inserted already). Called last, before history.
     mutating func writeAggregates() throws {
-        for (key, attributes) in aggregates.deltas where !deleted.contains(key) {
+        for (key, attributes) in aggregates.byObject where !deleted.contains(key) {
             let e = model.entities[key.entity]
             var changed: [Int] = []
-            for (attribute, amount) in attributes.sorted(by: { $0.key < $1.key }) {
+            for (position, amount) in attributes {
                 if amount == .integer(0) || amount == .double(0) { continue }
-                let type = e.attribute(named: attribute)?.type ?? .integer
+                let a = e.attributes[position]
                 let stored: SQLValue =
-                    type == .double ? .double(amount.doubleValue ?? 0) : .integer(amount.integerValue ?? 0)
-                try s.addToDerived(e, key.pk, attribute, stored)
-                changed.append(e.historyIndex(of: attribute))
+                    a.type == .double ? .double(amount.doubleValue ?? 0) : .integer(amount.integerValue ?? 0)
+                try s.addToDerived(e, key.pk, a.name, stored)
+                changed.append(e.historyIndex(of: a.name))
             }
             if !changed.isEmpty && !insertedTargets.contains(key) {
                 recorder.updated(key.entity, key.pk, properties: changed)

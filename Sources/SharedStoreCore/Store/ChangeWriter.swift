@@ -30,7 +30,7 @@ struct ChangeWriter {
     /// Objects with counts or sums that this transaction inserted (recorded as inserts already).
     var insertedTargets: Set<ObjectKey> = []
     /// The entities' validation rules and lifecycle events (nil: none registered).
-    let hooks: [Int: EntityHooks]?
+    let hooks: [Int: HookSet]?
 
     init(_ s: SQLStore, policy: MergePolicy = .objectTrump) {
         self.s = s
@@ -90,13 +90,7 @@ struct ChangeWriter {
         let derived = !derivations.isEmpty
         var changes = changes
         if let h = hooks?[index] { try awaken(e, h, &changes, object: object()) }
-        if derived && !derivations.own[index].isEmpty {
-            let given = changes
-            let own = try ownDerived(
-                e, index, values: { given.values[$0] ?? e.attribute(named: $0)?.defaultValue ?? .null },
-                target: { given.relationships[$0] ?? nil }, written: nil)
-            changes.values.merge(own) { $1 }
-        }
+        if derived && !derivations.own[index].isEmpty { try deriveForInsert(e, index, &changes) }
         let stmt = try s.insertStatement(entity: index)
         var column: Int32 = 1
         for a in e.attributes {
@@ -112,20 +106,20 @@ struct ChangeWriter {
         recorder.inserted(index, pk)
         if !e.keptCounts.isEmpty { counter.inserted(index, pk) }
         if derived { inserted(e, index, pk, changes) }
-        if let h = hooks?[index], !h.rules.isEmpty || h.didSave != nil {
+        if let h = hooks?[index], h.readsSaved {
             let saved = snapshot(e, pk, changes)
-            try h.check(saved, .insert, object: "\(e.name)/\(pk)")
-            h.didSave?(saved)
+            try h.hooks.check(saved, .insert, object: "\(e.name)/\(pk)")
+            h.hooks.didSave?(saved)
         }
         return pk
     }
 
     /// `awakeFromInsert` then `willSave` of a new object: what they set joins its values.
-    private func awaken(_ e: Entity, _ h: EntityHooks, _ changes: inout PropertyChanges, object: String) throws {
+    private func awaken(_ e: Entity, _ h: HookSet, _ changes: inout PropertyChanges, object: String) throws {
         guard h.awakeFromInsert != nil || h.willSave != nil else { return }
-        var values = changes.values
-        for a in e.attributes where !a.isDerived && values[a.name] == nil { values[a.name] = a.defaultValue }
-        var draft = ObjectDraft(entity: e, id: nil, values: values, relationships: objectIDs(e, changes))
+        var draft = ObjectDraft(
+            entity: e, id: nil, storeID: container.storeID, values: changes.values, relationships: changes.relationships
+        )
         if let awake = h.awakeFromInsert { try EntityHooks.run("awakeFromInsert", object) { try awake(&draft) } }
         if let will = h.willSave { try EntityHooks.run("willSave", object) { try will(&draft) } }
         for name in draft.changed { changes.values[name] = draft[name] }
@@ -268,9 +262,9 @@ struct ChangeWriter {
             }
         }
         updatedSnapshots[current.id] = after
-        if let hook, !hook.rules.isEmpty || hook.didSave != nil {
-            try hook.check(after, .update, object: current.id.description)
-            hook.didSave?(after)
+        if let hook, hook.readsSaved {
+            try hook.hooks.check(after, .update, object: current.id.description)
+            hook.hooks.didSave?(after)
         }
         if !derivations.isEmpty {
             refeed(index, current: current, after: after)
@@ -286,12 +280,10 @@ struct ChangeWriter {
     ) throws {
         var values = current.values.merging(changes.values) { $1 }
         for a in e.derivedAttributes { values[a.name] = current[a.name] }
-        var rels: [String: ObjectID?] = current.relationships.mapValues { $0 }
-        for (name, target) in changes.relationships {
-            let destination = e.relationship(named: name)?.destination ?? ""
-            rels[name] = target.map { ObjectID(storeID: container.storeID, entity: destination, primaryKey: $0) }
-        }
-        var draft = ObjectDraft(entity: e, id: current.id, values: values, relationships: rels)
+        var keys: [String: Int64?] = current.relationships.mapValues { $0.primaryKey }
+        for (name, target) in changes.relationships { keys[name] = target }
+        var draft = ObjectDraft(
+            entity: e, id: current.id, storeID: container.storeID, values: values, relationships: keys)
         try EntityHooks.run("willSave", object) { try will(&draft) }
         for name in draft.changed { changes.values[name] = draft[name] }
     }

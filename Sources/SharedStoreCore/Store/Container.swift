@@ -348,12 +348,15 @@ public final class Container: Sendable {
         let sql = try SQLMapping.sqlValue(value, a.type, name: name)
         switch value {
         case .string(let s):
-            let n = s.count
-            if let min = a.minLength, n < min {
-                throw StoreError(.validation, "\(name) is \(n) characters long, at least \(min) required")
-            }
-            if let max = a.maxLength, n > max {
-                throw StoreError(.validation, "\(name) is \(n) characters long, at most \(max) allowed")
+            // Counting characters walks the whole string: only for a length rule.
+            if a.minLength != nil || a.maxLength != nil {
+                let n = s.count
+                if let min = a.minLength, n < min {
+                    throw StoreError(.validation, "\(name) is \(n) characters long, at least \(min) required")
+                }
+                if let max = a.maxLength, n > max {
+                    throw StoreError(.validation, "\(name) is \(n) characters long, at most \(max) allowed")
+                }
             }
             if a.isSingleLine, TextSafety.containsControl(s, allowingTab: true) {
                 let shown = TextSafety.visible(s)

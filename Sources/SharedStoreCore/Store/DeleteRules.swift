@@ -12,7 +12,7 @@ struct DeleteRules {
     private var work: [(Entity, Int64)] = []
 
     /// The entities' lifecycle events and rules (nil: none registered).
-    private let hooks: [Int: EntityHooks]?
+    private let hooks: [Int: HookSet]?
 
     init(_ s: SQLStore) {
         self.s = s
@@ -46,7 +46,7 @@ struct DeleteRules {
                 tombstone.append((ai, row[a.name]))
             }
             let index = model.index(of: entity)
-            if let h = hooks?[index] {
+            if let h = hooks?[index]?.hooks {
                 if let prepare = h.prepareForDeletion {
                     try EntityHooks.run("prepareForDeletion", row.id.description) { try prepare(row) }
                 }

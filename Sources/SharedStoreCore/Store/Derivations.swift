@@ -17,7 +17,8 @@ struct DerivationMap: Sendable {
     /// A count or sum of entity `target` fed by an entity through its to-one `via`.
     struct Feed: Sendable {
         let target: Int
-        let attribute: String
+        /// The count's or sum's index among the target entity's attributes.
+        let attribute: Int
         let via: String
         /// The summed attribute (nil: a count).
         let sum: String?
@@ -58,7 +59,8 @@ struct DerivationMap: Sendable {
                     own[i].append(.zero(a.name, a.type))
                     var summed: String?
                     if case .sum(_, let source) = d { summed = source }
-                    feeds[x].append(Feed(target: i, attribute: a.name, via: r.inverse, sum: summed))
+                    let position = e.attributes.firstIndex { $0.name == a.name } ?? 0
+                    feeds[x].append(Feed(target: i, attribute: position, via: r.inverse, sum: summed))
                 }
             }
         }
@@ -75,20 +77,35 @@ struct DerivationMap: Sendable {
 
     /// Lowercased, diacritics removed: the text a `canonical` attribute holds.
     static func canonical(_ s: String) -> String {
-        s.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil).lowercased()
+        // ASCII text has no diacritics: lowercasing it is all (and costs a fraction of folding).
+        if s.utf8.allSatisfy({ $0 < 0x80 }) { return s.lowercased() }
+        return s.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil).lowercased()
     }
 }
 
 /// The counts and sums one write transaction changes, by object, written once before it commits.
 struct AggregateDeltas {
-    private(set) var deltas: [ObjectKey: [String: Value]] = [:]
+    /// An object's count or sum, by the attribute's index in its entity.
+    struct Target: Hashable {
+        let object: ObjectKey
+        let attribute: Int
+    }
+
+    private(set) var deltas: [Target: Value] = [:]
 
     var isEmpty: Bool { deltas.isEmpty }
 
     /// Adds `amount` (an integer or a double; negative to take away) to `attribute` of `target`.
-    mutating func add(_ target: ObjectKey, _ attribute: String, _ amount: Value) {
-        let sum = Self.plus(deltas[target]?[attribute] ?? .integer(0), amount)
-        deltas[target, default: [:]][attribute] = sum
+    mutating func add(_ target: ObjectKey, _ attribute: Int, _ amount: Value) {
+        let key = Target(object: target, attribute: attribute)
+        deltas[key] = Self.plus(deltas[key] ?? .integer(0), amount)
+    }
+
+    /// The changes by object, each object's attributes in name order.
+    var byObject: [ObjectKey: [(Int, Value)]] {
+        var out: [ObjectKey: [(Int, Value)]] = [:]
+        for (key, amount) in deltas { out[key.object, default: []].append((key.attribute, amount)) }
+        return out.mapValues { $0.sorted { $0.0 < $1.0 } }
     }
 
     /// An object of entity `index` that feeds counts or sums comes (`sign` 1) or goes (-1):

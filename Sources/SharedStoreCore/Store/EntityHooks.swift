@@ -10,25 +10,32 @@ public struct ObjectDraft: Sendable {
     /// Nil for an object being inserted (its key comes with the save).
     public let id: ObjectID?
     public var isInserted: Bool { id == nil }
+    /// The values given (an attribute not given reads as its default).
     private(set) var values: [String: Value]
-    let relationships: [String: ObjectID?]
+    /// To-one relationships by name: the related object's key (nil: none).
+    private let keys: [String: Int64?]
+    private let storeID: UUID
     private let model: Entity
     /// The names the hook set.
     private(set) var changed: Set<String> = []
 
-    init(entity: Entity, id: ObjectID?, values: [String: Value], relationships: [String: ObjectID?]) {
+    init(entity: Entity, id: ObjectID?, storeID: UUID, values: [String: Value], relationships: [String: Int64?]) {
         self.entity = entity.name
         self.model = entity
         self.id = id
+        self.storeID = storeID
         self.values = values
-        self.relationships = relationships
+        self.keys = relationships
     }
 
-    /// The value of attribute `name` (`.null` when it has none).
-    public subscript(name: String) -> Value { values[name] ?? .null }
+    /// The value of attribute `name` (its default when none was given; `.null` for no attribute).
+    public subscript(name: String) -> Value { values[name] ?? model.attribute(named: name)?.defaultValue ?? .null }
 
     /// The object a to-one relationship points at.
-    public func related(_ name: String) -> ObjectID? { relationships[name] ?? nil }
+    public func related(_ name: String) -> ObjectID? {
+        guard let r = model.relationship(named: name), let key = keys[name] ?? nil else { return nil }
+        return ObjectID(storeID: storeID, entity: r.destination, primaryKey: key)
+    }
 
     /// Sets attribute `name`.
     ///
@@ -116,20 +123,37 @@ public struct EntityHooks: Sendable {
     }
 }
 
+/// One entity's hooks, shared by reference (a save looks them up per object: no copy of every
+/// closure each time).
+final class HookSet: Sendable {
+    let awakeFromInsert: (@Sendable (inout ObjectDraft) throws -> Void)?
+    let willSave: (@Sendable (inout ObjectDraft) throws -> Void)?
+    let hooks: EntityHooks
+    /// Whether inserts and updates need the object as stored (rules or didSave).
+    let readsSaved: Bool
+
+    init(_ hooks: EntityHooks) {
+        self.hooks = hooks
+        awakeFromInsert = hooks.awakeFromInsert
+        willSave = hooks.willSave
+        readsSaved = !hooks.rules.isEmpty || hooks.didSave != nil
+    }
+}
+
 /// The hooks registered with a container, by entity index.
 final class HookRegistry: Sendable {
-    private let hooks = Mutex<[Int: EntityHooks]>([:])
+    private let hooks = Mutex<[Int: HookSet]>([:])
     private let any = Atomic<Bool>(false)
 
     var isEmpty: Bool { !any.load(ordering: .relaxed) }
 
     func set(_ index: Int, _ h: EntityHooks) {
-        hooks.withLock { $0[index] = h }
+        hooks.withLock { $0[index] = HookSet(h) }
         any.store(true, ordering: .relaxed)
     }
 
     /// Every registered hook, for one save (nil when none is).
-    func all() -> [Int: EntityHooks]? { isEmpty ? nil : hooks.withLock { $0 } }
+    func all() -> [Int: HookSet]? { isEmpty ? nil : hooks.withLock { $0 } }
 }
 
 extension Container {
@@ -145,14 +169,14 @@ extension Container {
     /// The `awakeFromFetch` of `entity`, if one is registered.
     func awakeFromFetch(_ entity: String) -> (@Sendable (Snapshot) -> Void)? {
         guard let all = hookRegistry.all(), let i = model.entityIndex[entity] else { return nil }
-        return all[i]?.awakeFromFetch
+        return all[i]?.hooks.awakeFromFetch
     }
 
     /// Calls `awakeFromFetch` of each fetched object's entity.
     func awake(_ snapshots: [Snapshot]) {
         guard let all = hookRegistry.all() else { return }
         for s in snapshots {
-            guard let i = model.entityIndex[s.id.entity], let awake = all[i]?.awakeFromFetch else { continue }
+            guard let i = model.entityIndex[s.id.entity], let awake = all[i]?.hooks.awakeFromFetch else { continue }
             awake(s)
         }
     }
