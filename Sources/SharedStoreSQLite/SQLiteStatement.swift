@@ -147,6 +147,17 @@ package struct SQLiteRow {
         return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
     }
 
+    /// Column `i` as SQLite stores it.
+    package func value(_ i: Int32) -> SQLValue {
+        switch type(i) {
+        case .integer: return .integer(int64(i))
+        case .double: return .double(double(i))
+        case .text: return .text(text(i))
+        case .blob: return .blob(blob(i))
+        case .null: return .null
+        }
+    }
+
     /// The number of columns of the row.
     package var columnCount: Int32 { sqlite3_column_count(handle) }
 

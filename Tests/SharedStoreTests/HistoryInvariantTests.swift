@@ -19,7 +19,7 @@ import Testing
         expectStoreError(.validation) { try context.save() }
         #expect(context.hasChanges, "a failed save keeps the pending changes")
         #expect(try container.currentToken() == before)
-        #expect(try context.count(FetchRequest("Article")) == 1)
+        #expect(try container.newContext().count(FetchRequest("Article")) == 1, "the store holds what it held")
         #expect(try container.fetchHistory(HistoryRequest()).count == 1)
 
         // A broken uniqueness constraint in the middle of a save: same.
@@ -29,8 +29,8 @@ import Testing
         try context.insert(Fixtures.article("ok2", 2))
         try context.insert(ReadLater.Category(name: "Swift"))
         expectStoreError(.uniqueness) { try context.save() }
-        #expect(try context.count(FetchRequest("Article")) == 1)
-        #expect(try context.count(FetchRequest("Category")) == 1)
+        #expect(try container.newContext().count(FetchRequest("Article")) == 1)
+        #expect(try container.newContext().count(FetchRequest("Category")) == 1)
         #expect(try container.fetchHistory(HistoryRequest()).count == 2)
     }
 

@@ -93,3 +93,32 @@ import Testing
         #expect(try query.next()?.objects.count == 1, "a book moved onto the shelf")
     }
 }
+
+extension QueryTests {
+    @Test func fetchesSeeTheContextsUnsavedChangesUnlessAskedNotTo() throws {
+        let (container, c) = try library()
+        let shelves = try c.fetch(FetchRequest("Shelf", sortedBy: [Key("name").ascending]))
+        let books = try c.fetch(FetchRequest("Book", sortedBy: [Key("title").ascending]))
+        let request = FetchRequest("Book", where: Key("pages") > 500, sortedBy: [Key("pages").descending])
+        try c.insert("Book", ["title": "Middlemarch", "pages": 880], relationships: ["shelf": shelves[1].id])
+        try c.update(books[0].id, ["pages": 40])  // Candide: still short
+        try c.update(books[1].id, ["pages": 600])  // Ulysses: 700 -> 600, still long, moves
+        try c.delete(books[2].id)  // War and Peace
+        try c.insert("Book", ["title": "Pamphlet", "pages": 12])
+        let titles = try c.fetch(request).map { $0["title"] }
+        #expect(titles == ["Middlemarch", "Ulysses"], "inserted, updated and deleted, in SQL's order")
+        #expect(try c.fetch(request).map { $0["pages"] } == [880, 600])
+        #expect(try c.count(request) == 2)
+        var stored = request
+        stored.includesPendingChanges = false
+        #expect(try c.fetch(stored).map { $0["title"] } == ["War and Peace", "Ulysses"])
+        var window = request
+        window.limit = 1
+        window.offset = 1
+        #expect(try c.fetch(window).map { $0["title"] } == ["Ulysses"])
+        let joined = FetchRequest("Book", where: Key("shelf.name") == "long", sortedBy: [Key("title").ascending])
+        #expect(try c.fetch(joined).map { $0["title"] } == ["Middlemarch", "Ulysses"], "a to-one key path")
+        try c.save()
+        #expect(try container.newContext().fetch(request).map { $0["title"] } == titles, "what the save stores")
+    }
+}

@@ -215,3 +215,83 @@ extension SQLStore {
         }
     }
 }
+
+/// Pending changes in a fetch (``FetchRequest/includesPendingChanges``): stored rows with their
+/// sort keys, and an unsaved object tested against the condition by SQL itself, as a one-row
+/// table, so that it matches exactly as a stored one would.
+extension SQLStore {
+    /// The rows matching `request` without its window, each with the values of its sort keys.
+    func fetchWithSortKeys(_ request: FetchRequest) throws -> [(Snapshot, [SQLValue])] {
+        let e = try model.entity(request.entity)
+        var q = QueryBuilder(model: model, entity: e, storeID: storeID)
+        let keys = try request.sort.map { try q.column($0.path).sql }
+        let whereSQL = try q.sql(request.condition)
+        let order = try q.orderBy(request.sort)
+        let columns = ([entitySQL(e).columns] + keys).joined(separator: ", ")
+        let sql =
+            "SELECT \(columns) FROM \(SQLMapping.quote(e.name)) AS t0 \(q.joins.joined(separator: " ")) "
+            + "WHERE \(whereSQL)\(order)"
+        let layout = entitySQL(e).layout
+        let first = Int32(2 + e.storedPropertyNames.count)
+        return try c.cached(sql).rows(q.bindings) { row in
+            (container.snapshot(row, layout), (0..<Int32(keys.count)).map { row.value(first + $0) })
+        }
+    }
+
+    /// Whether an object with `values` and to-one `keys` (not stored, or stored with unsaved
+    /// changes) matches `request`'s condition, and the values of its sort keys.
+    func evaluate(_ e: Entity, pk: Int64, values: [String: Value], keys: [String: Int64?], _ request: FetchRequest)
+        throws -> (Bool, [SQLValue])
+    {
+        var row = ["? AS Z_PK", "1 AS Z_OPT"]
+        var bindings: [SQLValue] = [.integer(pk)]
+        for a in e.attributes {
+            row.append("? AS \(SQLMapping.quote(a.name))")
+            bindings.append((try? SQLMapping.sqlValue(values[a.name] ?? a.defaultValue, a.type, name: a.name)) ?? .null)
+        }
+        for r in e.toOneRelationships {
+            row.append("? AS \(SQLMapping.quote(r.name))")
+            bindings.append((keys[r.name] ?? nil).map(SQLValue.integer) ?? .null)
+        }
+        var q = QueryBuilder(model: model, entity: e, storeID: storeID)
+        let sortKeys = try request.sort.map { try q.column($0.path).sql }
+        let test = try q.sql(request.condition)
+        let sql =
+            "SELECT \(([test] + sortKeys).joined(separator: ", ")) FROM (SELECT \(row.joined(separator: ", "))) AS t0 "
+            + q.joins.joined(separator: " ")
+        // The condition's placeholders come first in the text (the select list), the row's after.
+        return try c.cached(sql).firstRow(q.bindings + bindings) { r in
+            (r.int64(0) != 0, (0..<Int32(sortKeys.count)).map { r.value(1 + $0) })
+        } ?? (false, [])
+    }
+}
+
+extension SQLValue {
+    /// SQLite's order of values (NULL, numbers, text by bytes, blobs by bytes).
+    static func precedes(_ a: SQLValue, _ b: SQLValue) -> Bool {
+        func rank(_ v: SQLValue) -> Int {
+            switch v {
+            case .null: return 0
+            case .integer, .double: return 1
+            case .text: return 2
+            case .blob: return 3
+            }
+        }
+        switch (a, b) {
+        case (.integer(let x), .integer(let y)): return x < y
+        case (.integer, .double), (.double, .integer), (.double, .double):
+            return (a.number ?? 0) < (b.number ?? 0)
+        case (.text(let x), .text(let y)): return x.utf8.lexicographicallyPrecedes(y.utf8)
+        case (.blob(let x), .blob(let y)): return x.lexicographicallyPrecedes(y)
+        default: return rank(a) < rank(b)
+        }
+    }
+
+    private var number: Double? {
+        switch self {
+        case .integer(let i): return Double(i)
+        case .double(let d): return d
+        default: return nil
+        }
+    }
+}

@@ -246,6 +246,9 @@ public struct FetchRequest: Sendable, Hashable {
     public var sort: [SortKey]
     public var limit: Int?
     public var offset: Int
+    /// Whether a context's fetch sees its own unsaved inserts, updates and deletes of the
+    /// entity (Core Data's `includesPendingChanges`, on by default).
+    public var includesPendingChanges = true
 
     public init(
         _ entity: String, where condition: Condition = .always, sortedBy sort: [SortKey] = [], limit: Int? = nil,

@@ -176,6 +176,11 @@ public final class ObjectContext {
 
     /// The objects matching `request`, as stored.
     public func fetch(_ request: FetchRequest) throws -> [Snapshot] {
+        if request.includesPendingChanges && hasChanges && hasPendingChanges(of: request.entity) {
+            let snapshots = try fetchIncludingPending(request, try model.entity(request.entity))
+            container.awake(snapshots)
+            return snapshots
+        }
         let snapshots = try container.readOneStatement { s in try s.fetch(request) }
         for s in snapshots { registered[s.id] = s }
         container.awake(snapshots)
@@ -221,9 +226,14 @@ public final class ObjectContext {
         }
     }
 
-    /// How many objects match `request`.
+    /// How many objects match `request` (with this context's unsaved changes, as ``fetch(_:)``).
     public func count(_ request: FetchRequest) throws -> Int {
-        try container.readOneStatement { s in try s.count(request) }
+        if request.includesPendingChanges && hasChanges && hasPendingChanges(of: request.entity) {
+            var request = request
+            request.sort = []
+            return try fetchIncludingPending(request, try model.entity(request.entity)).count
+        }
+        return try container.readOneStatement { s in try s.count(request) }
     }
 
     /// The stored object with `id`.
