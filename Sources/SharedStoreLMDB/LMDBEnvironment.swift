@@ -19,7 +19,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
     package let path: String
     package let flags: LMDBEnvironmentFlags
     /// The named databases, opened at open; a missing one is created by the first write.
-    private let databases: Mutex<[String: MDB_dbi]>
+    private let databases: Protected<[String: MDB_dbi]>
     private let names: [String]
     /// Reader slots of dead processes cleared when this environment was opened.
     package let clearedStaleReaders: Int
@@ -36,7 +36,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
     /// How long a writer waits for another process's write transaction.
     package let busyTimeout: Double
 
-    private static let registry = Mutex<[String: WeakEnvironment]>([:])
+    private static let registry = Protected<[String: WeakEnvironment]>([:])
     private final class WeakEnvironment: @unchecked Sendable { weak var environment: LMDBEnvironment? }
 
     /// The process's environment for `path`, opened on first use with the named `databases`.
@@ -91,7 +91,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
         }
         self.env = handle
         self.path = path
-        self.databases = Mutex([:])
+        self.databases = Protected([:])
         try openDatabases(create: false)
     }
 

@@ -45,7 +45,7 @@ public final class Container: Sendable {
     let writer: ConnectionGuard
     let reader: ConnectionGuard
     let process: (pid: Int64, executable: String)
-    private let patterns = Mutex<[String: Regex]>([:])
+    private let patterns = Protected<[String: Regex]>([:])
     /// Each entity's hot SQL, by entity index.
     let entitySQL: [EntitySQL]
     /// The model's derived attributes, arranged for the save path.
@@ -54,9 +54,9 @@ public final class Container: Sendable {
     let hookRegistry = HookRegistry()
     /// The SQL and bindings of recent fetch requests: a program runs the same requests again and
     /// again (a widget's summary, a live query, a page of a list). Bounded; cleared when full.
-    let compiledFetches = Mutex<[FetchRequest: CompiledQuery]>([:])
+    let compiledFetches = Protected<[FetchRequest: CompiledQuery]>([:])
     /// Run after every commit of this container (``addCommitHook(_:)``).
-    private let commitHooks = Mutex<[@Sendable (HistoryToken?) -> Void]>([])
+    private let commitHooks = Protected<[@Sendable (HistoryToken?) -> Void]>([])
     /// The newest token this process has seen: a save must get a higher one. SQLite gives a row
     /// id one above the largest, but at the largest possible one it picks a random unused id:
     /// a token at Int64.max (only a damaged store has one) must fail the save, never hand out an

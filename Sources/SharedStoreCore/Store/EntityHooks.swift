@@ -142,7 +142,7 @@ final class HookSet: Sendable {
 
 /// The hooks registered with a container, by entity index.
 final class HookRegistry: Sendable {
-    private let hooks = Mutex<[Int: HookSet]>([:])
+    private let hooks = Protected<[Int: HookSet]>([:])
     private let any = Atomic<Bool>(false)
 
     var isEmpty: Bool { !any.load(ordering: .relaxed) }
