@@ -45,7 +45,7 @@ extension ObjectContext {
         }
         rows.sort { order($0.snapshot, $0.keys, $1.snapshot, $1.keys, request.sort) }
         let window = rows.dropFirst(request.offset).prefix(request.limit ?? Int.max)
-        for row in window where !row.pending { registered[row.snapshot.id] = row.snapshot }
+        registered.record(window.filter { !$0.pending }.map(\.snapshot))
         return window.map(\.snapshot)
     }
 

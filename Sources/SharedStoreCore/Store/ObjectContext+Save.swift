@@ -20,7 +20,7 @@ extension ObjectContext {
         let outcome = try container.write { s in try plan.apply(s) }
         rollback()
         // What this save wrote is what the context has now read of those objects.
-        registered = outcome.snapshots
+        registered.reset(outcome.snapshots)
         container.didCommit(outcome.token)
         return SaveResult(
             token: outcome.token, permanentIDs: outcome.permanentIDs, insertedCount: outcome.counts.inserted,
@@ -59,7 +59,7 @@ struct SavePlan {
         updates = context.updateOrder.compactMap { id in context.updates[id].map { (id, $0) } }
         links = context.links
         deletes = context.deletes
-        registered = context.registered
+        registered = context.registered.all()
         policy = context.mergePolicy
         author = context.transactionAuthor
         contextName = context.name

@@ -44,7 +44,7 @@ public final class ObjectContext {
     /// Many-to-many links to make (true) or break (false), in call order.
     var links: [(id: ObjectID, relationship: String, target: ObjectID, linked: Bool)] = []
     /// What this context last read of each object: the base of conflict detection on save.
-    var registered: [ObjectID: Snapshot] = [:]
+    var registered = ReadSet()
 
     init(container: Container, name: String?, author: String?) {
         self.container = container
@@ -66,7 +66,7 @@ public final class ObjectContext {
         deletes.removeAll(keepingCapacity: true)
         deleteSet.removeAll(keepingCapacity: true)
         links.removeAll(keepingCapacity: true)
-        registered.removeAll()
+        registered.reset()
     }
 
     // MARK: - Changes
@@ -182,7 +182,7 @@ public final class ObjectContext {
             return snapshots
         }
         let snapshots = try container.readOneStatement { s in try s.fetch(request) }
-        for s in snapshots { registered[s.id] = s }
+        registered.record(snapshots)
         container.awake(snapshots)
         return snapshots
     }
@@ -247,7 +247,7 @@ public final class ObjectContext {
         guard let s = try container.read({ s in try s.snapshot(entity, id.primaryKey) }) else {
             throw StoreError(.objectNotFound, "no object \(id) in the store")
         }
-        registered[id] = s
+        registered.record([s])
         container.awake([s])
         return s
     }
