@@ -212,3 +212,33 @@ import Testing
         #expect(try writer.newContext().count(FetchRequest("Article")) == 1)
     }
 }
+
+/// The context's record of what it read (ReadSet): the last read of an object is what a save
+/// checks against, however the reads were kept.
+@Suite struct ReadSetTests {
+    @Test func theLastReadOfAnObjectIsWhatTheSaveChecks() throws {
+        let container = try TemporaryGroup().open()
+        let seed = container.newContext(author: "Seed")
+        var ids: [ObjectID] = []
+        for i in 0..<12 { ids.append(try seed.insert(Fixtures.article("a\(i)", i))) }
+        let saved = try seed.save()
+        ids = ids.map { saved.permanentID(for: $0) }
+        let other = container.newContext(author: "Other")
+        let context = container.newContext(author: "A")
+        context.mergePolicy = .error
+        // Read again after another save: the newer read is the base, no conflict.
+        _ = try context.fetch(FetchRequest("Article", where: Key("title") == "a0"))
+        try other.update(ids[0], ["isRead": true])
+        try other.save()
+        _ = try context.fetch(FetchRequest("Article", where: Key("title") == "a0"))
+        try context.update(ids[0], ["title": "a0 again"])
+        try context.save()
+        // A read pushed out of the recent fetches by many others still counts.
+        _ = try context.fetch(FetchRequest("Article", where: Key("title") == "a1"))
+        for i in 2..<12 { _ = try context.fetch(FetchRequest("Article", where: Key("title") == .string("a\(i)"))) }
+        try other.update(ids[1], ["isRead": true])
+        try other.save()
+        try context.update(ids[1], ["title": "stale"])
+        expectStoreError(.conflict) { try context.save() }
+    }
+}
