@@ -194,3 +194,13 @@ extension DerivedTests {
         #expect(renamed["searchTitle"] == "eclair")
     }
 }
+
+extension DerivedTests {
+    @Test func aKeptCountCannotReadACountOfOtherObjects() {
+        expectStoreError(.invalidModel) {
+            var entities = Self.model.entities
+            entities[0].keptCounts = [KeptCount("busy", where: Key("noteCount") > 0)]
+            _ = try Model(entities)
+        }
+    }
+}

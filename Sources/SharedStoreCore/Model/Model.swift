@@ -391,6 +391,17 @@ public struct Model: Sendable, Hashable {
                     .invalidModel,
                     "\(e.name).\(k.name): a kept count may read only attributes of \(e.name), not '\(path)'")
             }
+            // Counts, sums and copies change without their object being written: a kept count
+            // could not follow them.
+            for path in k.condition.keyPaths {
+                switch e.attribute(named: path)?.derivation {
+                case .count?, .sum?, .related?:
+                    throw StoreError(
+                        .invalidModel,
+                        "\(e.name).\(k.name): a kept count cannot read \(path), a count, sum or copy of other objects")
+                default: break
+                }
+            }
         }
     }
 
