@@ -16,12 +16,15 @@ let package = Package(
         // C libraries from Debian's packages: a module map and a shim header each, nothing else.
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CLMDB", providers: [.apt(["liblmdb-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // The layers, bottom up; each may only import those below it (the compiler enforces it).
         .target(name: "SharedStoreSupport"),
         .target(name: "SharedStoreSQLite", dependencies: ["CSQLite", "SharedStoreSupport"]),
         .target(name: "SharedStoreLMDB", dependencies: ["CLMDB", "SharedStoreSupport"]),
         .target(name: "SharedStoreCore", dependencies: ["SharedStoreSQLite", "SharedStoreSupport"]),
         .target(name: "SharedStoreSync", dependencies: ["SharedStoreCore", "SharedStoreLMDB", "SharedStoreSupport"]),
+        // PostgreSQL through libpq: the server that mirrors stores across machines (issue 14).
+        .target(name: "SharedStorePostgres", dependencies: ["CLibPQ", "SharedStoreSupport"]),
         // The one module users import.
         .target(name: "SharedStore", dependencies: ["SharedStoreCore", "SharedStoreSync", "SharedStoreSupport"]),
         // The read-later model the targets, the demo and the scenarios share.
@@ -46,7 +49,7 @@ let package = Package(
             name: "SharedStoreTests",
             dependencies: [
                 "SharedStore", "SharedStoreCore", "SharedStoreSync", "SharedStoreSQLite", "SharedStoreLMDB",
-                "ReadLater", "CLMDB",
+                "ReadLater", "CLMDB", "SharedStorePostgres",
             ]),
     ],
     swiftLanguageModes: [.v6]

@@ -17,6 +17,11 @@ set -e
 echo "== lint (formatting, line and function lengths, SQL and C calls in their layers)"
 bash Scripts/lint.sh
 
+echo "== PostgreSQL for the mirror's tests (a real server in a temporary directory)"
+. Scripts/lib/postgres.sh
+sharedstore_postgres_start
+trap sharedstore_postgres_stop EXIT
+
 echo "== swift tests"
 swift test --skip-build
 

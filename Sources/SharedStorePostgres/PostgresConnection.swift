@@ -1,0 +1,75 @@
+import CLibPQ
+import Foundation
+import SharedStoreSupport
+
+/// An error PostgreSQL or libpq reported: the SQLSTATE when the server sent one, and its message.
+public struct PostgresError: Error, Sendable, CustomStringConvertible {
+    public let sqlState: String?
+    public let message: String
+
+    public var description: String { "PostgreSQL: \(message)" + (sqlState.map { " (SQLSTATE \($0))" } ?? "") }
+}
+
+/// One connection to a PostgreSQL server through libpq. The server, user, database and password
+/// come from libpq's standard environment (`PGHOST`, `PGPORT`, `PGUSER`, `PGDATABASE`,
+/// `PGPASSFILE`…) or a connection string, never from a command-line argument others can read in
+/// `ps`. Used from one thread at a time.
+public final class PostgresConnection {
+    private let handle: OpaquePointer
+
+    /// Connects with `conninfo` (empty: everything from the environment).
+    ///
+    /// - Throws: ``PostgresError`` naming why the server could not be reached.
+    public init(_ conninfo: String = "") throws {
+        guard let connection = PQconnectdb(conninfo) else {
+            throw PostgresError(sqlState: nil, message: "libpq could not allocate a connection")
+        }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = String(cString: PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
+            PQfinish(connection)
+            throw PostgresError(sqlState: nil, message: "cannot connect: \(message)")
+        }
+        handle = connection
+    }
+
+    deinit { PQfinish(handle) }
+
+    /// The server's version number (150004 for 15.4).
+    public var serverVersion: Int { Int(PQserverVersion(handle)) }
+
+    /// Runs `sql` with `parameters` bound to `$1`, `$2`… as text (nil: NULL); returns the rows,
+    /// each column as text (nil: NULL).
+    ///
+    /// - Throws: ``PostgresError`` with the server's SQLSTATE and message.
+    @discardableResult
+    public func execute(_ sql: String, _ parameters: [String?] = []) throws -> [[String?]] {
+        let result = withCStrings(parameters) { values in
+            PQexecParams(handle, sql, Int32(parameters.count), nil, values, nil, nil, 0)
+        }
+        guard let result else {
+            throw PostgresError(sqlState: nil, message: String(cString: PQerrorMessage(handle)))
+        }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
+            return []
+        case PGRES_TUPLES_OK:
+            return (0..<PQntuples(result)).map { row in
+                (0..<PQnfields(result)).map { column in
+                    PQgetisnull(result, row, column) != 0 ? nil : String(cString: PQgetvalue(result, row, column))
+                }
+            }
+        default:
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
+            throw PostgresError(sqlState: state, message: message)
+        }
+    }
+
+    /// `parameters` as C strings alive during `body`.
+    private func withCStrings<T>(_ parameters: [String?], _ body: ([UnsafePointer<CChar>?]) -> T) -> T {
+        let storage: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.map { strdup($0) } ?? nil }
+        defer { storage.forEach { free($0) } }
+        return body(storage.map { UnsafePointer($0) })
+    }
+}
