@@ -16,11 +16,13 @@ struct KeptCounter {
 
     /// Notes that `pk` of entity `index` was inserted in this transaction.
     mutating func inserted(_ index: Int, _ pk: Int64) {
-        if let last = inserted[index]?.last, last.upperBound &+ 1 == pk {
-            inserted[index]![inserted[index]!.count - 1] = last.lowerBound...pk
+        var runs = inserted.removeValue(forKey: index) ?? []
+        if let last = runs.last, last.upperBound &+ 1 == pk {
+            runs[runs.count - 1] = last.lowerBound...pk
         } else {
-            inserted[index, default: []].append(pk...pk)
+            runs.append(pk...pk)
         }
+        inserted[index] = runs
     }
 
     /// Whether `pk` of entity `index` was inserted in this transaction.
