@@ -141,6 +141,13 @@ package struct SQLiteRow {
     @inlinable @inline(__always) package func int64(_ i: Int32) -> Int64 { sqlite3_column_int64(handle, i) }
     @inlinable @inline(__always) package func double(_ i: Int32) -> Double { sqlite3_column_double(handle, i) }
 
+    /// Column `i` as text, nil when it is NULL (one call: SQLite answers NULL with no pointer).
+    @inlinable @inline(__always) package func textOrNil(_ i: Int32) -> String? {
+        guard let p = sqlite3_column_text(handle, i) else { return nil }
+        let n = Int(sqlite3_column_bytes(handle, i))
+        return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
+    }
+
     @inlinable @inline(__always) package func text(_ i: Int32) -> String {
         guard let p = sqlite3_column_text(handle, i) else { return "" }
         let n = Int(sqlite3_column_bytes(handle, i))

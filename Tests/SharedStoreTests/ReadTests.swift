@@ -86,3 +86,34 @@ import Testing
         #expect(try context.count(FetchRequest("Article")) == 2, "a bad row rejects the whole batch")
     }
 }
+
+extension ReadTests {
+    /// A stored zero, empty string or epoch is a value; a NULL is `.null` — through a fetch (rows
+    /// sharing one value array), a streamed fetch and a single read alike.
+    @Test func zerosAndNullsReadBackAsTheyWereSaved() throws {
+        let container = try TemporaryGroup().open(Fixtures.allTypes)
+        let c = container.newContext(author: "A")
+        let zero: [String: Value] = [
+            "s": "", "i": 0, "d": 0.0, "b": false, "t": .date(Date(timeIntervalSince1970: 0)), "bin": .data(Data()),
+            "u": .uuid(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))),
+        ]
+        let none: [String: Value] = ["s": nil, "i": nil, "d": nil, "t": nil, "bin": nil, "u": nil]
+        let a = try c.insert("Thing", zero)
+        let b = try c.insert("Thing", none)
+        let saved = try c.save()
+        let request = FetchRequest("Thing", sortedBy: [Key("i").ascending])
+        let reader = container.newContext()
+        var streamed: [Snapshot] = []
+        try reader.forEach(request) { streamed.append($0) }
+        for snapshots in [try reader.fetch(request), streamed] {
+            let byID = Dictionary(uniqueKeysWithValues: snapshots.map { ($0.id, $0) })
+            let za = try #require(byID[saved.permanentID(for: a)])
+            let nb = try #require(byID[saved.permanentID(for: b)])
+            for (name, value) in zero where name != "bin" { #expect(za[name] == value, "\(name)") }
+            #expect(za["bin"] == .data(Data()) || za["bin"] == .null, "an empty blob")
+            for name in none.keys { #expect(nb[name] == .null, "\(name) is NULL") }
+            let (oa, ob) = (try reader.object(with: za.id), try reader.object(with: nb.id))
+            #expect(za == oa && nb == ob, "a fetched row equals the same object read alone")
+        }
+    }
+}

@@ -54,16 +54,25 @@ enum SQLMapping {
         }
     }
 
+    /// Column `i` as a value of `type`. One call to SQLite for most values: a NULL is told from
+    /// text by the missing pointer, and from a number only when the number reads as zero.
     static func value(_ row: SQLiteRow, _ i: Int32, _ type: AttributeType) -> Value {
-        if row.isNull(i) { return .null }
         switch type {
-        case .string, .url, .decimal, .json: return .string(row.text(i))
-        case .integer: return .integer(row.int64(i))
-        case .double: return .double(row.double(i))
-        case .bool: return .bool(row.int64(i) != 0)
-        case .date: return .date(Date(timeIntervalSince1970: row.double(i)))
-        case .data: return .data(Data(row.blob(i)))
-        case .uuid: return UUID(uuidString: row.text(i)).map(Value.uuid) ?? .null
+        case .string, .url, .decimal, .json: return row.textOrNil(i).map(Value.string) ?? .null
+        case .integer:
+            let v = row.int64(i)
+            return v == 0 && row.isNull(i) ? .null : .integer(v)
+        case .double:
+            let d = row.double(i)
+            return d == 0 && row.isNull(i) ? .null : .double(d)
+        case .bool:
+            let v = row.int64(i)
+            return v == 0 && row.isNull(i) ? .null : .bool(v != 0)
+        case .date:
+            let d = row.double(i)
+            return d == 0 && row.isNull(i) ? .null : .date(Date(timeIntervalSince1970: d))
+        case .data: return row.isNull(i) ? .null : .data(Data(row.blob(i)))
+        case .uuid: return row.textOrNil(i).flatMap { UUID(uuidString: $0) }.map(Value.uuid) ?? .null
         }
     }
 }

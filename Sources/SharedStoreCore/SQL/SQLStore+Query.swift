@@ -8,9 +8,22 @@ extension SQLStore {
     func fetch(_ request: FetchRequest) throws -> [Snapshot] {
         let q = try compiledFetch(request)
         let layout = entitySQL[q.entity].layout
-        // A window's limit is what most fetches return: room for it at once (up to a page).
-        return try c.cached(q.sql).rows(q.bindings, capacity: min(request.limit ?? 0, 1024)) {
-            container.snapshot($0, layout)
+        // Every row's values go into one array the snapshots share (one allocation per fetch,
+        // not one per object); a window's limit is what most fetches return: room for it at once.
+        let width = layout.types.count
+        let expected = min(request.limit ?? 0, 1024)
+        var values: [Value] = []
+        values.reserveCapacity(expected * width)
+        var heads: [(Int64, Int64, [String: ObjectID])] = []
+        heads.reserveCapacity(expected)
+        try c.cached(q.sql).forEachRow(q.bindings) { row in
+            heads.append(container.readRow(row, layout, into: &values))
+        }
+        let shared = SharedRows(values)
+        return heads.enumerated().map { i, head in
+            Snapshot(
+                id: ObjectID(storeID: storeID, entity: layout.entity, primaryKey: head.0), version: head.1,
+                names: layout.names, shared: shared, offset: i * width, relationships: head.2)
         }
     }
 
@@ -24,7 +37,13 @@ extension SQLStore {
 
     /// The SQL of a fetch of `request`, made once and kept by the container.
     private func compiledFetch(_ request: FetchRequest) throws -> CompiledQuery {
-        if let known = container.compiledFetches.withLock({ $0[request] }) { return known }
+        // The request run last (a widget, a list page, a live query run again) is compared, not
+        // hashed.
+        if let last = container.lastFetch.withLock({ $0 }), last.request == request { return last.query }
+        if let known = container.compiledFetches.withLock({ $0[request] }) {
+            container.lastFetch.withLock { $0 = (request, known) }
+            return known
+        }
         let e = try model.entity(request.entity)
         let (sql, bindings) = try query(
             e, columns: entitySQL(e).columns, where: request.condition, sort: request.sort, window: request)
@@ -33,6 +52,7 @@ extension SQLStore {
             if cache.count >= 256 { cache.removeAll(keepingCapacity: true) }
             cache[request] = compiled
         }
+        container.lastFetch.withLock { $0 = (request, compiled) }
         return compiled
     }
 
@@ -92,6 +112,26 @@ extension Container {
 
     /// Reads a row selected with ``EntitySQL/columns(of:)``, by a layout made once per query
     /// (the entity's attributes and to-one relationships, not recomputed for every row).
+    /// Appends a row's attribute values to `values`; returns its key, version and to-one
+    /// relationships.
+    func readRow(_ row: SQLiteRow, _ layout: RowLayout, into values: inout [Value])
+        -> (Int64, Int64, [String: ObjectID])
+    {
+        var column: Int32 = 2
+        for type in layout.types {
+            values.append(SQLMapping.value(row, column, type))
+            column += 1
+        }
+        var rels: [String: ObjectID] = [:]
+        for (name, destination) in zip(layout.toOneNames, layout.toOneDestinations) {
+            if !row.isNull(column) {
+                rels[name] = ObjectID(storeID: storeID, entity: destination, primaryKey: row.int64(column))
+            }
+            column += 1
+        }
+        return (row.int64(0), row.int64(1), rels)
+    }
+
     func snapshot(_ row: SQLiteRow, _ layout: RowLayout) -> Snapshot {
         var values: [Value] = []
         values.reserveCapacity(layout.names.count)

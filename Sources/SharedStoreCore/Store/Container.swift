@@ -55,6 +55,8 @@ public final class Container: Sendable {
     /// The SQL and bindings of recent fetch requests: a program runs the same requests again and
     /// again (a widget's summary, a live query, a page of a list). Bounded; cleared when full.
     let compiledFetches = Protected<[FetchRequest: CompiledQuery]>([:])
+    /// The request compiled or found last, with its SQL.
+    let lastFetch = Protected<(request: FetchRequest, query: CompiledQuery)?>(nil)
     /// Run after every commit of this container (``addCommitHook(_:)``).
     private let commitHooks = Protected<[@Sendable (HistoryToken?) -> Void]>([])
     /// The newest token this process has seen: a save must get a higher one. SQLite gives a row

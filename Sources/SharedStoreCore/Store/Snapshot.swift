@@ -13,15 +13,23 @@ public struct Snapshot: Sendable, Hashable, CustomStringConvertible {
     public let version: Int64
     /// Attribute names and their values, position by position.
     private var names: [String]
-    private var columns: [Value]
+    private var columns: Columns
     /// To-one relationships that are set; an absent key means nil.
     public var relationships: [String: ObjectID]
+
+    /// A snapshot's values: an array of its own, or its row of the one array a fetch read all
+    /// its rows into (one allocation for the fetch, not one per object). A change copies the
+    /// row out first.
+    enum Columns: Sendable {
+        case own([Value])
+        case shared(SharedRows, offset: Int)
+    }
 
     public init(id: ObjectID, version: Int64, values: [String: Value], relationships: [String: ObjectID]) {
         self.id = id
         self.version = version
         names = values.keys.sorted()
-        columns = names.map { values[$0] ?? .null }
+        columns = .own(names.map { values[$0] ?? .null })
         self.relationships = relationships
     }
 
@@ -31,36 +39,78 @@ public struct Snapshot: Sendable, Hashable, CustomStringConvertible {
         self.id = id
         self.version = version
         self.names = names
-        self.columns = columns
+        self.columns = .own(columns)
         self.relationships = relationships
+    }
+
+    /// Row `offset / names.count` of a fetch's shared values.
+    init(
+        id: ObjectID, version: Int64, names: [String], shared: SharedRows, offset: Int,
+        relationships: [String: ObjectID]
+    ) {
+        self.id = id
+        self.version = version
+        self.names = names
+        self.columns = .shared(shared, offset: offset)
+        self.relationships = relationships
+    }
+
+    /// The value at position `i`.
+    private func column(_ i: Int) -> Value {
+        switch columns {
+        case .own(let values): return values[i]
+        case .shared(let rows, let offset): return rows.values[offset + i]
+        }
+    }
+
+    /// The values as an array of their own.
+    private var columnArray: [Value] {
+        switch columns {
+        case .own(let values): return values
+        case .shared(let rows, let offset): return Array(rows.values[offset..<(offset + names.count)])
+        }
     }
 
     /// The attribute values by name.
     public var values: [String: Value] {
-        get { Dictionary(zip(names, columns), uniquingKeysWith: { _, last in last }) }
+        get { Dictionary(zip(names, columnArray), uniquingKeysWith: { _, last in last }) }
         set {
             names = newValue.keys.sorted()
-            columns = names.map { newValue[$0] ?? .null }
+            columns = .own(names.map { newValue[$0] ?? .null })
         }
     }
 
     /// The value of attribute `name` (`.null` when it has none).
     public subscript(_ name: String) -> Value {
-        get { names.firstIndex(of: name).map { columns[$0] } ?? .null }
+        get { names.firstIndex(of: name).map { column($0) } ?? .null }
         set {
+            var values = columnArray
             if let i = names.firstIndex(of: name) {
-                columns[i] = newValue
+                values[i] = newValue
             } else {
                 names.append(name)
-                columns.append(newValue)
+                values.append(newValue)
             }
+            columns = .own(values)
         }
     }
 
     /// The same object at the next version (what a save of it writes next).
     func bumped() -> Snapshot {
-        Snapshot(id: id, version: version + 1, names: names, columns: columns, relationships: relationships)
+        var next = self
+        next.bumpVersion()
+        return next
     }
+
+    private init(copying s: Snapshot, version: Int64) {
+        id = s.id
+        self.version = version
+        names = s.names
+        columns = s.columns
+        relationships = s.relationships
+    }
+
+    private mutating func bumpVersion() { self = Snapshot(copying: self, version: version + 1) }
 
     /// Whether the snapshot holds a value (maybe `.null`) for attribute `name`.
     public func has(_ name: String) -> Bool { names.contains(name) }
@@ -71,7 +121,7 @@ public struct Snapshot: Sendable, Hashable, CustomStringConvertible {
     public static func == (a: Snapshot, b: Snapshot) -> Bool {
         guard a.id == b.id, a.version == b.version, a.relationships == b.relationships else { return false }
         // Snapshots of one entity share their names (and their order): compare the columns.
-        if a.names == b.names { return a.columns == b.columns }
+        if a.names == b.names { return (0..<a.names.count).allSatisfy { a.column($0) == b.column($0) } }
         return a.values == b.values
     }
 
@@ -80,17 +130,23 @@ public struct Snapshot: Sendable, Hashable, CustomStringConvertible {
         hasher.combine(version)
         // Independent of the order of the names, as == is.
         var values = 0
-        for (n, v) in zip(names, columns) { values ^= Hasher.hash(n, v) }
+        for (i, n) in names.enumerated() { values ^= Hasher.hash(n, column(i)) }
         hasher.combine(values)
         hasher.combine(relationships)
     }
 
     public var description: String {
         let parts =
-            zip(names, columns).sorted { $0.0 < $1.0 }.map { "\($0.0): \($0.1)" }
+            zip(names, columnArray).sorted { $0.0 < $1.0 }.map { "\($0.0): \($0.1)" }
             + relationships.keys.sorted().map { "\($0): \(relationships[$0].map(\.description) ?? "nil")" }
         return "\(id) {\(parts.joined(separator: ", "))}"
     }
+}
+
+/// The values of every row of one fetch, row after row: the snapshots of the fetch share it.
+final class SharedRows: Sendable {
+    let values: [Value]
+    init(_ values: [Value]) { self.values = values }
 }
 
 extension Hasher {
