@@ -71,11 +71,20 @@ package final class SQLiteConnection {
 
     /// A cached prepared statement for `sql`, prepared once per connection.
     package func cached(_ sql: String) throws -> SQLiteStatement {
-        if let stmt = cache[sql] { return stmt }
+        // The statement asked for last (a query run again and again) is compared, not hashed: the
+        // same string compares in one step.
+        if let last = lastCached, last.sql == sql { return last.statement }
+        if let stmt = cache[sql] {
+            lastCached = (sql, stmt)
+            return stmt
+        }
         let stmt = try SQLiteStatement(connection: self, sql: sql)
         cache[sql] = stmt
+        lastCached = (sql, stmt)
         return stmt
     }
+
+    private var lastCached: (sql: String, statement: SQLiteStatement)?
 
     private var slots: [SQLiteStatement?] = []
 

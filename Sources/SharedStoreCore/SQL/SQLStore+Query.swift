@@ -39,7 +39,7 @@ extension SQLStore {
     private func compiledFetch(_ request: FetchRequest) throws -> CompiledQuery {
         // The request run last (a widget, a list page, a live query run again) is compared, not
         // hashed.
-        if let last = container.lastFetch.withLock({ $0 }), last.request == request { return last.query }
+        if let last = container.lastFetch.withLock({ $0?.request == request ? $0?.query : nil }) { return last }
         if let known = container.compiledFetches.withLock({ $0[request] }) {
             container.lastFetch.withLock { $0 = (request, known) }
             return known
