@@ -60,5 +60,16 @@ assert_eq "$(jq_ '[l["fixed"] for l in lines]' <"$work/recount.out")" \
     '[[{"count": "Article.unread", "was": 27, "now": 28}]]' "recount fixes exactly that count"
 widget show --json >"$work/show.out"
 assert_eq "$(jq_ 'j["unread"]' <"$work/show.out")" 28 "widget show reads the recounted number"
+# main-app watch prints a merged transaction only when it changes what the list shows.
+main-app sync --json >/dev/null
+background "$work/mainwatch.out" main-app watch --json --for 60
+mainwatcher=$last_pid
+"$BIN/sharedstore-helper" add-category --group "$SHAREDSTORE_GROUP" --name "Empty shelf" >/dev/null
+share-extension share --url https://r.example/after --title after --json >"$work/after.out"
+wait_for_line "$work/mainwatch.out" '"ShareExtension"'
+kill -TERM "$mainwatcher"; wait_exit "$mainwatcher" 10 || true
+assert_eq "$(jq_ '[l["token"] for l in lines if "token" in l and "changes" in l]' <"$work/mainwatch.out")" \
+    "$(jq_ '[j["token"]]' <"$work/after.out")" "main-app watch: the share, not the empty category"
+
 verify_store
 finish

@@ -180,6 +180,20 @@ extension ReadLater {
         }
     }
 
+    /// Whether `transaction` changes what `main-app list` shows — every article with its
+    /// category's name: a change of an article, or a category renamed or deleted. Decided from the
+    /// transaction alone, as a live query decides (a new empty category, a highlight: no).
+    public static func changesList(_ transaction: HistoryTransaction, model: Model) -> Bool {
+        let nameKey = categoryName(model)
+        return transaction.changes.contains { change in
+            switch change.objectID.entity {
+            case "Article": return true
+            case "Category": return change.kind == .delete || change.updatedProperties.contains(nameKey)
+            default: return false
+            }
+        }
+    }
+
     /// The widget's summary: unread and total counts, the three newest articles — two counts and
     /// a three-row fetch, each on an index.
     public static func widgetLine(_ context: ObjectContext) throws -> JSONValue {

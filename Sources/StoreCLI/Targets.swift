@@ -29,7 +29,9 @@ public enum Targets {
             Command("mark-unread", "mark an article unread", positionals: ["ID"]),
             Command("delete", "delete an article", positionals: ["ID"]),
             Command("sync", "merge what other targets saved since this target's token"),
-            Command("watch", "merge and print other targets' saves as they happen", options: watchOptions),
+            Command(
+                "watch", "merge other targets' saves as they happen; print each one that changes the list",
+                options: watchOptions),
         ]
     ) { inv in
         let me = "MainApp"
@@ -73,8 +75,12 @@ public enum Targets {
                 ]))
         case "watch":
             var first = true
+            let model = try inv.container().model
             try inv.watch(
-                consumer: me, each: { inv.output.record($0.json) },
+                consumer: me,
+                // A line only when what the list shows changed (its live query's relevance,
+                // decided from the transaction): an article, or a category's name.
+                each: { if ReadLater.changesList($0, model: model) { inv.output.record($0.json) } },
                 afterSync: { result, _ in
                     // A reload after the start (expired, evicted, reset, restored) is said, never silent.
                     if result.reloaded && (result.expired || !first) {
