@@ -186,13 +186,7 @@ NOTES = {
     "writers-8": "Eight processes share two cores here; the ratio moves between runs of the same build (0.61 to "
                  "0.84 seen in one sitting, old and new builds alike: commit ed7df84 0.608 and 0.717, the current one "
                  "0.714, 0.782, 0.692, 0.738). No save failed.",
-    "query-indexed": "Both sides read the same 50 rows through the same index (the plan is in the case's line); the gap "
-                     "is per row in Swift: each row becomes a Snapshot (a column array, its ObjectID) and the context "
-                     "remembers each object it read, for conflict detection (about a sixth of the time, measured by "
-                     "leaving it out). Rows as column arrays and per-entity layouts took it from 0.31 to 0.5; the SQL "
-                     "of a request kept per container, reads of one statement without BEGIN/COMMIT and ids hashed by "
-                     "key to 0.55–0.6 (a fetch's fixed cost 4.4 → 2.1 µs). What is left needs rows that share one value "
-                     "buffer per fetch and a read set indexed only when an update needs it. Issue 11, left open.",
+    "query-indexed": "Both sides read the same 50 rows through the same index (the plan is in the case's line).",
     "widget-show-1m": "The two counts are kept by every save (KeptCount): each is one row whatever the store's size.",
 }
 if misses:
