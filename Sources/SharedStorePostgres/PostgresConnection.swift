@@ -66,6 +66,33 @@ public final class PostgresConnection {
         }
     }
 
+    /// Waits up to `timeout` seconds for a notification on a channel this connection LISTENs to
+    /// (``MirrorServer/listen()``); returns the channels and payloads that arrived (empty: none).
+    ///
+    /// - Throws: ``PostgresError`` when the connection broke.
+    public func notifications(timeout: TimeInterval) throws -> [(channel: String, payload: String)] {
+        var out = drainNotifications()
+        guard out.isEmpty else { return out }
+        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+        guard descriptor.fd >= 0 else { throw PostgresError(sqlState: nil, message: "the connection is closed") }
+        let ready = poll(&descriptor, 1, Int32(max(0, min(timeout, 3600)) * 1000))
+        guard ready > 0 else { return [] }
+        guard PQconsumeInput(handle) == 1 else {
+            throw PostgresError(sqlState: nil, message: String(cString: PQerrorMessage(handle)))
+        }
+        out = drainNotifications()
+        return out
+    }
+
+    private func drainNotifications() -> [(channel: String, payload: String)] {
+        var out: [(channel: String, payload: String)] = []
+        while let n = PQnotifies(handle) {
+            out.append((String(cString: n.pointee.relname), String(cString: n.pointee.extra)))
+            PQfreemem(n)
+        }
+        return out
+    }
+
     /// `parameters` as C strings alive during `body`.
     private func withCStrings<T>(_ parameters: [String?], _ body: ([UnsafePointer<CChar>?]) -> T) -> T {
         let storage: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.map { strdup($0) } ?? nil }

@@ -35,4 +35,54 @@ struct PostgresTests {
             Issue.record("\(error)")
         }
     }
+
+    func server() throws -> MirrorServer {
+        let schema = "mirror_test_\(UUID().uuidString.prefix(8).lowercased())"
+        return try MirrorServer(connection: try PostgresConnection(), schema: schema)
+    }
+
+    @Test func theServerTablesAreMadeOnceAndUploadsAreIdempotentAndOrdered() throws {
+        let a = try server()
+        defer { _ = try? a.connection.execute("DROP SCHEMA \(a.schema) CASCADE") }
+        try a.prepare()
+        let b = try MirrorServer(connection: try PostgresConnection(), schema: a.schema)
+        try b.prepare()  // a second mirror finds them made
+        let (one, two) = (UUID(), UUID())
+        let s1 = try #require(try a.upload(origin: one, token: 1, author: "MainApp", payload: #"{"changes":[]}"#))
+        #expect(try a.upload(origin: one, token: 1, author: "MainApp", payload: #"{"changes":[]}"#) == nil, "repeated")
+        let s2 = try #require(try b.upload(origin: two, token: 1, author: nil, payload: #"{"changes":[1]}"#))
+        #expect(s2 > s1)
+        let all = try a.transactions(after: 0, excluding: nil)
+        #expect(all.map(\.sequence) == [s1, s2] && all.map(\.origin) == [one, two])
+        #expect(try a.transactions(after: 0, excluding: one).map(\.origin) == [two], "not its own")
+        #expect(try a.transactions(after: s2, excluding: nil).isEmpty)
+    }
+
+    @Test func aNewerServerLayoutIsRefused() throws {
+        let a = try server()
+        defer { _ = try? a.connection.execute("DROP SCHEMA \(a.schema) CASCADE") }
+        try a.prepare()
+        try a.connection.execute("UPDATE \(a.schema).meta SET value = '99' WHERE key = 'schema_version'")
+        do {
+            try a.prepare()
+            Issue.record("a newer layout was accepted")
+        } catch let error as PostgresError {
+            #expect(error.message.contains("update the app"), "\(error)")
+        }
+    }
+
+    @Test func anUploadWakesAListeningMirror() throws {
+        let a = try server()
+        defer { _ = try? a.connection.execute("DROP SCHEMA \(a.schema) CASCADE") }
+        try a.prepare()
+        let listener = try MirrorServer(connection: try PostgresConnection(), schema: a.schema)
+        try listener.listen()
+        let sequence = try #require(try a.upload(origin: UUID(), token: 7, author: nil, payload: "{}"))
+        var received: [(channel: String, payload: String)] = []
+        let deadline = Date().addingTimeInterval(10)
+        while received.isEmpty && Date() < deadline {
+            received += try listener.connection.notifications(timeout: 1)
+        }
+        #expect(received.contains { $0.channel == MirrorServer.channel && $0.payload == String(sequence) })
+    }
 }
