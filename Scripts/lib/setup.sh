@@ -13,6 +13,8 @@ sharedstore_ensure_packages() {
     local missing=()
     [ -f /usr/include/sqlite3.h ] || missing+=(libsqlite3-dev)
     [ -f /usr/include/lmdb.h ] || missing+=(liblmdb-dev)
+    [ -f /usr/include/postgresql/libpq-fe.h ] || missing+=(libpq-dev)   # the mirror's PostgreSQL client
+    command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)       # finds libpq's headers for SwiftPM
     command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3)
     command -v mdb_stat >/dev/null 2>&1 || missing+=(lmdb-utils)
     command -v python3 >/dev/null 2>&1 || missing+=(python3)   # the scenarios' JSON checks, the bench report
