@@ -167,26 +167,25 @@ extension DerivedTests {
     @Test func targetsWritingAtOnceKeepDerivedAttributesRight() throws {
         let group = TemporaryGroup()
         let container = try group.open()
-        var children: [Child] = []
-        for i in 0..<6 {
-            children.append(
-                try Child(
+        try runAtOnce(
+            (0..<6).map { i in
+                (
                     "share-extension",
                     [
                         "share", "--group", group.path, "--url", "https://d.example/\(i)", "--title", "Ünïcode \(i)",
                         "--category", i % 2 == 0 ? "Even" : "Odd",
-                    ]))
-        }
-        for child in children { #expect(try child.waitForExit() == 0) }
+                    ]
+                )
+            })
         let ids = try container.newContext().fetch(FetchRequest("Article", sortedBy: [Key("title").ascending])).map(
             \.id)
-        children = [
-            try Child("main-app", ["delete", "--group", group.path, ids[0].description]),
-            try Child(
+        try runAtOnce([
+            ("main-app", ["delete", "--group", group.path, ids[0].description]),
+            (
                 "sharedstore-helper",
-                ["set-title", "--group", group.path, "--id", ids[1].description, "--title", "Éclair"]),
-        ]
-        for child in children { #expect(try child.waitForExit() == 0) }
+                ["set-title", "--group", group.path, "--id", ids[1].description, "--title", "Éclair"]
+            ),
+        ])
         #expect(try container.derivedMismatchCount() == 0)
         let counts = try container.newContext().aggregate("Category", [.max("articleCount")], groupedBy: ["label"])
         #expect(counts.map(\.values) == [[2], [3]], "Even lost one article, Odd kept three")

@@ -149,21 +149,17 @@ import Testing
     @Test func targetsWritingAtOnceKeepTheWidgetsCounts() throws {
         let group = TemporaryGroup()
         let container = try group.open()
-        var children: [Child] = []
-        for i in 0..<6 {
-            children.append(
-                try Child(
+        try runAtOnce(
+            (0..<6).map {
+                (
                     "share-extension",
-                    ["share", "--group", group.path, "--url", "https://k.example/\(i)", "--title", "k\(i)"]))
-        }
-        for child in children { #expect(try child.waitForExit() == 0) }
+                    ["share", "--group", group.path, "--url", "https://k.example/\($0)", "--title", "k\($0)"]
+                )
+            })
         let ids = try container.newContext().fetch(FetchRequest("Article")).map(\.id)
-        children = []
-        for id in ids.prefix(3) {
-            children.append(try Child("widget", ["toggle-read", "--group", group.path, id.description]))
-        }
-        children.append(try Child("main-app", ["delete", "--group", group.path, ids[5].description]))
-        for child in children { #expect(try child.waitForExit() == 0) }
+        try runAtOnce(
+            ids.prefix(3).map { ("widget", ["toggle-read", "--group", group.path, $0.description]) }
+                + [("main-app", ["delete", "--group", group.path, ids[5].description])])
         let show = try Child("widget", ["show", "--json", "--group", group.path])
         try show.waitForLines(1)
         #expect(try show.waitForExit() == 0)

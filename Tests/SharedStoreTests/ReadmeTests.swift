@@ -4,12 +4,12 @@ import Foundation
 import SharedStore
 import Testing
 
-// Every Swift block of README.md, as written (Scripts/lint.sh checks that each is here line
-// for line). A block that uses names of an earlier one runs after it, as a reader reads them.
+// Every Swift block of README.md, as written. A block that uses names of an earlier one runs
+// after it in the same test, as a reader reads them.
 
 @Suite struct ReadmeTests {
-    @Test func theTourRecordsAndTheDAO() async throws {
-        // README block 1
+    @Test func theLibraryTourInOrder() async throws {
+        // README block 1: the tour
         let model = try Model([
             Entity("Article", attributes: [
                 Attribute("title", .string, minLength: 1, maxLength: 500, preservedInHistory: true),
@@ -52,7 +52,7 @@ import Testing
         }
         if let everyoneMerged = saved.token { try container.deleteHistory(through: everyoneMerged) }
 
-        // README block 2
+        // README block 2: records, rules, hooks, aggregates
         struct Article: Record {
             static let entityName = "Article"
             var id: ObjectID?
@@ -79,7 +79,7 @@ import Testing
         let perCategory = try main.aggregate("Article", [.count], groupedBy: ["category.name"])
         print(perCategory.map { "\($0.group[0].stringValue ?? "-"): \($0.values[0])" })   // ["Swift: 1"]
 
-        // README block 3
+        // README block 3: the async DAO
         actor Library {
             let container: Container
             init(container: Container) { self.container = container }
@@ -99,6 +99,33 @@ import Testing
         let library = Library(container: container)
         _ = try await library.add("Structured concurrency")
         print(try await library.unread().count)                 // 1
+
+        // README block 5: a live query
+        let registry = try TokenRegistry(group: dir)
+        let unread = FetchRequest("Article", where: Key("isRead") == false,
+                                  sortedBy: [Key("searchTitle").ascending], limit: 50)
+        let query = try LiveQuery(container: container, registry: registry, consumer: "UnreadList", request: unread)
+        for try await result in query.results() {            // the first result, then one per change
+            let d = result.diff                               // removed, inserted, moved, updated positions
+            print(result.objects.count, d.inserted, d.removed, d.moved, d.updated)
+            break                                             // (a list keeps following)
+        }
+
+        // README block 6: a view kept in sync
+        let view = try ViewContext(container: container, registry: registry, consumer: "Widget")
+        let observer = try ChangeObserver(container: container)     // inotify, plus a slow poll
+        let changes = observer.changes()
+        try view.sync()                                             // catch up first
+        Task.detached {                                             // another process's save, say
+            _ = try await container.write(author: "MainApp") { try $0.insert("Article", ["title": "New"]) }
+        }
+        for await _ in changes {
+            try view.sync { transaction in print(transaction.token) } // merge, then advance the token
+            break                                                     // (a widget keeps watching)
+        }
+        observer.stop()
+        let report = try HistoryCleaner.clean(container: container, registry: registry, evictAfter: 86_400)
+        print(report.deleted)
     }
 
     @Test func aCustomMigrationStep() throws {
@@ -114,123 +141,5 @@ import Testing
         }
         let upgraded = try Container(group: books, model: v2, migrations: [step])
         print(try upgraded.newContext().fetch(FetchRequest("Book"))[0]["rating"])   // 4.0
-    }
-
-    @Test func aLiveQuery() async throws {
-        // README block 1
-        let model = try Model([
-            Entity("Article", attributes: [
-                Attribute("title", .string, minLength: 1, maxLength: 500, preservedInHistory: true),
-                Attribute("isRead", .bool, default: false),
-                Attribute.derived("searchTitle", .string, .canonical("title")),   // kept by every save
-            ], relationships: [.toOne("category", "Category", inverse: "articles")],
-               indexes: [Index("searchTitle")]),
-            Entity("Category", attributes: [
-                Attribute("name", .string),
-                Attribute.derived("articleCount", .integer, .count("articles")),
-            ], relationships: [.toMany("articles", "Article", inverse: "category")],
-               uniquenessConstraints: [["name"]]),
-        ])
-
-        // Any process opens the group directory (created 0700; Store.sqlite 0600), and attaches the
-        // change signal so that its commits wake the other processes at once.
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString).path
-        let container = try Container(group: dir, model: model)
-        try ChangeSignal.attach(to: container)
-        let lastToken = try container.currentToken()          // what a consumer would have merged
-
-        // A context carries a name and a transaction author; a save is one SQLite transaction
-        // holding the rows and one history transaction.
-        let share = container.newContext(name: "share", author: "ShareExtension")
-        let swift = try share.insert("Category", ["name": "Swift"])
-        let id = try share.insert("Article", ["title": "Café Swift"], relationships: ["category": swift])
-        let saved = try share.save()
-        print(saved.permanentID(for: id), saved.token?.description ?? "-")
-
-        // Fetch with conditions: [cd] string matching, to-one key paths, to-many predicates.
-        let cafes = try share.fetch(FetchRequest("Article",
-            where: Key("title").contains("cafe", .caseInsensitive, .diacriticInsensitive) && Key("isRead") == false,
-            sortedBy: [Key("searchTitle").ascending], limit: 20))
-        let busy = try share.fetch(FetchRequest("Category", where: Key("articles").count > 0))
-        print(cafes.count, busy.first?["articleCount"] ?? .null)     // 1 1
-
-        // Another process reads what others saved after its last token.
-        for t in try container.fetchHistory(HistoryRequest(after: lastToken, excludingAuthors: ["MainApp"])) {
-            print(t.token, t.author ?? "-", t.changes.map { "\($0.kind) \($0.objectID)" })
-        }
-        if let everyoneMerged = saved.token { try container.deleteHistory(through: everyoneMerged) }
-
-        // README block 5
-        let registry = try TokenRegistry(group: dir)
-        let unread = FetchRequest("Article", where: Key("isRead") == false,
-                                  sortedBy: [Key("searchTitle").ascending], limit: 50)
-        let query = try LiveQuery(container: container, registry: registry, consumer: "UnreadList", request: unread)
-        for try await result in query.results() {            // the first result, then one per change
-            let d = result.diff                               // removed, inserted, moved, updated positions
-            print(result.objects.count, d.inserted, d.removed, d.moved, d.updated)
-            break                                             // (a list keeps following)
-        }
-    }
-
-    @Test func keepingAViewInSync() async throws {
-        // README block 1
-        let model = try Model([
-            Entity("Article", attributes: [
-                Attribute("title", .string, minLength: 1, maxLength: 500, preservedInHistory: true),
-                Attribute("isRead", .bool, default: false),
-                Attribute.derived("searchTitle", .string, .canonical("title")),   // kept by every save
-            ], relationships: [.toOne("category", "Category", inverse: "articles")],
-               indexes: [Index("searchTitle")]),
-            Entity("Category", attributes: [
-                Attribute("name", .string),
-                Attribute.derived("articleCount", .integer, .count("articles")),
-            ], relationships: [.toMany("articles", "Article", inverse: "category")],
-               uniquenessConstraints: [["name"]]),
-        ])
-
-        // Any process opens the group directory (created 0700; Store.sqlite 0600), and attaches the
-        // change signal so that its commits wake the other processes at once.
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString).path
-        let container = try Container(group: dir, model: model)
-        try ChangeSignal.attach(to: container)
-        let lastToken = try container.currentToken()          // what a consumer would have merged
-
-        // A context carries a name and a transaction author; a save is one SQLite transaction
-        // holding the rows and one history transaction.
-        let share = container.newContext(name: "share", author: "ShareExtension")
-        let swift = try share.insert("Category", ["name": "Swift"])
-        let id = try share.insert("Article", ["title": "Café Swift"], relationships: ["category": swift])
-        let saved = try share.save()
-        print(saved.permanentID(for: id), saved.token?.description ?? "-")
-
-        // Fetch with conditions: [cd] string matching, to-one key paths, to-many predicates.
-        let cafes = try share.fetch(FetchRequest("Article",
-            where: Key("title").contains("cafe", .caseInsensitive, .diacriticInsensitive) && Key("isRead") == false,
-            sortedBy: [Key("searchTitle").ascending], limit: 20))
-        let busy = try share.fetch(FetchRequest("Category", where: Key("articles").count > 0))
-        print(cafes.count, busy.first?["articleCount"] ?? .null)     // 1 1
-
-        // Another process reads what others saved after its last token.
-        for t in try container.fetchHistory(HistoryRequest(after: lastToken, excludingAuthors: ["MainApp"])) {
-            print(t.token, t.author ?? "-", t.changes.map { "\($0.kind) \($0.objectID)" })
-        }
-        if let everyoneMerged = saved.token { try container.deleteHistory(through: everyoneMerged) }
-
-        // README block 6
-        let registry = try TokenRegistry(group: dir)
-        let view = try ViewContext(container: container, registry: registry, consumer: "Widget")
-        let observer = try ChangeObserver(container: container)     // inotify, plus a slow poll
-        let changes = observer.changes()
-        try view.sync()                                             // catch up first
-        Task.detached {                                             // another process's save, say
-            _ = try await container.write(author: "MainApp") { try $0.insert("Article", ["title": "New"]) }
-        }
-        for await _ in changes {
-            try view.sync { transaction in print(transaction.token) } // merge, then advance the token
-            break                                                     // (a widget keeps watching)
-        }
-        observer.stop()
-        let report = try HistoryCleaner.clean(container: container, registry: registry, evictAfter: 86_400)
-        print(report.deleted)
     }
 }

@@ -223,6 +223,13 @@ final class Child: @unchecked Sendable {
 }
 
 /// Parses a JSON line of a child.
+/// Starts every (executable, arguments) at once, then expects each to exit 0 (processes writing
+/// one store at the same moment).
+func runAtOnce(_ commands: [(String, [String])], sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let children = try commands.map { try Child($0.0, $0.1) }
+    for child in children { #expect(try child.waitForExit() == 0, sourceLocation: sourceLocation) }
+}
+
 func json(_ line: String) -> [String: Any] {
     (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] ?? [:]
 }

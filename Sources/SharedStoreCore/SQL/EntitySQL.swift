@@ -1,3 +1,4 @@
+import Foundation
 import SharedStoreSQLite
 
 /// The SQL of one entity's hot statements, built once per container instead of on every save.
@@ -10,8 +11,11 @@ struct EntitySQL: Sendable {
     let select: String
     let delete: String
     let exists: String
+    /// The 0-or-1 expression of each kept count over `t0` with their bindings, and the statement
+    /// asking them of one object: an update or delete of a counted object runs it, row by row.
+    let keptCounts: (expressions: [String], bindings: [SQLValue], flags: String)?
 
-    init(_ e: Entity, index: Int) {
+    init(_ e: Entity, index: Int, model: Model) {
         self.index = index
         columns = Self.columns(of: e)
         layout = RowLayout(e)
@@ -22,6 +26,17 @@ struct EntitySQL: Sendable {
         select = "SELECT \(Self.columns(of: e)) FROM \(table) AS t0 WHERE t0.Z_PK = ?"
         delete = "DELETE FROM \(table) WHERE Z_PK = ?"
         exists = "SELECT 1 FROM \(table) WHERE Z_PK = ?"
+        // A kept count reads only its entity's attributes (the model checks it): no store id is
+        // ever bound. A condition that does not compile is compiled (and fails) when used.
+        var q = QueryBuilder(model: model, entity: e, storeID: UUID())
+        if !e.keptCounts.isEmpty, let expressions = try? e.keptCounts.map({ try q.sql($0.condition) }) {
+            keptCounts = (
+                expressions, q.bindings,
+                "SELECT \(expressions.joined(separator: ", ")) FROM \(table) AS t0 WHERE t0.Z_PK = ?"
+            )
+        } else {
+            keptCounts = nil
+        }
     }
 
     /// `t0.Z_PK, t0.Z_OPT, t0."attr"…, t0."toOne"…`: the columns a ``Snapshot`` is read from.

@@ -14,6 +14,7 @@ extension SQLStore {
 
     /// The 0-or-1 expression of each kept count of `e` over `t0`, and their bindings in order.
     private func keptCountExpressions(_ e: Entity) throws -> (expressions: [String], bindings: [SQLValue]) {
+        if let made = entitySQL(e).keptCounts { return (made.expressions, made.bindings) }
         var q = QueryBuilder(model: model, entity: e, storeID: storeID)
         let expressions = try e.keptCounts.map { try q.sql($0.condition) }
         return (expressions, q.bindings)
@@ -24,7 +25,8 @@ extension SQLStore {
     func keptCountFlags(_ e: Entity, _ pk: Int64) throws -> [Bool] {
         let (expressions, bindings) = try keptCountExpressions(e)
         let sql =
-            "SELECT \(expressions.joined(separator: ", ")) FROM \(SQLMapping.quote(e.name)) AS t0 WHERE t0.Z_PK = ?"
+            entitySQL(e).keptCounts?.flags
+            ?? "SELECT \(expressions.joined(separator: ", ")) FROM \(SQLMapping.quote(e.name)) AS t0 WHERE t0.Z_PK = ?"
         let n = Int32(expressions.count)
         return try c.cached(sql).firstRow(bindings + [.integer(pk)]) { row in
             (0..<n).map { row.int64($0) != 0 }

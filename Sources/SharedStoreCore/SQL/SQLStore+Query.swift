@@ -110,10 +110,9 @@ extension Container {
         snapshot(row, model.entityIndex[e.name].map { entitySQL[$0].layout } ?? RowLayout(e))
     }
 
-    /// Reads a row selected with ``EntitySQL/columns(of:)``, by a layout made once per query
-    /// (the entity's attributes and to-one relationships, not recomputed for every row).
-    /// Appends a row's attribute values to `values`; returns its key, version and to-one
-    /// relationships.
+    /// Appends the attribute values of a row selected with ``EntitySQL/columns(of:)`` to
+    /// `values`, by a layout made once per query (not recomputed for every row); returns its
+    /// key, version and to-one relationships.
     func readRow(_ row: SQLiteRow, _ layout: RowLayout, into values: inout [Value])
         -> (Int64, Int64, [String: ObjectID])
     {
@@ -132,24 +131,14 @@ extension Container {
         return (row.int64(0), row.int64(1), rels)
     }
 
+    /// A row selected with ``EntitySQL/columns(of:)`` as a snapshot of its own (a streamed row).
     func snapshot(_ row: SQLiteRow, _ layout: RowLayout) -> Snapshot {
         var values: [Value] = []
         values.reserveCapacity(layout.names.count)
-        var column: Int32 = 2
-        for type in layout.types {
-            values.append(SQLMapping.value(row, column, type))
-            column += 1
-        }
-        var rels: [String: ObjectID] = [:]
-        for (name, destination) in zip(layout.toOneNames, layout.toOneDestinations) {
-            if !row.isNull(column) {
-                rels[name] = ObjectID(storeID: storeID, entity: destination, primaryKey: row.int64(column))
-            }
-            column += 1
-        }
+        let (pk, version, rels) = readRow(row, layout, into: &values)
         return Snapshot(
-            id: ObjectID(storeID: storeID, entity: layout.entity, primaryKey: row.int64(0)),
-            version: row.int64(1), names: layout.names, columns: values, relationships: rels)
+            id: ObjectID(storeID: storeID, entity: layout.entity, primaryKey: pk), version: version,
+            names: layout.names, columns: values, relationships: rels)
     }
 }
 
@@ -260,8 +249,9 @@ extension SQLStore {
 /// sort keys, and an unsaved object tested against the condition by SQL itself, as a one-row
 /// table, so that it matches exactly as a stored one would.
 extension SQLStore {
-    /// The rows matching `request` without its window, each with the values of its sort keys.
-    func fetchWithSortKeys(_ request: FetchRequest) throws -> [(Snapshot, [SQLValue])] {
+    /// The first `limit` rows matching `request` in its order (all of them for nil), ignoring
+    /// its window, each with the values of its sort keys.
+    func fetchWithSortKeys(_ request: FetchRequest, limit: Int?) throws -> [(Snapshot, [SQLValue])] {
         let e = try model.entity(request.entity)
         var q = QueryBuilder(model: model, entity: e, storeID: storeID)
         let keys = try request.sort.map { try q.column($0.path).sql }
@@ -270,10 +260,10 @@ extension SQLStore {
         let columns = ([entitySQL(e).columns] + keys).joined(separator: ", ")
         let sql =
             "SELECT \(columns) FROM \(SQLMapping.quote(e.name)) AS t0 \(q.joins.joined(separator: " ")) "
-            + "WHERE \(whereSQL)\(order)"
+            + "WHERE \(whereSQL)\(order) LIMIT ?"
         let layout = entitySQL(e).layout
         let first = Int32(2 + e.storedPropertyNames.count)
-        return try c.cached(sql).rows(q.bindings) { row in
+        return try c.cached(sql).rows(q.bindings + [.integer(Int64(limit ?? -1))]) { row in
             (container.snapshot(row, layout), (0..<Int32(keys.count)).map { row.value(first + $0) })
         }
     }

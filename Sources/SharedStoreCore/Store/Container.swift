@@ -84,7 +84,7 @@ public final class Container: Sendable {
         self.model = model
         self.options = options
         self.process = (Int64(getpid()), ProcessInfo.processInfo.processName)
-        self.entitySQL = model.entities.enumerated().map { EntitySQL($1, index: $0) }
+        self.entitySQL = model.entities.enumerated().map { EntitySQL($1, index: $0, model: model) }
         self.derivations = DerivationMap(model)
         guard options.busyTimeout.isFinite, options.busyTimeout >= 0 else {
             throw StoreError(

@@ -14,39 +14,81 @@ extension ObjectContext {
             || deleteSet.contains { $0.entity == entity }
     }
 
-    func fetchIncludingPending(_ request: FetchRequest, _ e: Entity) throws -> [Snapshot] {
+    /// This context's unsaved changes of `e`'s objects: deleted ids, changed objects, new ones.
+    private func pending(_ e: Entity) -> (
+        deleted: Set<ObjectID>, updated: [ObjectID: PendingUpdate], added: [PendingInsert]
+    ) {
         let deleted = deleteSet.filter { $0.entity == e.name }
         let updated = updates.filter { $0.key.entity == e.name && !deleted.contains($0.key) }
-        let added = inserts.filter { $0.id.entity == e.name && !deleted.contains($0.id) }
+        return (deleted, updated, inserts.filter { $0.id.entity == e.name && !deleted.contains($0.id) })
+    }
+
+    /// The changed and new objects that match `request` as they would be saved, with their sort
+    /// keys (each tested by SQL as a one-row table).
+    private func matchingPending(
+        _ s: SQLStore, _ e: Entity, _ request: FetchRequest, updated: [ObjectID: PendingUpdate], added: [PendingInsert]
+    ) throws -> [(Snapshot, [SQLValue])] {
+        var out: [(Snapshot, [SQLValue])] = []
+        for (id, pending) in updated {
+            guard var object = try s.snapshot(e, id.primaryKey) else { continue }
+            for (name, value) in pending.values { object[name] = value }
+            for (name, target) in pending.relationships { object.relationships[name] = target }
+            let (matches, keys) = try s.evaluate(
+                e, pk: id.primaryKey, values: object.values, keys: object.relationships.mapValues { $0.primaryKey },
+                request)
+            if matches { out.append((object, keys)) }
+        }
+        for insert in added {
+            var values: [String: Value] = [:]
+            for a in e.attributes where !a.isDerived { values[a.name] = insert.values[a.name] ?? a.defaultValue }
+            let targets = insert.relationships.compactMapValues { $0 }
+            let (matches, keys) = try s.evaluate(
+                e, pk: insert.id.primaryKey, values: values, keys: targets.mapValues { $0.primaryKey }, request)
+            if matches {
+                out.append((Snapshot(id: insert.id, version: 0, values: values, relationships: targets), keys))
+            }
+        }
+        return out
+    }
+
+    func fetchIncludingPending(_ request: FetchRequest, _ e: Entity) throws -> [Snapshot] {
+        let (deleted, updated, added) = pending(e)
         var rows: [(snapshot: Snapshot, keys: [SQLValue], pending: Bool)] = []
+        // Stored rows only as far as the window can reach: a deleted or changed object leaves
+        // a gap of at most one row each (a fetch of 50 reads 50 and a few, not the whole table).
+        let reach = request.limit.map { request.offset + $0 + deleted.count + updated.count }
         try container.read { s in
-            for (snapshot, keys) in try s.fetchWithSortKeys(request)
+            for (snapshot, keys) in try s.fetchWithSortKeys(request, limit: reach)
             where !deleted.contains(snapshot.id) && updated[snapshot.id] == nil {
                 rows.append((snapshot, keys, false))
             }
-            for (id, pending) in updated {
-                guard var object = try s.snapshot(e, id.primaryKey) else { continue }
-                for (name, value) in pending.values { object[name] = value }
-                for (name, target) in pending.relationships { object.relationships[name] = target }
-                let (matches, keys) = try s.evaluate(
-                    e, pk: id.primaryKey, values: object.values, keys: object.relationships.mapValues { $0.primaryKey },
-                    request)
-                if matches { rows.append((object, keys, true)) }
-            }
-            for insert in added {
-                var values: [String: Value] = [:]
-                for a in e.attributes where !a.isDerived { values[a.name] = insert.values[a.name] ?? a.defaultValue }
-                let targets = insert.relationships.compactMapValues { $0 }
-                let (matches, keys) = try s.evaluate(
-                    e, pk: insert.id.primaryKey, values: values, keys: targets.mapValues { $0.primaryKey }, request)
-                let object = Snapshot(id: insert.id, version: 0, values: values, relationships: targets)
-                if matches { rows.append((object, keys, true)) }
+            for (object, keys) in try matchingPending(s, e, request, updated: updated, added: added) {
+                rows.append((object, keys, true))
             }
         }
         rows.sort { order($0.snapshot, $0.keys, $1.snapshot, $1.keys, request.sort) }
         let window = rows.dropFirst(request.offset).prefix(request.limit ?? Int.max)
         registered.record(window.filter { !$0.pending }.map(\.snapshot))
         return window.map(\.snapshot)
+    }
+
+    /// How many objects match `request` with this context's unsaved changes: the store's count
+    /// (a kept count when one matches), less the stored objects deleted or changed that match,
+    /// plus the changed and new ones that match — never a scan of the table.
+    func countIncludingPending(_ request: FetchRequest, _ e: Entity) throws -> Int {
+        let (deleted, updated, added) = pending(e)
+        var whole = request
+        (whole.limit, whole.offset, whole.sort) = (nil, 0, [])
+        let total = try container.read { s -> Int in
+            var n = try s.count(whole)
+            for id in deleted.union(updated.keys) {
+                guard let stored = try s.snapshot(e, id.primaryKey) else { continue }
+                let keys = stored.relationships.mapValues { Optional($0.primaryKey) }
+                if try s.evaluate(e, pk: id.primaryKey, values: stored.values, keys: keys, whole).0 { n -= 1 }
+            }
+            return n + (try matchingPending(s, e, whole, updated: updated, added: added)).count
+        }
+        return min(max(0, total - request.offset), request.limit ?? Int.max)
     }
 
     /// SQL's order: by each sort key in its direction, then by key (an unsaved object after the

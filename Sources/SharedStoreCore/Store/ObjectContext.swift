@@ -229,9 +229,7 @@ public final class ObjectContext {
     /// How many objects match `request` (with this context's unsaved changes, as ``fetch(_:)``).
     public func count(_ request: FetchRequest) throws -> Int {
         if request.includesPendingChanges && hasChanges && hasPendingChanges(of: request.entity) {
-            var request = request
-            request.sort = []
-            return try fetchIncludingPending(request, try model.entity(request.entity)).count
+            return try countIncludingPending(request, try model.entity(request.entity))
         }
         return try container.readOneStatement { s in try s.count(request) }
     }
