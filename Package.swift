@@ -25,6 +25,10 @@ let package = Package(
         .target(name: "SharedStoreSync", dependencies: ["SharedStoreCore", "SharedStoreLMDB", "SharedStoreSupport"]),
         // PostgreSQL through libpq: the server that mirrors stores across machines (issue 14).
         .target(name: "SharedStorePostgres", dependencies: ["CLibPQ", "SharedStoreSupport"]),
+        // The mirror: a store's history through a PostgreSQL server, both ways.
+        .target(
+            name: "SharedStoreMirror",
+            dependencies: ["SharedStoreCore", "SharedStoreSync", "SharedStorePostgres", "SharedStoreSupport"]),
         // The one module users import.
         .target(name: "SharedStore", dependencies: ["SharedStoreCore", "SharedStoreSync", "SharedStoreSupport"]),
         // The read-later model the targets, the demo and the scenarios share.
@@ -32,7 +36,7 @@ let package = Package(
         // The one argument parser of every executable.
         .target(name: "ArgumentParsing"),
         // Output and the commands of the targets, written once.
-        .target(name: "StoreCLI", dependencies: library + ["ReadLater", "ArgumentParsing"]),
+        .target(name: "StoreCLI", dependencies: library + ["ReadLater", "ArgumentParsing", "SharedStoreMirror"]),
         // The targets of shared/docs/CLI.md: thin executables over StoreCLI.
         .executableTarget(name: "main-app", dependencies: ["StoreCLI"]),
         .executableTarget(name: "share-extension", dependencies: ["StoreCLI"]),
@@ -49,7 +53,7 @@ let package = Package(
             name: "SharedStoreTests",
             dependencies: [
                 "SharedStore", "SharedStoreCore", "SharedStoreSync", "SharedStoreSQLite", "SharedStoreLMDB",
-                "ReadLater", "CLMDB", "SharedStorePostgres",
+                "ReadLater", "CLMDB", "SharedStorePostgres", "SharedStoreMirror",
             ]),
     ],
     swiftLanguageModes: [.v6]

@@ -56,7 +56,7 @@ verify_store
 export SHAREDSTORE_GROUP="$work/big"
 share-extension share --model-version 1 --url https://big.example/0 --title zero --json >/dev/null
 sqlite3 "$SHAREDSTORE_GROUP/Store.sqlite" "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 999999)
-    INSERT INTO Article(title, url, createdAt, isRead) SELECT 'bulk ' || i, 'https://bulk.example/' || i, i, i % 2 FROM n"
+    INSERT INTO Article(title, url, createdAt, isRead, Z_GID) SELECT 'bulk ' || i, 'https://bulk.example/' || i, i, i % 2, randomblob(16) FROM n"
 storectl recount --json >/dev/null
 fingerprint() {
     sqlite3 "$SHAREDSTORE_GROUP/Store.sqlite" \

@@ -149,10 +149,11 @@ extension ReadLater {
         if let search { condition = condition && searchCondition(search, context.container.model) }
         let request = FetchRequest(
             "Article", where: condition, sortedBy: [Key("createdAt").ascending], limit: limit, offset: offset)
-        try context.forEach(request) { a in
+        try context.forEachWithGlobalID(request) { a, gid in
             try body(
                 .object([
                     ("id", .string(a.id.description)),
+                    ("gid", gid.map { .string($0.uuidString.lowercased()) } ?? .null),
                     ("title", a["title"].jsonValue),
                     ("url", a["url"].jsonValue),
                     ("isRead", a["isRead"].jsonValue),

@@ -14,6 +14,19 @@ public struct MirrorTransaction: Sendable, Hashable {
     public let payload: String
 }
 
+/// One local transaction to upload.
+public struct MirrorUpload: Sendable, Hashable {
+    public let token: Int64
+    public let author: String?
+    public let payload: String
+
+    public init(token: Int64, author: String?, payload: String) {
+        self.token = token
+        self.author = author
+        self.payload = payload
+    }
+}
+
 /// The mirror's tables on a PostgreSQL server, in a schema of their own (`sharedstore_mirror`),
 /// created and versioned by the mirror (issue 14). The server is the one order every machine
 /// applies: uploads are serialized (an advisory lock per upload transaction), so a sequence
@@ -55,7 +68,7 @@ public struct MirrorServer {
                     token bigint NOT NULL,
                     author text,
                     uploaded_at timestamptz NOT NULL DEFAULT now(),
-                    payload jsonb NOT NULL,
+                    payload text NOT NULL,
                     UNIQUE (origin, token))
                 """)
             try connection.execute(
@@ -78,18 +91,54 @@ public struct MirrorServer {
     /// sequence, or nil when the server had it already (an upload repeated after a crash).
     @discardableResult
     public func upload(origin: UUID, token: Int64, author: String?, payload: String) throws -> Int64? {
-        try transaction {
+        let (sequence, isNew) = try upload(
+            origin: origin, [MirrorUpload(token: token, author: author, payload: payload)])[0]
+        return isNew ? sequence : nil
+    }
+
+    /// Uploads local transactions in one server transaction (one lock, one wake-up) and returns
+    /// each one's sequence, with whether it is new (false: the server had it from an earlier
+    /// attempt, and keeps what it had).
+    public func upload(origin: UUID, _ uploads: [MirrorUpload]) throws -> [(sequence: Int64, isNew: Bool)] {
+        guard !uploads.isEmpty else { return [] }
+        return try transaction {
             // One upload at a time: sequence numbers commit in order.
             try connection.execute("SELECT pg_advisory_xact_lock(hashtext($1 || '.upload'))", [schema])
-            let rows = try connection.execute(
-                """
-                INSERT INTO \(schema).transactions(origin, token, author, payload) VALUES ($1, $2, $3, $4::jsonb)
-                ON CONFLICT (origin, token) DO NOTHING RETURNING sequence
-                """, [origin.uuidString.lowercased(), String(token), author, payload])
-            guard let text = rows.first?[0], let sequence = Int64(text) else { return nil }
-            try connection.execute("SELECT pg_notify($1, $2)", [Self.channel, String(sequence)])
-            return sequence
+            let originText = origin.uuidString.lowercased()
+            var out: [(Int64, Bool)] = []
+            var newest: Int64?
+            for u in uploads {
+                let rows = try connection.execute(
+                    """
+                    INSERT INTO \(schema).transactions(origin, token, author, payload) VALUES ($1, $2, $3, $4)
+                    ON CONFLICT (origin, token) DO NOTHING RETURNING sequence
+                    """, [originText, String(u.token), u.author, u.payload])
+                if let text = rows.first?[0], let sequence = Int64(text) {
+                    out.append((sequence, true))
+                    newest = sequence
+                    continue
+                }
+                let existing = try connection.execute(
+                    "SELECT sequence FROM \(schema).transactions WHERE origin = $1 AND token = $2",
+                    [originText, String(u.token)])
+                guard let text = existing.first?[0], let sequence = Int64(text) else {
+                    throw PostgresError(sqlState: nil, message: "upload of token \(u.token) neither added nor found")
+                }
+                out.append((sequence, false))
+            }
+            if let newest { try connection.execute("SELECT pg_notify($1, $2)", [Self.channel, String(newest)]) }
+            return out
         }
+    }
+
+    /// How many transactions of other origins are on the server after `sequence`.
+    public func count(after sequence: Int64, excluding origin: UUID?) throws -> Int64 {
+        let rows = try connection.execute(
+            """
+            SELECT count(*) FROM \(schema).transactions
+            WHERE sequence > $1 AND ($2::uuid IS NULL OR origin <> $2::uuid)
+            """, [String(sequence), origin?.uuidString.lowercased()])
+        return rows.first?[0].flatMap { Int64($0) } ?? 0
     }
 
     /// Up to `limit` transactions after `sequence`, in the server's order, without those of
@@ -99,7 +148,7 @@ public struct MirrorServer {
     {
         try connection.execute(
             """
-            SELECT sequence, origin, token, author, payload::text FROM \(schema).transactions
+            SELECT sequence, origin, token, author, payload FROM \(schema).transactions
             WHERE sequence > $1 AND ($2::uuid IS NULL OR origin <> $2::uuid) ORDER BY sequence LIMIT $3
             """, [String(sequence), origin?.uuidString.lowercased(), String(limit)]
         ).compactMap { row in

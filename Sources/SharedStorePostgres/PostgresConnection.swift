@@ -30,12 +30,26 @@ public final class PostgresConnection {
             throw PostgresError(sqlState: nil, message: "cannot connect: \(message)")
         }
         handle = connection
+        // Notices ("already exists, skipping") are not errors: not printed.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
     }
 
     deinit { PQfinish(handle) }
 
     /// The server's version number (150004 for 15.4).
     public var serverVersion: Int { Int(PQserverVersion(handle)) }
+
+    /// Where the connection goes, without secrets: `PostgreSQL 15.4 at /tmp/x:5432, database d`.
+    public var serverDescription: String {
+        let v = serverVersion
+        let host = PQhost(handle).map { String(cString: $0) } ?? "?"
+        let port = PQport(handle).map { String(cString: $0) } ?? "?"
+        let db = PQdb(handle).map { String(cString: $0) } ?? "?"
+        return "PostgreSQL \(v / 10000).\(v % 10000) at \(host):\(port), database \(db)"
+    }
+
+    /// Whether libpq still considers the connection usable.
+    public var isConnected: Bool { PQstatus(handle) == CONNECTION_OK }
 
     /// Runs `sql` with `parameters` bound to `$1`, `$2`… as text (nil: NULL); returns the rows,
     /// each column as text (nil: NULL).
@@ -70,13 +84,19 @@ public final class PostgresConnection {
     /// (``MirrorServer/listen()``); returns the channels and payloads that arrived (empty: none).
     ///
     /// - Throws: ``PostgresError`` when the connection broke.
-    public func notifications(timeout: TimeInterval) throws -> [(channel: String, payload: String)] {
+    ///
+    /// - Parameter wake: a descriptor that ends the wait early when it becomes readable (the
+    ///   read end of a pipe another thread writes to); it is not read here.
+    public func notifications(timeout: TimeInterval, wake: Int32? = nil) throws -> [(channel: String, payload: String)]
+    {
         var out = drainNotifications()
         guard out.isEmpty else { return out }
-        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
-        guard descriptor.fd >= 0 else { throw PostgresError(sqlState: nil, message: "the connection is closed") }
-        let ready = poll(&descriptor, 1, Int32(max(0, min(timeout, 3600)) * 1000))
-        guard ready > 0 else { return [] }
+        let socket = PQsocket(handle)
+        guard socket >= 0 else { throw PostgresError(sqlState: nil, message: "the connection is closed") }
+        var descriptors = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0)]
+        if let wake { descriptors.append(pollfd(fd: wake, events: Int16(POLLIN), revents: 0)) }
+        let ready = poll(&descriptors, nfds_t(descriptors.count), Int32(max(0, min(timeout, 3600)) * 1000))
+        guard ready > 0, descriptors[0].revents != 0 else { return [] }
         guard PQconsumeInput(handle) == 1 else {
             throw PostgresError(sqlState: nil, message: String(cString: PQerrorMessage(handle)))
         }

@@ -211,6 +211,33 @@ extension SQLiteConnection {
     }
 }
 
+extension SQLiteConnection {
+    /// Defines an SQL function of `argumentCount` arguments answering a BLOB. Not deterministic:
+    /// SQLite calls it for every row (a new id each time).
+    package func defineBlobFunction(
+        _ name: String, argumentCount: Int32, _ body: @escaping (SQLiteArguments) -> [UInt8]
+    ) throws {
+        let box = Unmanaged.passRetained(BlobFunctionBox(body)).toOpaque()
+        let rc = sqlite3_create_function_v2(
+            handle, name, argumentCount, SQLITE_UTF8, box,
+            { context, argc, argv in
+                guard let context, let data = sqlite3_user_data(context) else { return }
+                let box = Unmanaged<BlobFunctionBox>.fromOpaque(data).takeUnretainedValue()
+                let bytes = box.body(SQLiteArguments(values: argv, count: argc))
+                bytes.withUnsafeBytes {
+                    sqlite3_result_blob(context, $0.baseAddress, Int32($0.count), sharedstore_sqlite_transient())
+                }
+            }, nil, nil,
+            { data in if let data { Unmanaged<BlobFunctionBox>.fromOpaque(data).release() } })
+        guard rc == SQLITE_OK else { throw error(rc) }
+    }
+}
+
+private final class BlobFunctionBox {
+    let body: (SQLiteArguments) -> [UInt8]
+    init(_ body: @escaping (SQLiteArguments) -> [UInt8]) { self.body = body }
+}
+
 private final class TextFunctionBox {
     let body: (SQLiteArguments) -> String?
     init(_ body: @escaping (SQLiteArguments) -> String?) { self.body = body }

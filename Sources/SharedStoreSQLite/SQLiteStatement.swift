@@ -54,6 +54,16 @@ package final class SQLiteStatement {
         guard rc == SQLITE_OK else { throw connection.error(rc, sql: sql) }
     }
 
+    /// Binds the 16 bytes of `uuid` as a BLOB, with no array in between (one per inserted row).
+    @inlinable
+    package func bind(uuid: UUID, at index: Int32) throws {
+        var value = uuid.uuid
+        let rc = withUnsafeBytes(of: &value) { raw in
+            sqlite3_bind_blob(handle, index, raw.baseAddress, 16, sharedstore_sqlite_transient())
+        }
+        guard rc == SQLITE_OK else { throw connection.error(rc, sql: sql) }
+    }
+
     /// Resets the statement and clears its bindings, before binding values one by one. (The
     /// reset's result repeats the last step's error, which that step already threw.)
     package func reset() {

@@ -62,6 +62,7 @@ public enum StoreVerifier {
                 broken.isEmpty, broken.isEmpty ? "every uniqueness constraint holds" : broken.joined(separator: ", ")
             )
         }
+        run("global-ids") { try globalIDs(container) }
         run("values") {
             let (n, bad) = try container.invalidValues()
             return (bad.isEmpty, bad.isEmpty ? "\(n) objects obey the model's rules" : bad.joined(separator: "; "))
@@ -79,6 +80,17 @@ public enum StoreVerifier {
             )
         }
         return checks
+    }
+
+    /// Every object has a global id (a unique one: the mirror's index, or construction).
+    private static func globalIDs(_ container: Container) throws -> (Bool, String) {
+        let missing = try container.objectsWithoutGlobalID()
+        return (
+            missing.isEmpty,
+            missing.isEmpty
+                ? "every object has its own global id"
+                : "no global id: " + missing.joined(separator: ", ") + " (inserted by a foreign tool?)"
+        )
     }
 
     /// Every derived attribute holds what computing it again gives.

@@ -26,8 +26,11 @@ extension Targets {
                 options: [.flag("dry-run", "print the plan without running it")]),
             Command(
                 "recount",
-                "count kept counts and compute derived attributes again (after a tool that does not keep them wrote "
-                    + "the store)"),
+                "count kept counts, compute derived attributes again and give objects without one a global id "
+                    + "(after a tool that does not keep them wrote the store)"),
+            Command(
+                "mirror", "push local history to and pull other stores' transactions from PostgreSQL",
+                options: MirrorCommand.options),
             Command(
                 "reset-consumer", "remove a consumer from the registry (it reloads in full next time)",
                 positionals: ["NAME"]),
@@ -78,12 +81,15 @@ extension Targets {
         case "stress-consumer": try StressWorkers.consumer(inv)
         case "schema": try schema(inv)
         case "migrate": try migrate(inv)
+        case "mirror": try MirrorCommand.run(inv)
         case "recount":
             let derived = try inv.container().recomputeDerived()
             let fixed = try inv.container().recountKeptCounts()
+            let identified = try inv.container().assignMissingGlobalIDs()
             inv.output.record(
                 .object([
                     ("recounted", .number(Double(fixed.count))),
+                    ("global_ids", .number(Double(identified))),
                     (
                         "fixed",
                         .array(

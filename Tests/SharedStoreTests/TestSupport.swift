@@ -119,9 +119,12 @@ final class Child: @unchecked Sendable {
     private var received: [String] = []
     private var ended = false
 
-    init(_ name: String, _ arguments: [String]) throws {
+    init(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws {
         process.executableURL = Self.directory.appendingPathComponent(name)
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.standardError

@@ -17,8 +17,8 @@ struct ChangeRecorder {
     var isEmpty: Bool { changes.isEmpty }
     var count: Int { changes.count }
 
-    mutating func inserted(_ entity: Int, _ pk: Int64) {
-        changes.append(RecordedChange(kind: .insert, entity: entity, primaryKey: pk))
+    mutating func inserted(_ entity: Int, _ pk: Int64, globalID: UUID) {
+        changes.append(RecordedChange(kind: .insert, entity: entity, primaryKey: pk, globalID: globalID))
     }
 
     mutating func updated(_ entity: Int, _ pk: Int64, properties: [Int]) {
@@ -26,9 +26,10 @@ struct ChangeRecorder {
         changes.append(RecordedChange(kind: .update, entity: entity, primaryKey: pk, updated: properties))
     }
 
-    mutating func deleted(_ entity: Int, _ pk: Int64, tombstone: [(Int, Value)]) {
+    mutating func deleted(_ entity: Int, _ pk: Int64, tombstone: [(Int, Value)], globalID: UUID?) {
         onlyInserts = false
-        changes.append(RecordedChange(kind: .delete, entity: entity, primaryKey: pk, tombstone: tombstone))
+        changes.append(
+            RecordedChange(kind: .delete, entity: entity, primaryKey: pk, tombstone: tombstone, globalID: globalID))
     }
 
     /// One change per object: an insert absorbs later updates, updates merge their properties,
@@ -71,7 +72,11 @@ struct ChangeRecorder {
     func write(_ s: SQLStore, author: String?, contextName: String?) throws -> HistoryToken? {
         let container = s.container
         guard container.options.historyTracking, !changes.isEmpty else { return nil }
-        let changes = coalesced
+        var changes = coalesced
+        // An update names its object by global id too: read from the row, which is still there.
+        for i in changes.indices where changes[i].globalID == nil && changes[i].kind == .update {
+            changes[i].globalID = try s.globalID(s.model.entities[changes[i].entity], changes[i].primaryKey)
+        }
         let token = try s.insertHistory(
             HistoryRow(
                 token: 0, timestamp: Date().timeIntervalSince1970, author: author, context: contextName,

@@ -9,16 +9,20 @@ struct RecordedChange {
     var primaryKey: Int64
     var updated: [Int] = []
     var tombstone: [(Int, Value)] = []
+    /// The object's global id (nil: a row a foreign tool inserted without one).
+    var globalID: UUID? = nil
 }
 
 /// The compact binary form of a transaction's changes, one BLOB per history row.
 ///
 /// One row per transaction keeps the cost of history near the measured limit of a compact row
 /// (DESIGN.md: 0.65× a raw insert, against 0.30× for a row per change plus an index).
-/// Layout: version byte, change count, then per change: kind, entity index, primary key,
-/// updated property indexes (update) or tombstone index/value pairs (delete), all varints.
+/// Layout: version byte, change count, then per change: kind, entity index, primary key, the
+/// global id (a length, 0 or 16, then its bytes; version 2), updated property indexes (update)
+/// or tombstone index/value pairs (delete), all varints. Version 1 records (before global ids)
+/// are read as ever, with no global id.
 package enum HistoryCodec {
-    static let version: UInt8 = 1
+    static let version: UInt8 = 2
 
     /// Encodes changes recorded with model indexes under the store's catalog numbers.
     static func encode(_ changes: [RecordedChange], _ numbering: HistoryNumbering) -> [UInt8] {
@@ -30,6 +34,12 @@ package enum HistoryCodec {
             out.append(code(c.kind))
             putVarint(UInt64(identity ? c.entity : numbering.entityNumber[c.entity]), &out)
             putVarint(UInt64(bitPattern: c.primaryKey), &out)
+            if let id = c.globalID {
+                out.append(16)
+                withUnsafeBytes(of: id.uuid) { out.append(contentsOf: $0) }
+            } else {
+                out.append(0)
+            }
             let number = { (i: Int) in identity ? i : numbering.propertyNumber[c.entity][i] }
             switch c.kind {
             case .insert:
@@ -87,7 +97,8 @@ package enum HistoryCodec {
         _ bytes: [UInt8], model: Model, numbering: HistoryNumbering, storeID: UUID, entityFilter: Set<Int>?
     ) throws -> [HistoryChange] {
         var r = Reader(bytes: bytes)
-        guard try r.byte() == version else { throw r.corrupt("unknown history format") }
+        let format = try r.byte()
+        guard format == 1 || format == version else { throw r.corrupt("unknown history format") }
         let count = try r.count()
         var changes: [HistoryChange] = []
         changes.reserveCapacity(count)
@@ -97,6 +108,7 @@ package enum HistoryCodec {
             let number = try r.count()
             guard number < numbering.decoding.count else { throw r.corrupt("entity number \(number)") }
             let pk = Int64(bitPattern: try r.varint())
+            let globalID = format == 1 ? nil : try r.globalID()
             // An entity a migration removed: its changes are read past and left out.
             let mapped = numbering.decoding[number]
             let props = mapped?.properties ?? []
@@ -124,7 +136,7 @@ package enum HistoryCodec {
             changes.append(
                 HistoryChange(
                     kind: kind, objectID: ObjectID(storeID: storeID, entity: entity.name, primaryKey: pk),
-                    updatedProperties: updated, tombstone: tombstone))
+                    updatedProperties: updated, tombstone: tombstone, globalID: globalID))
         }
         return changes
     }
@@ -200,6 +212,15 @@ package enum HistoryCodec {
             let v = try varint()
             guard v <= UInt64(bytes.count) * 8 + 64 else { throw corrupt("count \(v)") }
             return Int(v)
+        }
+
+        /// A global id: its length (0: none, 16) and bytes.
+        mutating func globalID() throws -> UUID? {
+            let n = try byte()
+            if n == 0 { return nil }
+            guard n == 16, i + 16 <= bytes.count else { throw corrupt("global id of \(n) bytes") }
+            defer { i += 16 }
+            return GlobalID.uuid(Array(bytes[i..<(i + 16)]))
         }
 
         /// A property number, as the name it has in `names` now (nil: removed by a migration;

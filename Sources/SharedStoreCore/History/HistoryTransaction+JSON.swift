@@ -22,6 +22,7 @@ extension HistoryChange {
         .object([
             ("type", .string(kind.rawValue)),
             ("id", .string(objectID.description)),
+            ("gid", globalID.map { .string($0.uuidString.lowercased()) } ?? .null),
             ("updated", .array(updatedProperties.map(JSONValue.string))),
             (
                 "tombstone",

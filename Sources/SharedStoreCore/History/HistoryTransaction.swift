@@ -22,6 +22,19 @@ public struct HistoryChange: Sendable, Hashable {
     public let updatedProperties: [String]
     /// For a delete, the values of attributes marked "preserve value in history on delete".
     public let tombstone: [String: Value]?
+    /// The object's global id, the same on every machine a mirror reaches (nil in history
+    /// recorded before global ids, or for a row a foreign tool inserted without one).
+    public let globalID: UUID?
+
+    public init(
+        kind: Kind, objectID: ObjectID, updatedProperties: [String], tombstone: [String: Value]?, globalID: UUID? = nil
+    ) {
+        self.kind = kind
+        self.objectID = objectID
+        self.updatedProperties = updatedProperties
+        self.tombstone = tombstone
+        self.globalID = globalID
+    }
 }
 
 /// What a history fetch returns: Core Data's NSPersistentHistoryChangeRequest.

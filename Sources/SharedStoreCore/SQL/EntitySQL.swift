@@ -20,11 +20,12 @@ struct EntitySQL: Sendable {
         columns = Self.columns(of: e)
         layout = RowLayout(e)
         let table = SQLMapping.quote(e.name)
-        let names = e.storedPropertyNames
+        // Every stored property, then the object's global id.
+        let names = e.storedPropertyNames.map(SQLMapping.quote) + [SQLStore.globalIDColumn]
         let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
-        insert = "INSERT INTO \(table)(\(names.map(SQLMapping.quote).joined(separator: ", "))) VALUES (\(placeholders))"
+        insert = "INSERT INTO \(table)(\(names.joined(separator: ", "))) VALUES (\(placeholders))"
         select = "SELECT \(Self.columns(of: e)) FROM \(table) AS t0 WHERE t0.Z_PK = ?"
-        delete = "DELETE FROM \(table) WHERE Z_PK = ?"
+        delete = "DELETE FROM \(table) WHERE Z_PK = ? RETURNING \(SQLStore.globalIDColumn)"
         exists = "SELECT 1 FROM \(table) WHERE Z_PK = ?"
         // A kept count reads only its entity's attributes (the model checks it): no store id is
         // ever bound. A condition that does not compile is compiled (and fails) when used.

@@ -92,11 +92,12 @@ extension SQLStore {
         }
     }
 
-    /// Every index SharedStore made (names starting `ss_`, join tables' own aside), with what
-    /// it covers.
+    /// Every index SharedStore made for the model (names starting `ss_`; join tables' own and
+    /// the mirror's global id indexes aside), with what it covers.
     static func indexDefinitions(_ c: SQLiteConnection) throws -> [IndexDefinition] {
         let rows = try c.cached(
             "SELECT name, tbl_name FROM sqlite_schema WHERE type = 'index' AND name LIKE 'ss\\_%' ESCAPE '\\' "
+                + "AND name NOT LIKE 'ss\\_gid\\_%' ESCAPE '\\' "
                 + "AND tbl_name NOT LIKE 'ss\\_%' ESCAPE '\\' ORDER BY name"
         ).rows { ($0.text(0), $0.text(1)) }
         return try rows.map { name, table in
@@ -134,6 +135,7 @@ extension SQLStore {
         var columns = ["Z_PK INTEGER PRIMARY KEY AUTOINCREMENT", "Z_OPT INTEGER NOT NULL DEFAULT 1"]
         columns += e.attributes.map { "\(q($0.name)) \(SQLMapping.columnType($0.type))" }
         columns += e.toOneRelationships.map { "\(q($0.name)) INTEGER" }
+        columns.append("\(globalIDColumn) BLOB")
         try c.execute("CREATE TABLE \(q(e.name))(\(columns.joined(separator: ", ")))")
     }
 

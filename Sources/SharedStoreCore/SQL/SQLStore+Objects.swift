@@ -23,7 +23,8 @@ extension SQLStore {
     }
 
     /// The prepared insert of the entity at `index`, reset: bind every stored property in order
-    /// (``Entity/storedPropertyNames``) from 1, then run it; ``lastInsertedKey`` is the new row's.
+    /// (``Entity/storedPropertyNames``) from 1 and the global id after them, then run it;
+    /// ``lastInsertedKey`` is the new row's.
     func insertStatement(entity index: Int) throws -> SQLiteStatement {
         let stmt = try container.entitySQL[index].statement(.insert, c)
         stmt.reset()
@@ -34,11 +35,11 @@ extension SQLStore {
     var lastInsertedKey: Int64 { c.lastInsertRowID }
 
     /// Inserts a row with its primary key given (an object brought back under its own id).
-    func insertRow(_ e: Entity, primaryKey: Int64, values: [SQLValue]) throws {
-        let names = ["Z_PK"] + e.storedPropertyNames.map(SQLMapping.quote)
+    func insertRow(_ e: Entity, primaryKey: Int64, values: [SQLValue], globalID: UUID) throws {
+        let names = ["Z_PK"] + e.storedPropertyNames.map(SQLMapping.quote) + [Self.globalIDColumn]
         let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
         try c.cached("INSERT INTO \(table(e))(\(names.joined(separator: ", "))) VALUES (\(placeholders))")
-            .execute([.integer(primaryKey)] + values)
+            .execute([.integer(primaryKey)] + values + [.blob(GlobalID.bytes(globalID))])
     }
 
     /// Sets `columns` of one row to `values` and bumps its version.
@@ -55,8 +56,29 @@ extension SQLStore {
         ])
     }
 
-    func deleteRow(_ e: Entity, _ pk: Int64) throws {
-        try entityStatement(e, .delete).execute([.integer(pk)])
+    /// Deletes one row; returns its global id (nil: the row had none, or there was no row).
+    @discardableResult
+    func deleteRow(_ e: Entity, _ pk: Int64) throws -> UUID? {
+        // With RETURNING, SQLite makes the change at the first step.
+        try entityStatement(e, .delete).firstRow([.integer(pk)]) { GlobalID.uuid($0.blob(0)) } ?? nil
+    }
+
+    /// The global id of the object `pk` of `e` (nil: no such object, or a row a foreign tool
+    /// inserted without one).
+    func globalID(_ e: Entity, _ pk: Int64) throws -> UUID? { try Self.globalID(c, e.name, pk) }
+
+    /// The global id of row `pk` of `table` (a migration's connection).
+    static func globalID(_ c: SQLiteConnection, _ table: String, _ pk: Int64) throws -> UUID? {
+        try c.cached("SELECT \(globalIDColumn) FROM \(SQLMapping.quote(table)) WHERE Z_PK = ?").firstRow([
+            .integer(pk)
+        ]) { GlobalID.uuid($0.blob(0)) } ?? nil
+    }
+
+    /// The primary key of the object of `e` whose global id is `id`.
+    func primaryKey(_ e: Entity, globalID id: UUID) throws -> Int64? {
+        try c.cached("SELECT Z_PK FROM \(table(e)) WHERE \(Self.globalIDColumn) = ?").firstRow([
+            .blob(GlobalID.bytes(id))
+        ]) { $0.int64(0) }
     }
 
     /// The stored object whose `columns` (a uniqueness constraint) hold `values`, if any.

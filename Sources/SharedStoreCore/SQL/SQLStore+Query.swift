@@ -35,6 +35,19 @@ extension SQLStore {
         try c.cached(q.sql).forEachRow(q.bindings) { try body(container.snapshot($0, layout)) }
     }
 
+    /// ``forEach(_:_:)`` with each object's global id (read in the same statement).
+    func forEachWithGlobalID(_ request: FetchRequest, _ body: (Snapshot, UUID?) throws -> Void) throws {
+        let e = try model.entity(request.entity)
+        let sql = entitySQL(e)
+        let (text, bindings) = try query(
+            e, columns: sql.columns + ", t0.\(Self.globalIDColumn)", where: request.condition, sort: request.sort,
+            window: request)
+        let gidColumn = Int32(2 + sql.layout.types.count + sql.layout.toOneNames.count)
+        try c.cached(text).forEachRow(bindings) { row in
+            try body(container.snapshot(row, sql.layout), GlobalID.uuid(row.blob(gidColumn)))
+        }
+    }
+
     /// The SQL of a fetch of `request`, made once and kept by the container.
     private func compiledFetch(_ request: FetchRequest) throws -> CompiledQuery {
         // The request run last (a widget, a list page, a live query run again) is compared, not

@@ -70,6 +70,7 @@ extension SQLStore {
         var columns = ["Z_PK INTEGER PRIMARY KEY AUTOINCREMENT", "Z_OPT INTEGER NOT NULL DEFAULT 1"]
         columns += e.attributes.map { "\(q($0.name)) \(SQLMapping.columnType($0.type))" }
         columns += e.toOneRelationships.map { "\(q($0.name)) INTEGER" }
+        columns.append("\(globalIDColumn) BLOB")
         var sql = "CREATE TABLE \(q(e.name))(\(columns.joined(separator: ", ")));\n"
         for r in e.toOneRelationships {
             sql += "CREATE INDEX \(q("ss_fk_\(e.name)_\(r.name)")) ON \(q(e.name))(\(q(r.name)));\n"
@@ -88,6 +89,39 @@ extension SQLStore {
                 + "\(q(e.name))(\(u.map(q).joined(separator: ", ")));\n"
         }
         return sql
+    }
+
+    /// The column of an object's global id (16 bytes, ``GlobalID``), filled by every insert.
+    static let globalIDColumn = "Z_GID"
+
+    /// The unique index that finds an object by its global id: made only in a mirrored store
+    /// (its pulls look objects up by global id). Every insert would pay for it (a second B-tree
+    /// per row: 0.6 → 0.5 of a raw insert for a one-row save, measured), so a store nobody
+    /// mirrors has none; its global ids are unique by construction (``GlobalID``).
+    static func globalIDIndexName(_ table: String) -> String { "ss_gid_\(table)" }
+
+    /// Makes the global id indexes of `tables` (idempotent; a scan and a sort per table once).
+    static func createGlobalIDIndexes(_ c: SQLiteConnection, tables: [String]) throws {
+        for table in tables {
+            try c.execute(
+                "CREATE UNIQUE INDEX IF NOT EXISTS \(SQLMapping.quote(globalIDIndexName(table))) ON "
+                    + "\(SQLMapping.quote(table))(\(globalIDColumn))")
+        }
+    }
+
+    /// Gives every table of `tables` that lacks it the global id column and an id for each of
+    /// its rows (a store of format 2 or 3 becoming format 4). Idempotent.
+    static func addGlobalIDs(_ c: SQLiteConnection, tables: [String]) throws {
+        for table in tables {
+            let q = SQLMapping.quote(table)
+            let has =
+                try c.cached("SELECT 1 FROM pragma_table_info(?) WHERE name = ?")
+                .firstRow([.text(table), .text(globalIDColumn)]) { _ in true } ?? false
+            if !has {
+                try c.execute("ALTER TABLE \(q) ADD COLUMN \(globalIDColumn) BLOB")
+                try c.execute("UPDATE \(q) SET \(globalIDColumn) = ss_new_gid()")
+            }
+        }
     }
 
     /// `CREATE INDEX IF NOT EXISTS "ss_index_Entity_a_b_desc" ON "Entity"("a", "b" DESC)`.
@@ -113,6 +147,8 @@ extension SQLStore {
     /// `ss_strop(value, pattern, operator)`, the string matcher behind CONTAINS, BEGINSWITH,
     /// ENDSWITH, LIKE and == with case- and diacritic-insensitive variants (``StringMatch``).
     static func defineFunctions(_ c: SQLiteConnection) throws {
+        // `ss_new_gid()`: a new global id (``GlobalID``), for the rows of a store made before them.
+        try c.defineBlobFunction("ss_new_gid", argumentCount: 0) { _ in GlobalID.bytes(GlobalID.make()) }
         // `ss_canonical(text)`: what a `canonical` derived attribute holds (a migration and
         // `storectl verify` compute it in SQL).
         try c.defineTextFunction("ss_canonical", argumentCount: 1) { args in

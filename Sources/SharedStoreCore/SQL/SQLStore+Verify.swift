@@ -51,4 +51,19 @@ extension SQLStore {
         )
         .firstRow { $0.int64(0) } ?? 0
     }
+
+    /// How many objects of `e` have no global id, or one that is not 16 bytes.
+    func objectsWithoutGlobalID(_ e: Entity) throws -> Int64 {
+        try c.cached(
+            "SELECT count(*) FROM \(SQLMapping.quote(e.name)) WHERE length(\(Self.globalIDColumn)) IS NOT 16"
+        ).firstRow { $0.int64(0) } ?? 0
+    }
+
+    /// Gives every object of `e` lacking a well-formed global id a new one; returns how many.
+    func assignMissingGlobalIDs(_ e: Entity) throws -> Int {
+        try c.execute(
+            "UPDATE \(SQLMapping.quote(e.name)) SET \(Self.globalIDColumn) = ss_new_gid() "
+                + "WHERE length(\(Self.globalIDColumn)) IS NOT 16")
+        return c.changes
+    }
 }

@@ -32,10 +32,13 @@ struct ChangeWriter {
     /// The entities' validation rules and lifecycle events (nil: none registered).
     let hooks: [Int: HookSet]?
 
-    init(_ s: SQLStore, policy: MergePolicy = .objectTrump) {
+    /// - Parameter runsHooks: false for a mirror's import: the values were validated and the
+    ///   lifecycle events ran on the machine that made them (run again, `awakeFromInsert` would
+    ///   stamp this machine's time over the original's).
+    init(_ s: SQLStore, policy: MergePolicy = .objectTrump, runsHooks: Bool = true) {
         self.s = s
         self.resolver = MergeResolver(policy: policy)
-        self.hooks = s.container.hookRegistry.all()
+        self.hooks = runsHooks ? s.container.hookRegistry.all() : nil
     }
 
     var container: Container { s.container }
@@ -85,7 +88,9 @@ struct ChangeWriter {
     // MARK: - Rows
 
     /// Inserts a validated row and records the insert; returns the new primary key.
-    mutating func insert(_ e: Entity, _ changes: PropertyChanges, object: @autoclosure () -> String) throws -> Int64 {
+    mutating func insert(
+        _ e: Entity, _ changes: PropertyChanges, object: @autoclosure () -> String, globalID: UUID? = nil
+    ) throws -> Int64 {
         let index = model.index(of: e)
         let derived = !derivations.isEmpty
         var changes = changes
@@ -101,9 +106,11 @@ struct ChangeWriter {
             try stmt.bind(changes.relationships[r.name].flatMap { $0 }.map(SQLValue.integer) ?? .null, at: column)
             column += 1
         }
+        let globalID = globalID ?? GlobalID.make()
+        try stmt.bind(uuid: globalID, at: column)
         try unique(object()) { try stmt.run() }
         let pk = s.lastInsertedKey
-        recorder.inserted(index, pk)
+        recorder.inserted(index, pk, globalID: globalID)
         if !e.keptCounts.isEmpty { counter.inserted(index, pk) }
         if derived { inserted(e, index, pk, changes) }
         if let h = hooks?[index], h.readsSaved {
@@ -336,8 +343,12 @@ struct ChangeWriter {
                         : try validate(all[a.name] ?? a.defaultValue, a, object: read.id.description)
                 } + Array(bindings.dropFirst(e.attributes.count))
         }
-        try unique(read.id.description) { try s.insertRow(e, primaryKey: read.id.primaryKey, values: bindings) }
-        recorder.inserted(index, read.id.primaryKey)
+        // It comes back as a new object for other machines (its old global id went with the delete).
+        let globalID = GlobalID.make()
+        try unique(read.id.description) {
+            try s.insertRow(e, primaryKey: read.id.primaryKey, values: bindings, globalID: globalID)
+        }
+        recorder.inserted(index, read.id.primaryKey, globalID: globalID)
         if !e.keptCounts.isEmpty { counter.inserted(index, read.id.primaryKey) }
         if !derivations.isEmpty {
             inserted(e, index, read.id.primaryKey, PropertyChanges(values: all, relationships: targets))

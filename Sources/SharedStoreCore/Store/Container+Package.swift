@@ -78,6 +78,22 @@ extension Container {
         }
     }
 
+    /// Entities with rows lacking a well-formed global id (a foreign tool's inserts), with how many.
+    package func objectsWithoutGlobalID() throws -> [String] {
+        try read { s in
+            try model.entities.compactMap { e in
+                let n = try s.objectsWithoutGlobalID(e)
+                return n > 0 ? "\(n) \(e.name) object(s)" : nil
+            }
+        }
+    }
+
+    /// Gives a new global id to every object a foreign tool inserted without one (`storectl
+    /// recount`); returns how many. No history: no object changed for the app.
+    package func assignMissingGlobalIDs() throws -> Int {
+        try write { s in try model.entities.reduce(0) { $0 + (try s.assignMissingGlobalIDs($1)) } }
+    }
+
     /// Every kept count with its stored value (nil: its row is missing) and a real count of the
     /// table, read in one snapshot.
     package func keptCounts() throws -> [(name: String, kept: Int64?, counted: Int64)] {

@@ -60,8 +60,8 @@ struct DeleteRules {
             if !map.isEmpty, !map.feeds[index].isEmpty {
                 aggregates.feed(map, index, sign: -1, target: { row.relationships[$0]?.primaryKey }, value: { row[$0] })
             }
-            try s.deleteRow(entity, pk)
-            recorder.deleted(index, pk, tombstone: tombstone)
+            let globalID = try s.deleteRow(entity, pk)
+            recorder.deleted(index, pk, tombstone: tombstone, globalID: globalID)
         }
     }
 

@@ -45,7 +45,8 @@ struct DuplicateResolver {
                 changes.append(
                     RecordedChange(
                         kind: .delete, entity: index, primaryKey: pk,
-                        tombstone: Array(zip(preserved.map(\.offset), values))))
+                        tombstone: Array(zip(preserved.map(\.offset), values)),
+                        globalID: try SQLStore.globalID(c, e.name, pk)))
             }
             try SQLStore.deleteRows(c, e.name, others)
             deleted += others.count

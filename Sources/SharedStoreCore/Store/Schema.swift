@@ -9,7 +9,10 @@ import SharedStoreSupport
 /// (``StoredSchema``) and its history catalog (``HistoryCatalog``). A model of the same version
 /// must have the same schema; a newer model migrates the store; an older one cannot open it.
 enum Schema {
-    static let formatVersion = "3"
+    /// Format 4: every entity table has a global id column (issue 14).
+    static let formatVersion = "4"
+    /// Stores made before global ids: brought to format 4 on open or by the migration.
+    static let priorFormat = "3"
     /// Stores made before model versions: a model description, no version, no catalog.
     static let legacyFormat = "2"
 
@@ -27,9 +30,9 @@ enum Schema {
         case ready(State)
         /// The store is at an older version: it needs the migration to the model's.
         case older(State)
-        /// A store of format 2 whose description is the model's schema: brought to format 3 on
-        /// open, with the catalog its history was numbered by. (One whose description differs
-        /// is `.older`, at version 0: migrated.)
+        /// A store of format 2 or 3 at the model's schema: brought to format 4 on open (global
+        /// ids for its objects), keeping the catalog its history was numbered by. (One whose
+        /// schema differs is `.older`: migrated, which brings it to format 4 too.)
         case legacy(State)
     }
 
@@ -57,9 +60,11 @@ enum Schema {
             // Its schema is the model's (indexes were never described): adopt it as it is.
             if state.schema.withoutIndexes == StoredSchema(model).withoutIndexes { return .legacy(state) }
             return .older(state)
-        case formatVersion:
+        case formatVersion, priorFormat:
             let state = try self.state(meta, id: id, path: path)
-            return try compare(state, model: model, path: path)
+            let found = try compare(state, model: model, path: path)
+            if meta[MetaKey.format.rawValue] == priorFormat, case .ready(let state) = found { return .legacy(state) }
+            return found
         default:
             throw StoreError(
                 .notAStore, "\(path) has an unknown SharedStore format '\(meta[MetaKey.format.rawValue] ?? "none")'")
@@ -149,8 +154,9 @@ enum Schema {
         }
     }
 
-    /// Brings a store of format 2 whose schema is the model's to format 3, keeping the catalog
-    /// its history was numbered by (its description's declaration order).
+    /// Brings a store of format 2 or 3 whose schema is the model's to format 4, keeping the
+    /// catalog its history was numbered by (a format 2 description's declaration order), and
+    /// gives each of its objects a global id.
     static func adoptLegacy(_ c: SQLiteConnection, model: Model, path: String) throws -> State {
         try StoreError.wrap(path: path) {
             try c.writeTransaction {
@@ -158,6 +164,7 @@ enum Schema {
                 case .ready(let state)?: return state
                 case .legacy(let legacy)?:
                     try SQLStore.upgradeLegacy(c, meta: metaRows(model: model, catalog: legacy.catalog))
+                    try SQLStore.addGlobalIDs(c, tables: model.entities.map(\.name))
                     return State(
                         storeID: legacy.storeID, version: model.version, schema: StoredSchema(model),
                         catalog: legacy.catalog)

@@ -1,0 +1,233 @@
+import Foundation
+import SharedStoreSQLite
+import SharedStoreSupport
+
+/// One object as a mirror uploads it (issue 14): its global id, its stored attributes (derived
+/// ones aside: every store computes its own) and its to-one relationships by global id (an
+/// absent relationship is nil).
+package struct MirrorObject: Sendable, Hashable {
+    package var entity: String
+    package var globalID: UUID
+    package var values: [String: Value]
+    package var toOne: [String: UUID]
+
+    package init(entity: String, globalID: UUID, values: [String: Value], toOne: [String: UUID]) {
+        self.entity = entity
+        self.globalID = globalID
+        self.values = values
+        self.toOne = toOne
+    }
+}
+
+/// One change of a mirrored transaction: an object's whole current state, or its deletion.
+package enum MirrorChange: Sendable, Hashable {
+    case upsert(MirrorObject)
+    case delete(entity: String, globalID: UUID)
+
+    package var globalID: UUID {
+        switch self {
+        case .upsert(let o): return o.globalID
+        case .delete(_, let g): return g
+        }
+    }
+}
+
+/// What applying one remote transaction did.
+package struct MirrorImportResult: Sendable {
+    /// The local transaction it made (nil: it changed nothing here, or was applied before).
+    package let token: HistoryToken?
+    /// False when the pull cursor was at or past it already (another mirror run applied it).
+    package let applied: Bool
+    /// Whether local changes not yet pushed were found (the caller then keeps looking for them
+    /// from the same token next time).
+    package let foundUnpushed: Bool
+}
+
+extension Container {
+    /// Makes the mirror's tables and the global id indexes its pulls look objects up by
+    /// (idempotent: once per store, a sort of each table the first time).
+    package func prepareMirroring() throws {
+        try write { s in
+            try SQLStore.createMirrorTables(s.c)
+            try SQLStore.createGlobalIDIndexes(s.c, tables: model.entities.map(\.name))
+        }
+    }
+
+    /// The mirror's state value `key` (nil: never set, or no mirror yet).
+    package func mirrorValue(_ key: String) throws -> Int64? {
+        try read { s in try s.hasMirrorTables() ? s.mirrorValue(key) : nil }
+    }
+
+    /// Records the server sequences of this store's uploads, object by object, and `values`.
+    package func noteMirrorUploads(_ uploads: [(UUID, Int64)], values: [(String, Int64)] = []) throws {
+        try write { s in
+            for (gid, sequence) in uploads { try s.noteUploaded(gid, sequence: sequence) }
+            for (key, value) in values { try s.setMirrorValue(key, value) }
+        }
+    }
+
+    /// The changes to upload for each of `transactions` (one read): for an insert or update, the
+    /// object's state now (a deletion when it is gone since); for a delete, the delete. Changes
+    /// recorded without a global id (history from before them) are left out.
+    package func mirrorExport(_ transactions: [HistoryTransaction]) throws -> [[MirrorChange]] {
+        try read { s in
+            try transactions.map { t in
+                var seen = Set<ObjectID>()
+                var out: [MirrorChange] = []
+                for change in t.changes {
+                    guard let gid = change.globalID, seen.insert(change.objectID).inserted,
+                        let e = model.entity(named: change.objectID.entity)
+                    else { continue }
+                    if change.kind != .delete, let object = try exportObject(s, e, change.objectID.primaryKey) {
+                        out.append(.upsert(object))
+                    } else {
+                        out.append(.delete(entity: e.name, globalID: gid))
+                    }
+                }
+                return out
+            }
+        }
+    }
+
+    private func exportObject(_ s: SQLStore, _ e: Entity, _ pk: Int64) throws -> MirrorObject? {
+        guard let snapshot = try s.snapshot(e, pk), let gid = try s.globalID(e, pk) else { return nil }
+        var values: [String: Value] = [:]
+        for a in e.attributes where !a.isDerived { values[a.name] = snapshot[a.name] }
+        var toOne: [String: UUID] = [:]
+        for r in e.toOneRelationships {
+            guard let target = snapshot.relationships[r.name] else { continue }
+            toOne[r.name] = try s.globalID(try model.entity(r.destination), target.primaryKey)
+        }
+        return MirrorObject(entity: e.name, globalID: gid, values: values, toOne: toOne)
+    }
+
+    /// Applies remote transaction `sequence` in one local transaction of `author`, with the pull
+    /// cursor moved to it in the same transaction: applied exactly once, even across kill -9.
+    ///
+    /// An object's change is skipped when this store holds a newer state of it in the server's
+    /// order: an upload of its own with a higher sequence, or a local change not pushed yet
+    /// (history after `unpushedAfter` by other authors than `author`) — that one is pushed later
+    /// and so wins later, everywhere.
+    package func mirrorImport(
+        sequence: Int64, changes: [MirrorChange], unpushedAfter: Int64, author: String, contextName: String
+    ) throws -> MirrorImportResult {
+        let result = try write { s -> MirrorImportResult in
+            if let cursor = try s.mirrorValue(MirrorKeys.pullCursor), cursor >= sequence {
+                return MirrorImportResult(token: nil, applied: false, foundUnpushed: false)
+            }
+            let unpushed = try unpushedObjects(s, after: unpushedAfter, author: author)
+            var importer = MirrorImporter(s: s, sequence: sequence, unpushed: unpushed)
+            for change in changes { try importer.apply(change) }
+            try s.setMirrorValue(MirrorKeys.pullCursor, sequence)
+            let token = try importer.w.writeHistory(author: author, contextName: contextName)
+            return MirrorImportResult(token: token, applied: true, foundUnpushed: !unpushed.isEmpty)
+        }
+        if result.applied { didCommit(result.token) }
+        return result
+    }
+
+    /// The global ids local transactions after `token` (not `author`'s) changed.
+    private func unpushedObjects(_ s: SQLStore, after token: Int64, author: String) throws -> Set<UUID> {
+        let query = SQLStore.historyQuery(HistoryFilter(authors: nil, excludedAuthors: [author]))
+        var out = Set<UUID>()
+        var after = token
+        while true {
+            let batch = try s.historyTransactions(query, after: after, limit: 512, entities: nil)
+            for t in batch.transactions { for c in t.changes { if let g = c.globalID { out.insert(g) } } }
+            if batch.scanned < 512 { return out }
+            after = batch.last
+        }
+    }
+}
+
+/// The keys of the mirror's state in the store.
+package enum MirrorKeys {
+    /// The server sequence applied last.
+    package static let pullCursor = "pull_cursor"
+}
+
+/// Applies one remote transaction's changes inside the import's write transaction.
+private struct MirrorImporter {
+    let s: SQLStore
+    let sequence: Int64
+    let unpushed: Set<UUID>
+    var w: ChangeWriter
+
+    init(s: SQLStore, sequence: Int64, unpushed: Set<UUID>) {
+        self.s = s
+        self.sequence = sequence
+        self.unpushed = unpushed
+        w = ChangeWriter(s, runsHooks: false)
+    }
+
+    var model: Model { s.model }
+
+    /// The object `gid` stands for here (following aliases left by collisions).
+    func resolve(_ gid: UUID) throws -> UUID {
+        var current = gid
+        for _ in 0..<8 {
+            guard let next = try s.alias(of: current), next != current else { return current }
+            current = next
+        }
+        return current
+    }
+
+    /// Whether this store holds a state of `gid` newer in the server's order.
+    func isNewerHere(_ gid: UUID) throws -> Bool {
+        if unpushed.contains(gid) { return true }
+        return try (s.uploadedSequence(gid) ?? 0) > sequence
+    }
+
+    mutating func apply(_ change: MirrorChange) throws {
+        switch change {
+        case .delete(let entity, let remote):
+            // An entity this model does not have (a newer machine's): nothing to delete.
+            guard let e = model.entity(named: entity) else { return }
+            let gid = try resolve(remote)
+            guard try !isNewerHere(gid), let pk = try s.primaryKey(e, globalID: gid) else { return }
+            try w.delete(e, pks: [pk])
+        case .upsert(let object):
+            guard let e = model.entity(named: object.entity) else { return }
+            let gid = try resolve(object.globalID)
+            guard try !isNewerHere(gid) else { return }
+            let changes = try propertyChanges(e, object)
+            if let pk = try s.primaryKey(e, globalID: gid) {
+                try w.update(e, pk: pk, changes, object: "\(e.name) \(gid)")
+            } else if let pk = try w.existingUnique(e, changes, object: "\(e.name) \(gid)") {
+                try collide(e, pk, incoming: gid, changes)
+            } else {
+                _ = try w.insert(e, changes, object: "\(e.name) \(gid)", globalID: gid)
+            }
+        }
+    }
+
+    /// The stored attributes this model knows and the to-one relationships, as keys here (a
+    /// target this store does not have, deleted meanwhile, is nil).
+    func propertyChanges(_ e: Entity, _ object: MirrorObject) throws -> PropertyChanges {
+        var changes = PropertyChanges(values: [:], relationships: [:])
+        for a in e.attributes where !a.isDerived {
+            if let v = object.values[a.name] { changes.values[a.name] = v }
+        }
+        for r in e.toOneRelationships {
+            let target = try object.toOne[r.name].map { try resolve($0) }
+            let pk = try target.flatMap { try s.primaryKey(try model.entity(r.destination), globalID: $0) }
+            changes.relationships[r.name] = .some(pk)
+        }
+        return changes
+    }
+
+    /// A new object whose uniqueness constraint another object here holds (two machines made
+    /// category "Swift"): one object stays, everywhere the same one — the smaller global id.
+    /// The other id becomes an alias of it, so that later changes naming it land on the winner.
+    mutating func collide(_ e: Entity, _ pk: Int64, incoming: UUID, _ changes: PropertyChanges) throws {
+        let local = try s.globalID(e, pk)
+        if let local, !GlobalID.precedes(incoming, local) {
+            try s.setAlias(incoming, to: local)
+            return
+        }
+        try s.setGlobalID(e, pk, incoming)
+        if let local { try s.setAlias(local, to: incoming) }
+        // The winner's state, as every other machine has it.
+        try w.update(e, pk: pk, changes, object: "\(e.name) \(incoming)")
+    }
+}

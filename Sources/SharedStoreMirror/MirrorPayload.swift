@@ -1,0 +1,107 @@
+import Foundation
+import SharedStoreCore
+import SharedStoreSupport
+
+/// The JSON of one mirrored transaction on the server:
+/// `{"v":1,"model":3,"changes":[{"k":"u","e":"Article","g":"…","a":{…},"r":{…}},{"k":"d","e":…,"g":…}]}`.
+///
+/// Values are tagged and lossless (`["i","9007199254740993"]`, `["f","0.1"]`, `["t","1.5e9"]`,
+/// `["x","base64"]`…): JSON numbers would round 64-bit integers and dates. Any machine can read
+/// it with PostgreSQL's JSON functions.
+enum MirrorPayload {
+    static let version = 1
+
+    static func encode(_ changes: [MirrorChange], modelVersion: Int) -> String {
+        let items: [JSONValue] = changes.map { change in
+            switch change {
+            case .delete(let entity, let gid):
+                return .object([("k", .string("d")), ("e", .string(entity)), ("g", .string(text(gid)))])
+            case .upsert(let o):
+                return .object([
+                    ("k", .string("u")), ("e", .string(o.entity)), ("g", .string(text(o.globalID))),
+                    ("a", .object(o.values.keys.sorted().map { ($0, encode(o.values[$0] ?? .null)) })),
+                    ("r", .object(o.toOne.keys.sorted().map { ($0, .string(text(o.toOne[$0] ?? UUID()))) })),
+                ])
+            }
+        }
+        return JSONValue.object([
+            ("v", .number(Double(version))), ("model", .number(Double(modelVersion))), ("changes", .array(items)),
+        ]).serialized
+    }
+
+    static func text(_ gid: UUID) -> String { gid.uuidString.lowercased() }
+
+    static func encode(_ v: Value) -> JSONValue {
+        switch v {
+        case .null: return .null
+        case .string(let s): return .array([.string("s"), .string(s)])
+        case .integer(let i): return .array([.string("i"), .string(String(i))])
+        case .double(let d): return .array([.string("f"), .string(String(d))])
+        case .bool(let b): return .array([.string("b"), .bool(b)])
+        case .date(let t): return .array([.string("t"), .string(String(t.timeIntervalSince1970))])
+        case .data(let d): return .array([.string("x"), .string(d.base64EncodedString())])
+        case .uuid(let u): return .array([.string("u"), .string(text(u))])
+        }
+    }
+
+    /// The payload's model version and changes.
+    ///
+    /// - Throws: ``MirrorError`` naming what is malformed (a server row another program wrote).
+    static func decode(_ text: String, sequence: Int64) throws -> (model: Int, changes: [MirrorChange]) {
+        func bad(_ what: String) -> MirrorError {
+            MirrorError("server transaction \(sequence) is malformed: \(what)")
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+            throw bad("not a JSON object")
+        }
+        guard (object["v"] as? NSNumber)?.intValue == version else { throw bad("unknown payload version") }
+        guard let model = (object["model"] as? NSNumber)?.intValue, let items = object["changes"] as? [Any] else {
+            throw bad("no model version or changes")
+        }
+        let changes = try items.map { item -> MirrorChange in
+            guard let c = item as? [String: Any], let kind = c["k"] as? String, let entity = c["e"] as? String,
+                let g = (c["g"] as? String).flatMap(UUID.init(uuidString:))
+            else { throw bad("a change lacks its kind, entity or global id") }
+            if kind == "d" { return .delete(entity: entity, globalID: g) }
+            guard kind == "u", let a = c["a"] as? [String: Any], let r = c["r"] as? [String: Any] else {
+                throw bad("change kind '\(kind)'")
+            }
+            var values: [String: Value] = [:]
+            for (name, raw) in a {
+                guard let v = value(raw) else { throw bad("\(entity).\(name) has an unreadable value") }
+                values[name] = v
+            }
+            var toOne: [String: UUID] = [:]
+            for (name, raw) in r {
+                guard let target = (raw as? String).flatMap(UUID.init(uuidString:)) else {
+                    throw bad("\(entity).\(name) is not a global id")
+                }
+                toOne[name] = target
+            }
+            return .upsert(MirrorObject(entity: entity, globalID: g, values: values, toOne: toOne))
+        }
+        return (model, changes)
+    }
+
+    private static func value(_ raw: Any) -> Value? {
+        if raw is NSNull { return .null }
+        guard let pair = raw as? [Any], pair.count == 2, let tag = pair[0] as? String else { return nil }
+        if tag == "b" { return (pair[1] as? Bool).map(Value.bool) }
+        guard let s = pair[1] as? String else { return nil }
+        switch tag {
+        case "s": return .string(s)
+        case "i": return Int64(s).map(Value.integer)
+        case "f": return Double(s).map(Value.double)
+        case "t": return Double(s).map { .date(Date(timeIntervalSince1970: $0)) }
+        case "x": return Data(base64Encoded: s).map(Value.data)
+        case "u": return UUID(uuidString: s).map(Value.uuid)
+        default: return nil
+        }
+    }
+}
+
+/// A mirror's failure, in words.
+public struct MirrorError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,193 @@
+import Dispatch
+import Foundation
+import SharedStore
+import SharedStoreMirror
+import SharedStorePostgres
+
+/// `storectl mirror`: the store's mirror through PostgreSQL (issue 14).
+enum MirrorCommand {
+    static let options: [Option] = [
+        .value(
+            "postgres", "URL",
+            "the server, as a libpq URL or key=value string without a password (default: libpq's environment, "
+                + "PGHOST, PGPORT, PGDATABASE, PGUSER, PGPASSFILE)"),
+        .flag("once", "push and pull until nothing is left, print one line, exit (the default)"),
+        .flag("follow", "stay up: mirror every local save and every remote upload as it happens"),
+        .value("for", "SECONDS", "with --follow: stop after this many seconds"),
+    ]
+
+    static func run(_ inv: Invocation) throws {
+        let conninfo = try connectionString(inv)
+        if inv.arguments.has("once") && inv.arguments.has("follow") {
+            throw UsageError("--once and --follow exclude each other")
+        }
+        guard inv.arguments.has("follow") else {
+            let mirror = try Mirror(
+                container: inv.container(), registry: inv.registry(), connection: try PostgresConnection(conninfo))
+            inv.output.record(try mirror.round().json)
+            return
+        }
+        try follow(inv, conninfo: conninfo, seconds: try inv.arguments.seconds("for", in: 0...31_536_000))
+    }
+
+    /// The connection string: libpq's environment, or `--postgres` when it carries no password
+    /// (a command line is visible to every user in `ps`).
+    static func connectionString(_ inv: Invocation) throws -> String {
+        guard let text = inv.arguments.value("postgres") else { return "" }
+        let lower = text.lowercased()
+        let urlPassword =
+            (lower.hasPrefix("postgres://") || lower.hasPrefix("postgresql://"))
+            && (text.split(separator: "@", maxSplits: 1).first.map { $0.dropFirst(12).contains(":") } ?? false)
+        if lower.contains("password=") || urlPassword {
+            throw UsageError(
+                "--postgres must not carry a password (other users see it in ps): put it in PGPASSFILE (~/.pgpass)")
+        }
+        return text
+    }
+
+    /// Mirrors until `seconds` pass or SIGINT/SIGTERM: a round on every local change (the change
+    /// signal) and every remote upload (LISTEN/NOTIFY); an unreachable server is retried with
+    /// backoff (0.1 s doubling to 5 s) while the local targets go on undisturbed.
+    static func follow(_ inv: Invocation, conninfo: String, seconds: TimeInterval?) throws {
+        let container = try inv.container()
+        let registry = try inv.registry()
+        let deadline = seconds.map { Monotonic.seconds() + $0 }
+        let wake = try WakePipe()
+        let observer = try ChangeObserver(container: container)
+        observer.onChange { _ in wake.ring() }
+        let stop = StopFlag()
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        let sources = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler {
+                stop.set()
+                wake.ring()
+            }
+            source.resume()
+            return source
+        }
+        defer {
+            sources.forEach { $0.cancel() }
+            observer.stop()
+        }
+        var loop = FollowLoop(container: container, registry: registry, conninfo: conninfo, output: inv.output)
+        while !stop.isSet {
+            let remaining = deadline.map { $0 - Monotonic.seconds() } ?? 3600
+            if remaining <= 0 { break }
+            let wait = loop.step()
+            wake.drain()
+            if stop.isSet { break }
+            loop.wait(min(wait, remaining), wake: wake)
+        }
+    }
+}
+
+/// The state of `storectl mirror --follow` between rounds.
+private struct FollowLoop {
+    let container: Container
+    let registry: TokenRegistry
+    let conninfo: String
+    let output: Output
+    var mirror: Mirror?
+    var backoff: TimeInterval = 0.1
+    var lastError: String?
+
+    init(container: Container, registry: TokenRegistry, conninfo: String, output: Output) {
+        self.container = container
+        self.registry = registry
+        self.conninfo = conninfo
+        self.output = output
+    }
+
+    /// One round (connecting first when needed); returns how long to wait for the next event.
+    mutating func step() -> TimeInterval {
+        do {
+            if mirror == nil {
+                let m = try Mirror(
+                    container: container, registry: registry, connection: try PostgresConnection(conninfo))
+                try m.listen()
+                mirror = m
+            }
+            guard let mirror else { return backoff }
+            let round = try mirror.round()
+            if round.pushed + round.pulled > 0 || lastError != nil { output.record(round.json) }
+            lastError = nil
+            backoff = 0.1
+            return 5
+        } catch {
+            // The server went away or refused: start again with a new connection, later.
+            mirror = nil
+            let text = TextSafety.visible("\(error)")
+            if text != lastError {
+                output.record(MirrorRound(server: "unreachable, retrying in \(backoff) s", error: text).json)
+            }
+            lastError = text
+            keepAlive()
+            let wait = backoff
+            backoff = min(backoff * 2, 5)
+            return wait
+        }
+    }
+
+    /// Tells the registry the mirror is alive while the server is away, so that a cleaner that
+    /// evicts silent consumers keeps the history it has not pushed.
+    func keepAlive() {
+        if let token = try? registry.consumer(Mirror.consumer)?.token, token.storeID == container.storeID {
+            _ = try? registry.advance(Mirror.consumer, to: token)
+        }
+    }
+
+    /// Waits for a server wake-up, a local change, or `timeout`.
+    mutating func wait(_ timeout: TimeInterval, wake: WakePipe) {
+        guard let mirror else {
+            wake.wait(timeout: timeout)
+            return
+        }
+        do {
+            try mirror.wait(timeout: timeout, wake: wake.readEnd)
+        } catch {
+            self.mirror = nil
+        }
+    }
+}
+
+/// A pipe that wakes a waiting thread: another thread (a signal handler, the change observer)
+/// writes a byte; the waiter polls the read end.
+final class WakePipe: Sendable {
+    let readEnd: Int32
+    private let writeEnd: Int32
+
+    init() throws {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else {
+            throw StoreError(.storage, "cannot make a pipe: \(String(cString: strerror(errno)))")
+        }
+        for fd in fds {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fd, F_SETFL, O_NONBLOCK)
+        }
+        readEnd = fds[0]
+        writeEnd = fds[1]
+    }
+
+    deinit {
+        close(readEnd)
+        close(writeEnd)
+    }
+
+    func ring() {
+        var byte: UInt8 = 1
+        _ = write(writeEnd, &byte, 1)
+    }
+
+    func drain() {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        while read(readEnd, &buffer, buffer.count) > 0 {}
+    }
+
+    func wait(timeout: TimeInterval) {
+        var fd = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
+        _ = poll(&fd, 1, Int32(max(0, min(timeout, 3600)) * 1000))
+    }
+}

@@ -1,0 +1,219 @@
+import Foundation
+import ReadLater
+import SharedStore
+import SharedStoreMirror
+import SharedStorePostgres
+import Testing
+
+/// The mirror (issue 14) against a real PostgreSQL server (`Scripts/test.sh` starts one), each
+/// test in a database of its own. "Machines" are group directories; writes go through the
+/// targets as processes.
+@Suite(.enabled(if: ProcessInfo.processInfo.environment["PGHOST"] != nil, "no PostgreSQL server (PGHOST)"))
+struct MirrorTests {
+    /// A database of its own on the test server, dropped at the end.
+    final class Database {
+        let name = "sharedstore_mirror_\(UUID().uuidString.prefix(8).lowercased())"
+        init() throws { try PostgresConnection().execute("CREATE DATABASE \(name)") }
+        deinit { _ = try? PostgresConnection().execute("DROP DATABASE \(name) WITH (FORCE)") }
+        var conninfo: String { "dbname=\(name)" }
+        var environment: [String: String] { ["PGDATABASE": name] }
+    }
+
+    /// One machine: its group directory, its store, its mirror.
+    final class Machine {
+        let group = TemporaryGroup()
+        let database: Database
+        init(_ database: Database) { self.database = database }
+        lazy var container: Container? = try? group.open()
+
+        func mirror() throws -> Mirror {
+            let container = try #require(self.container)
+            return try Mirror(
+                container: container, registry: try TokenRegistry(group: group.path),
+                connection: try PostgresConnection(database.conninfo))
+        }
+
+        func run(_ tool: String, _ arguments: [String]) throws -> [String] {
+            let child = try Child(
+                tool, arguments + ["--group", group.path, "--json"], environment: database.environment)
+            #expect(try child.waitForExit() == 0, "\(tool) \(arguments)")
+            return child.lines
+        }
+
+        /// `main-app list --json`, by global id, without the local ids.
+        func list() throws -> [String: String] {
+            var out: [String: String] = [:]
+            for line in try run("main-app", ["list"]) {
+                var fields = json(line)
+                let gid = fields["gid"] as? String ?? "?"
+                fields["id"] = nil
+                out[gid] = String(
+                    data: try JSONSerialization.data(withJSONObject: fields, options: .sortedKeys), encoding: .utf8)
+            }
+            return out
+        }
+    }
+
+    /// Rounds of every mirror until a full pass moves nothing and reports no lag.
+    static func settle(_ mirrors: [Mirror]) throws {
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            var quiet = true
+            for m in mirrors {
+                let r = try m.round()
+                if r.pushed + r.pulled > 0 || r.lag != 0 { quiet = false }
+            }
+            if quiet { return }
+        }
+        Issue.record("the mirrors did not settle within 60 s")
+    }
+
+    @Test func threeMachinesWritingAtOnceThroughTheTargetsConverge() throws {
+        let db = try Database()
+        let machines = (0..<3).map { _ in Machine(db) }
+        var mirrors = try machines.map { try $0.mirror() }
+        for round in 0..<3 {
+            let children = try machines.enumerated().flatMap { i, m in
+                try (0..<3).map { k in
+                    try Child(
+                        "share-extension",
+                        [
+                            "share", "--group", m.group.path, "--url", "https://m\(i).example/\(round)/\(k)",
+                            "--title", "m\(i) r\(round) k\(k)", "--category", ["Swift", "Go", "Rust"][k],
+                        ])
+                }
+            }
+            // Mirrors run while the targets write.
+            for m in mirrors { _ = try m.round() }
+            for child in children { #expect(try child.waitForExit() == 0) }
+        }
+        try Self.settle(mirrors)
+        // Updates and deletes, of objects another machine made.
+        let first = try machines[0].list()
+        let ids = try machines[1].run("main-app", ["list"]).map { json($0)["id"] as? String ?? "" }
+        _ = try machines[1].run("main-app", ["mark-read", ids[0]])
+        _ = try machines[2].run(
+            "main-app", ["delete", try #require(json(try machines[2].run("main-app", ["list"])[1])["id"] as? String)])
+        mirrors = try machines.map { try $0.mirror() }
+        try Self.settle(mirrors)
+        let lists = try machines.map { try $0.list() }
+        #expect(first.count == 27)
+        #expect(lists[0].count == 26)
+        #expect(lists[0] == lists[1] && lists[1] == lists[2], "the machines differ")
+        // One category per name on every machine, however many machines made it.
+        for m in machines {
+            let categories = try #require(m.container).newContext().fetch(FetchRequest("Category"))
+            #expect(categories.count == 3)
+        }
+    }
+
+    @Test func collidingUniqueCategoriesBecomeOneEverywhereTheSameOne() throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        _ = try a.run(
+            "share-extension", ["share", "--url", "https://a.example", "--title", "from a", "--category", "Swift"])
+        _ = try b.run(
+            "share-extension", ["share", "--url", "https://b.example", "--title", "from b", "--category", "Swift"])
+        let gidOf = { (m: Machine) throws -> UUID in
+            let context = try #require(m.container).newContext()
+            let category = try #require(try context.fetch(FetchRequest("Category")).first)
+            return try context.globalID(of: category.id)
+        }
+        let (ga, gb) = (try gidOf(a), try gidOf(b))
+        try Self.settle([try a.mirror(), try b.mirror()])
+        let winner = ga.uuidString.lowercased() < gb.uuidString.lowercased() ? ga : gb
+        for m in [a, b] {
+            let context = try #require(m.container).newContext()
+            #expect(try context.fetch(FetchRequest("Category")).count == 1)
+            #expect(try gidOf(m) == winner, "the smaller global id stays, on every machine")
+            let articles = try context.fetch(FetchRequest("Article"))
+            #expect(articles.count == 2 && articles.allSatisfy { $0.relationships["category"] != nil })
+        }
+        #expect(try a.list() == b.list())
+    }
+
+    /// A delete on one machine and an update of the same object on another: the later in the
+    /// server's order wins. Delete pushed last: gone everywhere; update pushed last: the object
+    /// is back everywhere, with the update, under the same global id.
+    @Test(arguments: [true, false])
+    func aDeleteAndAnUpdateOfOneObjectEndTheSameEverywhere(deletePushedLast: Bool) throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        _ = try a.run("share-extension", ["share", "--url", "https://x.example", "--title", "x"])
+        let (ma, mb) = (try a.mirror(), try b.mirror())
+        try Self.settle([ma, mb])
+        let idA = try #require(json(try a.run("main-app", ["list"])[0])["id"] as? String)
+        let idB = try #require(json(try b.run("main-app", ["list"])[0])["id"] as? String)
+        _ = try a.run("main-app", ["delete", idA])
+        _ = try b.run("main-app", ["mark-read", idB])
+        if deletePushedLast {
+            _ = try mb.push()
+            _ = try ma.push()
+        } else {
+            _ = try ma.push()
+            _ = try mb.push()
+        }
+        try Self.settle([ma, mb])
+        let (la, lb) = (try a.list(), try b.list())
+        #expect(la == lb)
+        #expect(la.count == (deletePushedLast ? 0 : 1))
+        if !deletePushedLast { #expect(la.values.first?.contains("\"isRead\":true") == true) }
+    }
+
+    @Test func theCleanerKeepsWhatALaggingMirrorHasNotPushed() throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        let ma = try a.mirror()
+        _ = try a.run("share-extension", ["share", "--url", "https://1.example", "--title", "one"])
+        _ = try ma.round()
+        for i in 2...6 {
+            _ = try a.run("share-extension", ["share", "--url", "https://\(i).example", "--title", "\(i)"])
+        }
+        // main-app merges everything; the mirror is behind; the cleaner runs.
+        _ = try a.run("main-app", ["sync"])
+        _ = try a.run("history-cleaner", [])
+        let retained = try #require(a.container).historyCount()
+        #expect(retained >= 5, "the cleaner deleted history the mirror had not pushed")
+        try Self.settle([ma, try b.mirror()])
+        #expect(try b.list().count == 6)
+        _ = try a.run("history-cleaner", [])
+        #expect(try #require(a.container).historyCount() <= 1, "once pushed, it can go")
+    }
+
+    /// `storectl mirror --follow` processes killed with SIGKILL at random moments while the
+    /// targets write: after a restart, every share is on both machines once.
+    @Test func mirrorsKilledAtRandomLoseAndDoubleNothing() throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        var random = SystemRandomNumberGenerator()
+        var shares = 0
+        for round in 0..<6 {
+            let followers = try [a, b].map { m in
+                try Child(
+                    "storectl", ["mirror", "--follow", "--group", m.group.path, "--json"], environment: db.environment)
+            }
+            for (i, m) in [a, b].enumerated() {
+                for k in 0..<4 {
+                    _ = try m.run(
+                        "share-extension",
+                        ["share", "--url", "https://\(i).example/\(round)/\(k)", "--title", "\(i)-\(round)-\(k)"])
+                    shares += 1
+                }
+            }
+            // Killed after it printed its first round: mid-push or mid-pull, at random.
+            let victim = followers[Int.random(in: 0...1, using: &random)]
+            try victim.waitForLine { _ in true }
+            usleep(UInt32.random(in: 0...20_000, using: &random))
+            victim.kill9()
+            for f in followers where f !== victim {
+                kill(f.process.processIdentifier, SIGTERM)
+                #expect(try f.waitForExit() == 0)
+            }
+        }
+        try Self.settle([try a.mirror(), try b.mirror()])
+        let (la, lb) = (try a.list(), try b.list())
+        #expect(la.count == shares && la == lb)
+        let titles = la.values.map { json($0)["title"] as? String ?? "" }
+        #expect(Set(titles).count == shares, "an article is doubled")
+    }
+}
