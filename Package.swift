@@ -44,7 +44,11 @@ let package = Package(
         .executableTarget(name: "history-cleaner", dependencies: ["StoreCLI"]),
         .executableTarget(name: "storectl", dependencies: ["StoreCLI"]),
         // The benchmark: SharedStore against raw SQLite in the same run.
-        .executableTarget(name: "storebench", dependencies: library + ["CSQLite", "ArgumentParsing"]),
+        .executableTarget(
+            name: "storebench",
+            dependencies: library + [
+                "CSQLite", "ArgumentParsing", "ReadLater", "SharedStoreMirror", "SharedStorePostgres",
+            ]),
         // The parsers of outside input as fuzz targets (libFuzzer with -DFUZZING; else a corpus replayer).
         .executableTarget(name: "sharedstore-fuzz", dependencies: library + ["ReadLater", "StoreCLI"]),
         // A small executable the tests and the demo drive as a real second process.

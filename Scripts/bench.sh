@@ -15,9 +15,13 @@ for a in "$@"; do
         *) echo "error: unknown argument '$a' (use --quick)" >&2; exit 2 ;;
     esac
 done
-echo "== building storebench (release)"
-swift build -c release --product storebench 2>&1 | tail -n 1
+echo "== building storebench and the targets it runs as processes (release)"
+swift build -c release 2>&1 | tail -n 1
 bin="$(swift build -c release --show-bin-path)"
+echo "== PostgreSQL for the mirror cases (a real server in a temporary directory)"
+. Scripts/lib/postgres.sh
+SHAREDSTORE_PG_FSYNC=on sharedstore_postgres_start
+trap sharedstore_postgres_stop EXIT
 mkdir -p bench
 echo "== running storebench ${args[*]:-}"
 "$bin/storebench" --json "${args[@]}" | tee bench/results.jsonl

@@ -34,7 +34,8 @@ cases = [json.loads(l)["case"] for l in open(sys.argv[1]) if l.strip()]
 want = ["save-history", "save-no-history", "batch-insert", "update-property", "history-fetch-1k", "history-fetch-1m",
         "latency", "cleaner", "catch-up-memory", "writers-1", "writers-2", "writers-4", "writers-8",
         "query-indexed", "share-batch-1m", "share-batch-1m-newest", "list-1m", "widget-show-1m", "live-query-latency",
-        "migrate-add-attribute-1m"]
+        "migrate-add-attribute-1m", "mirror-latency", "mirror-throughput", "save-history-mirrored",
+        "save-history-watched"]
 missing = [c for c in want if c not in cases]
 if missing:
     sys.exit("storebench smoke run lacks cases: %s" % missing)

@@ -34,6 +34,10 @@ GOALS = [
     ("live-query-latency", "p99_ms", 10, "<=", "live query: p99 ≤ 10 ms"),
     # Issue 12: models evolve in place.
     ("migrate-add-attribute-1m", "median_ms", 50, "<=", "migration adding an attribute to 1,000,000 rows ≤ 50 ms"),
+    # Issue 14: the mirror through PostgreSQL.
+    ("mirror-latency", "p50_ms", 20, "<=", "mirror: a commit on A merged on B through the server, p50 ≤ 20 ms (loopback)"),
+    ("mirror-throughput", "pushed_per_s", 5000, ">=", "mirror: ≥ 5,000 transactions/s pushed"),
+    ("mirror-throughput", "pulled_per_s", 5000, ">=", "mirror: ≥ 5,000 transactions/s pulled"),
 ]
 if "history-fetch-1k" in by and "history-fetch-1m" in by:
     by["history-fetch-cost"] = {"cost": round(by["history-fetch-1k"]["ratio"] / by["history-fetch-1m"]["ratio"], 3)}
@@ -95,7 +99,7 @@ out.append("## Against the baseline\n")
 out.append("| case | SharedStore | baseline | unit | ratio | spread |")
 out.append("| --- | ---: | ---: | --- | ---: | --- |")
 for name in ["save-history", "save-no-history", "batch-insert", "update-property", "history-fetch-1k", "history-fetch-1m",
-             "query-indexed"]:
+             "query-indexed", "save-history-mirrored", "save-history-watched"]:
     r = by.get(name)
     if r:
         label = name + (" (%s retained before)" % fmt(r["retained_before"]) if "retained_before" in r else "")
@@ -159,7 +163,23 @@ if "migrate-add-attribute-1m" in by:
     r = by["migrate-add-attribute-1m"]
     out.append("| opening a store of %s rows with a model that adds an attribute (the migration runs in the open) | median **%s ms** (an open that migrates nothing: %s ms; SQLite's own ADD COLUMN: %s ms) |" % (
         fmt(r["rows"]), r["median_ms"], r["open_without_migration_ms"], r["raw_add_column_ms"]))
+if "mirror-latency" in by:
+    r = by["mirror-latency"]
+    out.append("| mirror: save() on machine A → the import committed on machine B, through two `storectl mirror --follow` processes and PostgreSQL %s, %s commits | p50 **%s ms**, p99 **%s ms**, max %s ms |" % (
+        meta.get("postgres", ""), r["commits"], r["p50_ms"], r["p99_ms"], r["max_ms"]))
+if "mirror-throughput" in by:
+    r = by["mirror-throughput"]
+    out.append("| mirror: %s one-article transactions pushed by one store, then pulled by another (each applied in a local transaction of its own) | pushed **%s/s**, pulled **%s/s** |" % (
+        fmt(r["transactions"]), fmt(r["pushed_per_s"]), fmt(r["pulled_per_s"])))
+if "mirror" in by and "skipped" in by["mirror"]:
+    out.append("| mirror cases | skipped: %s |" % by["mirror"]["skipped"])
 out.append("")
+if "save-history-mirrored" in by and "save-history-watched" in by:
+    m, w = by["save-history-mirrored"], by["save-history-watched"]
+    out.append("Saves of the app while a mirror follows its store: **%.3f×** the same saves on a store nobody follows "
+               "(spread %s…%s); while a `main-app watch` follows instead: %.3f× (spread %s…%s). On this 2-core machine "
+               "the mirror process and the PostgreSQL server share the processors with the app.\n" % (
+                   m["ratio"], m["spread"][0], m["spread"][1], w["ratio"], w["spread"][0], w["spread"][1]))
 
 out.append("## Goals\n")
 out.append("| goal | measured | met |")

@@ -2,7 +2,8 @@
 # in a temporary directory, listening only on a Unix socket there, stopped when the script ends.
 # Installs Debian's postgresql and libpq-dev when they are missing and the script runs as root.
 # Exports PGHOST (the socket directory), PGPORT, PGUSER and PGDATABASE: libpq's standard
-# environment, so nothing secret ever goes on a command line.
+# environment, so nothing secret ever goes on a command line. The tests run it with fsync off
+# (a throwaway server); SHAREDSTORE_PG_FSYNC=on gives PostgreSQL's durable default (the benchmark).
 
 sharedstore_postgres_bin() {
     local dir
@@ -39,7 +40,7 @@ sharedstore_postgres_start() {
     "${as[@]}" "$bin/initdb" -D "$SHAREDSTORE_PG_DIR/data" -U "$user" -A trust --no-sync >"$SHAREDSTORE_PG_DIR/initdb.log" 2>&1 \
         || { cat "$SHAREDSTORE_PG_DIR/initdb.log" >&2; return 1; }
     "${as[@]}" "$bin/pg_ctl" -D "$SHAREDSTORE_PG_DIR/data" -l "$SHAREDSTORE_PG_DIR/server.log" -w -t 60 \
-        -o "-c listen_addresses='' -k $SHAREDSTORE_PG_DIR -c fsync=off" start >/dev/null \
+        -o "-c listen_addresses='' -k $SHAREDSTORE_PG_DIR -c fsync=${SHAREDSTORE_PG_FSYNC:-off}" start >/dev/null \
         || { cat "$SHAREDSTORE_PG_DIR/server.log" >&2; return 1; }
     SHAREDSTORE_PG_BIN="$bin"
     SHAREDSTORE_PG_AS="${as[*]}"

@@ -1,5 +1,6 @@
 import Foundation
 import SharedStoreCore
+import SharedStoreLMDB
 import SharedStorePostgres
 import SharedStoreSupport
 import SharedStoreSync
@@ -63,16 +64,49 @@ public final class Mirror {
     public var batchSize = 500
     /// Local history after this token holds no unpushed change (see ``Container/mirrorImport``).
     private var cleanThrough: Int64 = 0
+    /// The server sequence read through: remote transactions up to it are applied, this store's
+    /// own read past (in memory; the pull cursor in the store moves with each import).
+    private var scanned: Int64 = 0
+    /// The server sequence of this store's last upload of each object, after the pull cursor:
+    /// a remote change of one of them ordered before it is older, and is not applied.
+    private var uploaded: [UUID: Int64] = [:]
+    /// Rows of pushed objects not yet in `ss_mirror_ids`: written by the next import (a write
+    /// of the store per push would slow the app's saves), or once 10,000 wait. Lost in a crash,
+    /// they are read back from this store's uploads after the cursor (their `originKey`).
+    private var pendingIDs: [(UUID, Int64)] = []
+    /// One mirror per store at a time (a lock in the group directory, released by the kernel
+    /// when the process dies): two would not know of each other's uploads.
+    private let lock: FileRangeLock
 
     /// Prepares the store (the mirror's tables, global id indexes) and the server's schema, and
     /// registers the mirror as a consumer.
+    ///
+    /// - Throws: ``MirrorError`` when another process mirrors this store; ``PostgresError``
+    ///   when the server cannot be reached or its tables are newer than this build.
     public init(container: Container, registry: TokenRegistry, connection: PostgresConnection) throws {
+        guard container.storePath.hasPrefix("/") else { throw MirrorError("an in-memory store cannot be mirrored") }
+        let path = (container.storePath as NSString).deletingLastPathComponent + "/mirror.lock"
+        try GroupDirectory.prepareFile(path)
+        lock = try FileRangeLock(path: path)
+        do {
+            try lock.acquire(timeout: 0)
+        } catch let busy as LockBusy {
+            throw MirrorError("another mirror runs on this store: \(busy.holder); one at a time")
+        }
         self.container = container
         self.registry = registry
         server = try MirrorServer(connection: connection)
         try server.prepare()
         try container.prepareMirroring()
         try registry.register(Self.consumer)
+        // What this store uploaded after the cursor (before a restart): newer than what is to pull.
+        let cursor = try container.mirrorValue(MirrorKeys.pullCursor) ?? 0
+        for (sequence, payload) in try server.ownTransactions(of: container.storeID, after: cursor) {
+            for change in try MirrorPayload.decode(payload, sequence: sequence).changes {
+                uploaded[change.globalID] = sequence
+                if case .upsert(let o) = change, let pk = o.originKey { pendingIDs.append((o.globalID, pk)) }
+            }
+        }
     }
 
     public var serverDescription: String { server.connection.serverDescription }
@@ -88,16 +122,8 @@ public final class Mirror {
     /// Pushes, then pulls, until both are done; returns what it did and the lag after.
     public func round() throws -> MirrorRound {
         var round = MirrorRound(server: serverDescription)
-        while true {
-            let n = try push()
-            round.pushed += n
-            if n < batchSize { break }
-        }
-        while true {
-            let n = try pull()
-            round.pulled += n
-            if n < batchSize { break }
-        }
+        round.pushed = try push()
+        round.pulled = try pull()
         // Moves the mirror's token past its own imports (and pushes what came meanwhile), so
         // that the cleaner is not held back by them.
         if round.pulled > 0 { round.pushed += try push() }
@@ -113,20 +139,31 @@ public final class Mirror {
         return token
     }
 
-    /// Uploads up to ``batchSize`` local transactions; returns how many were new to the server.
+    /// Uploads every local transaction after the mirror's token, ``batchSize`` at a time;
+    /// returns how many were new to the server (an upload repeated after a crash is not).
     @discardableResult
     public func push() throws -> Int {
+        var new = 0
+        while true {
+            let (read, added) = try pushBatch()
+            new += added
+            if read < batchSize { return new }
+        }
+    }
+
+    private func pushBatch() throws -> (read: Int, new: Int) {
         let newest = try container.currentToken()
         let start = try pushedToken()
+        // Never pushed, and history was cleaned before: what it held is only in the objects.
+        if start == nil, try container.historyDeletedThrough() > 0 { return (batchSize, try uploadEverything()) }
         let transactions: [HistoryTransaction]
         do {
             transactions = try container.fetchHistory(
                 HistoryRequest(
                     start: start.map { .after($0) } ?? .beginning, excludingAuthors: [Self.author], limit: batchSize))
         } catch let error as StoreError where error.code == .historyExpired {
-            throw MirrorError(
-                "history after the mirror's token was cleaned before it was pushed (the mirror was evicted?): "
-                    + "its changes cannot be uploaded one by one; \(error.message)")
+            // Cleaned before it was pushed (the mirror was evicted, or its token reset).
+            return (batchSize, try uploadEverything())
         }
         let changes = try container.mirrorExport(transactions)
         let uploads = zip(transactions, changes).map { t, c in
@@ -135,11 +172,11 @@ public final class Mirror {
                 payload: MirrorPayload.encode(c, modelVersion: container.model.version))
         }
         let results = try server.upload(origin: container.storeID, uploads)
-        var objects: [(UUID, Int64)] = []
-        for (result, c) in zip(results, changes) {
-            for change in c { objects.append((change.globalID, result.sequence)) }
+        note(results.map(\.sequence), changes)
+        if pendingIDs.count >= 10_000 {
+            try container.noteMirrorIDs(pendingIDs)
+            pendingIDs = []
         }
-        try container.noteMirrorUploads(objects)
         // Everything through `newest` not of this mirror is pushed when the batch was not full.
         let through = transactions.count < batchSize ? newest : transactions.last?.token
         if let through, through.value > (start?.value ?? 0) {
@@ -148,14 +185,64 @@ public final class Mirror {
         } else {
             try registry.advance(Self.consumer, to: start ?? newest)
         }
-        return results.filter(\.isNew).count
+        return (transactions.count, results.filter(\.isNew).count)
     }
 
-    /// Applies up to ``batchSize`` remote transactions; returns how many.
+    /// Remembers the server sequence of each object's upload (see ``uploaded``).
+    private func note(_ sequences: [Int64], _ changes: [[MirrorChange]]) {
+        for (sequence, c) in zip(sequences, changes) {
+            for change in c {
+                uploaded[change.globalID] = max(uploaded[change.globalID] ?? 0, sequence)
+                if case .upsert(let o) = change, let pk = o.originKey { pendingIDs.append((o.globalID, pk)) }
+            }
+        }
+    }
+
+    /// Uploads every object's current state, ``batchSize`` objects per server transaction (keyed
+    /// by negative tokens: they name no local transaction), then moves the mirror's token to
+    /// the newest one from before it read them. Returns how many transactions it uploaded.
+    private func uploadEverything() throws -> Int {
+        let newest = try container.currentToken()
+        // Keys of this full upload: -(newest × 2^20 + chunk), never those of another one.
+        let base = -(min(newest.value, Int64(1) << 42) << 20)
+        var chunk: Int64 = 0
+        for e in container.model.entities {
+            var after: Int64 = 0
+            while true {
+                let objects = try container.mirrorExportAll(e.name, after: after, limit: batchSize)
+                guard let last = objects.last?.originKey else { break }
+                after = last
+                let changes = objects.map(MirrorChange.upsert)
+                chunk += 1
+                let upload = MirrorUpload(
+                    token: base - chunk, author: Self.author,
+                    payload: MirrorPayload.encode(changes, modelVersion: container.model.version))
+                let results = try server.upload(origin: container.storeID, [upload])
+                note(results.map(\.sequence), [changes])
+                try container.noteMirrorIDs(pendingIDs)
+                pendingIDs = []
+            }
+        }
+        try registry.reset(Self.consumer, to: newest)
+        cleanThrough = max(cleanThrough, newest.value)
+        return Int(chunk)
+    }
+
+    /// Applies every remote transaction on the server after the pull cursor, in the server's
+    /// order, ``batchSize`` rows at a time; returns how many it applied.
     @discardableResult
     public func pull() throws -> Int {
-        let cursor = try container.mirrorValue(MirrorKeys.pullCursor) ?? 0
-        let remote = try server.transactions(after: cursor, excluding: container.storeID, limit: batchSize)
+        var applied = 0
+        while true {
+            let (read, n) = try pullBatch()
+            applied += n
+            if read < batchSize { return applied }
+        }
+    }
+
+    private func pullBatch() throws -> (read: Int, applied: Int) {
+        scanned = max(scanned, try container.mirrorValue(MirrorKeys.pullCursor) ?? 0)
+        let (remote, through, read) = try server.pull(after: scanned, for: container.storeID, limit: batchSize)
         cleanThrough = max(cleanThrough, try pushedToken()?.value ?? 0)
         var applied = 0
         for t in remote {
@@ -166,23 +253,22 @@ public final class Mirror {
                         + "(\(container.model.version)): update the app to pull further")
             }
             let result = try container.mirrorImport(
-                sequence: t.sequence, changes: changes, unpushedAfter: cleanThrough, author: Self.author,
-                contextName: Self.contextName)
+                sequence: t.sequence, changes: changes, uploaded: uploaded, unpushedAfter: cleanThrough,
+                ids: pendingIDs, author: Self.author, contextName: Self.contextName)
+            pendingIDs = []
             if result.applied { applied += 1 }
             if !result.foundUnpushed, let token = result.token { cleanThrough = max(cleanThrough, token.value) }
         }
-        return applied
+        // Read through `through`: uploads of this store at or before it can no longer be newer
+        // than anything left to pull.
+        scanned = through
+        if !uploaded.isEmpty { uploaded = uploaded.filter { $0.value > through } }
+        return (read, applied)
     }
 
-    /// Local transactions not pushed (counted up to 10,000) plus remote ones not applied.
+    /// Local transactions not pushed plus remote ones not applied.
     public func lag() throws -> Int64 {
-        let start = try pushedToken()
-        var unpushed = 0
-        try container.history(
-            HistoryRequest(
-                start: start.map { .after($0) } ?? .beginning, excludingAuthors: [Self.author], limit: 10_000)
-        ) { unpushed += $0.count }
-        let cursor = try container.mirrorValue(MirrorKeys.pullCursor) ?? 0
-        return Int64(unpushed) + (try server.count(after: cursor, excluding: container.storeID))
+        let local = try container.historyCount(after: try pushedToken()?.value ?? 0, excludingAuthor: Self.author)
+        return Int64(local) + (try server.count(after: scanned, excluding: container.storeID))
     }
 }

@@ -3,7 +3,8 @@ import SharedStoreCore
 import SharedStoreSupport
 
 /// The JSON of one mirrored transaction on the server:
-/// `{"v":1,"model":3,"changes":[{"k":"u","e":"Article","g":"…","a":{…},"r":{…}},{"k":"d","e":…,"g":…}]}`.
+/// `{"v":1,"model":3,"changes":[{"k":"u","e":"Article","g":"…","a":{…},"r":{…},"p":"12"},{"k":"d",…}]}`
+/// (`p`: the object's primary key in the uploading store, for that store's own use).
 ///
 /// Values are tagged and lossless (`["i","9007199254740993"]`, `["f","0.1"]`, `["t","1.5e9"]`,
 /// `["x","base64"]`…): JSON numbers would round 64-bit integers and dates. Any machine can read
@@ -17,11 +18,12 @@ enum MirrorPayload {
             case .delete(let entity, let gid):
                 return .object([("k", .string("d")), ("e", .string(entity)), ("g", .string(text(gid)))])
             case .upsert(let o):
-                return .object([
-                    ("k", .string("u")), ("e", .string(o.entity)), ("g", .string(text(o.globalID))),
-                    ("a", .object(o.values.keys.sorted().map { ($0, encode(o.values[$0] ?? .null)) })),
-                    ("r", .object(o.toOne.keys.sorted().map { ($0, .string(text(o.toOne[$0] ?? UUID()))) })),
-                ])
+                return .object(
+                    [
+                        ("k", .string("u")), ("e", .string(o.entity)), ("g", .string(text(o.globalID))),
+                        ("a", .object(o.values.keys.sorted().map { ($0, encode(o.values[$0] ?? .null)) })),
+                        ("r", .object(o.toOne.keys.sorted().map { ($0, .string(text(o.toOne[$0] ?? UUID()))) })),
+                    ] + (o.originKey.map { [("p", JSONValue.string(String($0)))] } ?? []))
             }
         }
         return JSONValue.object([
@@ -78,7 +80,8 @@ enum MirrorPayload {
                 }
                 toOne[name] = target
             }
-            return .upsert(MirrorObject(entity: entity, globalID: g, values: values, toOne: toOne))
+            let key = (c["p"] as? String).flatMap { Int64($0) }
+            return .upsert(MirrorObject(entity: entity, globalID: g, values: values, toOne: toOne, originKey: key))
         }
         return (model, changes)
     }

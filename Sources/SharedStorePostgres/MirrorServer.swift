@@ -102,31 +102,41 @@ public struct MirrorServer {
     public func upload(origin: UUID, _ uploads: [MirrorUpload]) throws -> [(sequence: Int64, isNew: Bool)] {
         guard !uploads.isEmpty else { return [] }
         return try transaction {
-            // One upload at a time: sequence numbers commit in order.
+            // One upload at a time: the sequence numbers given here commit in order, and every
+            // row of a batch gets them in the order of its tokens.
             try connection.execute("SELECT pg_advisory_xact_lock(hashtext($1 || '.upload'))", [schema])
             let originText = origin.uuidString.lowercased()
+            let tokens = "{" + uploads.map { String($0.token) }.joined(separator: ",") + "}"
+            var known: [Int64: Int64] = [:]
+            for row in try connection.execute(
+                "SELECT token, sequence FROM \(schema).transactions WHERE origin = $1 AND token = ANY($2::bigint[])",
+                [originText, tokens])
+            {
+                if let t = row[0].flatMap({ Int64($0) }), let s = row[1].flatMap({ Int64($0) }) { known[t] = s }
+            }
+            var next =
+                try connection.execute("SELECT coalesce(max(sequence), 0) FROM \(schema).transactions")
+                .first?[0].flatMap { Int64($0) } ?? 0
             var out: [(Int64, Bool)] = []
-            var newest: Int64?
+            var values: [String] = []
+            var parameters: [String?] = []
             for u in uploads {
-                let rows = try connection.execute(
-                    """
-                    INSERT INTO \(schema).transactions(origin, token, author, payload) VALUES ($1, $2, $3, $4)
-                    ON CONFLICT (origin, token) DO NOTHING RETURNING sequence
-                    """, [originText, String(u.token), u.author, u.payload])
-                if let text = rows.first?[0], let sequence = Int64(text) {
-                    out.append((sequence, true))
-                    newest = sequence
+                if let s = known[u.token] {
+                    out.append((s, false))
                     continue
                 }
-                let existing = try connection.execute(
-                    "SELECT sequence FROM \(schema).transactions WHERE origin = $1 AND token = $2",
-                    [originText, String(u.token)])
-                guard let text = existing.first?[0], let sequence = Int64(text) else {
-                    throw PostgresError(sqlState: nil, message: "upload of token \(u.token) neither added nor found")
-                }
-                out.append((sequence, false))
+                next += 1
+                known[u.token] = next
+                out.append((next, true))
+                let n = parameters.count
+                values.append("($\(n + 1), $\(n + 2), $\(n + 3), $\(n + 4), $\(n + 5))")
+                parameters += [String(next), originText, String(u.token), u.author, u.payload]
             }
-            if let newest { try connection.execute("SELECT pg_notify($1, $2)", [Self.channel, String(newest)]) }
+            guard !values.isEmpty else { return out }
+            try connection.execute(
+                "INSERT INTO \(schema).transactions(sequence, origin, token, author, payload) VALUES "
+                    + values.joined(separator: ", "), parameters)
+            try connection.execute("SELECT pg_notify($1, $2)", [Self.channel, String(next)])
             return out
         }
     }
@@ -157,6 +167,45 @@ public struct MirrorServer {
                 let t = row[2].flatMap({ Int64($0) }), let payload = row[4]
             else { return nil }
             return MirrorTransaction(sequence: s, origin: o, token: t, author: row[3], payload: payload)
+        }
+    }
+
+    /// The next transactions after `sequence` to apply at `origin`: up to `limit` rows in the
+    /// server's order, those of other origins returned, `origin`'s own read past (without their
+    /// payloads). `through` is the last sequence read, `read` how many rows were (fewer than
+    /// `limit`: nothing more was committed).
+    public func pull(after sequence: Int64, for origin: UUID, limit: Int = 500) throws
+        -> (transactions: [MirrorTransaction], through: Int64, read: Int)
+    {
+        let rows = try connection.execute(
+            """
+            SELECT sequence, origin, token, author, CASE WHEN origin = $2::uuid THEN NULL ELSE payload END
+            FROM \(schema).transactions WHERE sequence > $1 ORDER BY sequence LIMIT $3
+            """, [String(sequence), origin.uuidString.lowercased(), String(limit)])
+        var out: [MirrorTransaction] = []
+        var through = sequence
+        for row in rows {
+            guard row.count == 5, let s = row[0].flatMap({ Int64($0) }),
+                let o = row[1].flatMap({ UUID(uuidString: $0) }),
+                let t = row[2].flatMap({ Int64($0) })
+            else { continue }
+            through = s
+            if o != origin, let payload = row[4] {
+                out.append(MirrorTransaction(sequence: s, origin: o, token: t, author: row[3], payload: payload))
+            }
+        }
+        return (out, through, rows.count)
+    }
+
+    /// The sequences and payloads of `origin`'s own transactions after `sequence`.
+    public func ownTransactions(of origin: UUID, after sequence: Int64) throws -> [(sequence: Int64, payload: String)] {
+        try connection.execute(
+            "SELECT sequence, payload FROM \(schema).transactions WHERE origin = $1 AND sequence > $2 "
+                + "ORDER BY sequence",
+            [origin.uuidString.lowercased(), String(sequence)]
+        ).compactMap { row in
+            guard row.count == 2, let s = row[0].flatMap({ Int64($0) }), let payload = row[1] else { return nil }
+            return (s, payload)
         }
     }
 

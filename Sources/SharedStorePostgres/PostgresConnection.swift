@@ -48,6 +48,24 @@ public final class PostgresConnection {
         return "PostgreSQL \(v / 10000).\(v % 10000) at \(host):\(port), database \(db)"
     }
 
+    /// Creates database `name` (a plain identifier), for a test or benchmark of its own.
+    public func createDatabase(_ name: String) throws {
+        try execute("CREATE DATABASE \(try Self.identifier(name))")
+    }
+
+    /// Drops database `name`, ending the sessions still connected to it.
+    public func dropDatabase(_ name: String) throws {
+        try execute("DROP DATABASE IF EXISTS \(try Self.identifier(name)) WITH (FORCE)")
+    }
+
+    /// `name` when it is a plain lowercase identifier (nothing to quote).
+    static func identifier(_ name: String) throws -> String {
+        guard !name.isEmpty, name.count <= 63,
+            name.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") })
+        else { throw PostgresError(sqlState: nil, message: "'\(name)' is not a plain identifier") }
+        return name
+    }
+
     /// Whether libpq still considers the connection usable.
     public var isConnected: Bool { PQstatus(handle) == CONNECTION_OK }
 

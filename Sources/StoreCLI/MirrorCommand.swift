@@ -49,13 +49,9 @@ enum MirrorCommand {
     /// signal) and every remote upload (LISTEN/NOTIFY); an unreachable server is retried with
     /// backoff (0.1 s doubling to 5 s) while the local targets go on undisturbed.
     static func follow(_ inv: Invocation, conninfo: String, seconds: TimeInterval?) throws {
-        let container = try inv.container()
-        let registry = try inv.registry()
-        let deadline = seconds.map { Monotonic.seconds() + $0 }
-        let wake = try WakePipe()
-        let observer = try ChangeObserver(container: container)
-        observer.onChange { _ in wake.ring() }
+        // SIGINT and SIGTERM end the loop from here on (exit 0), however early they come.
         let stop = StopFlag()
+        let wake = try WakePipe()
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
         let sources = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
@@ -67,16 +63,30 @@ enum MirrorCommand {
             source.resume()
             return source
         }
-        defer {
-            sources.forEach { $0.cancel() }
-            observer.stop()
-        }
+        defer { sources.forEach { $0.cancel() } }
+        let container = try inv.container()
+        let registry = try inv.registry()
+        // A background process: the app's own saves come first (Core Data's CloudKit mirroring
+        // runs at background priority too). Best effort: a failure leaves the priority as it is.
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10)
+        let deadline = seconds.map { Monotonic.seconds() + $0 }
+        let observer = try ChangeObserver(container: container)
+        observer.onChange { _ in wake.ring() }
+        defer { observer.stop() }
         var loop = FollowLoop(container: container, registry: registry, conninfo: conninfo, output: inv.output)
         while !stop.isSet {
             let remaining = deadline.map { $0 - Monotonic.seconds() } ?? 3600
             if remaining <= 0 { break }
-            let wait = loop.step()
+            // In a burst (the last round moved several transactions), rounds at most every 5 ms:
+            // the saves are pushed in batches, not a round per save competing with the app for
+            // the processor. A lone save, or one after the last, goes at once.
+            let since = Monotonic.seconds() - loop.lastRound
+            if since < 0.005 && loop.lastWork > 1 { usleep(UInt32((0.005 - since) * 1_000_000)) }
+            // Drained before the round: a change signalled during it rings again, and the wait
+            // below returns at once.
             wake.drain()
+            let wait = loop.step()
+            loop.lastRound = Monotonic.seconds()
             if stop.isSet { break }
             loop.wait(min(wait, remaining), wake: wake)
         }
@@ -92,6 +102,10 @@ private struct FollowLoop {
     var mirror: Mirror?
     var backoff: TimeInterval = 0.1
     var lastError: String?
+    /// When the last round ended (monotonic seconds), and how many transactions it moved.
+    var lastRound: Double = 0
+    var lastWork = 0
+    var printedFirst = false
 
     init(container: Container, registry: TokenRegistry, conninfo: String, output: Output) {
         self.container = container
@@ -111,7 +125,10 @@ private struct FollowLoop {
             }
             guard let mirror else { return backoff }
             let round = try mirror.round()
-            if round.pushed + round.pulled > 0 || lastError != nil { output.record(round.json) }
+            lastWork = round.pushed + round.pulled
+            // The first round is always printed: the mirror is up, and where it stands.
+            if lastWork > 0 || lastError != nil || !printedFirst { output.record(round.json) }
+            printedFirst = true
             lastError = nil
             backoff = 0.1
             return 5
@@ -119,6 +136,7 @@ private struct FollowLoop {
             // The server went away or refused: start again with a new connection, later.
             mirror = nil
             let text = TextSafety.visible("\(error)")
+            printedFirst = true
             if text != lastError {
                 output.record(MirrorRound(server: "unreachable, retrying in \(backoff) s", error: text).json)
             }

@@ -102,6 +102,7 @@ do {
             ("pragmas", .string("journal_mode=WAL synchronous=NORMAL")), ("size", .string("\(settings.size)")),
             ("rounds", .number(Double(settings.rounds))),
             ("cores", .number(Double(ProcessInfo.processInfo.activeProcessorCount))),
+            ("postgres", .string(postgresDescription())),
         ]))
     if want("save-history") { show(try saveCase(settings, history: true)) }
     if want("save-no-history") { show(try saveCase(settings, history: false)) }
@@ -118,6 +119,15 @@ do {
         for report in try targetsCase(settings) { show(report) }
     }
     if want("migrate-add-attribute-1m") { show(try migrateCase(settings)) }
+    if want("mirror") || want("save-history-mirrored") {
+        if let reason = mirrorSkipReason() {
+            show(.object([("case", .string("mirror")), ("skipped", .string(reason))]))
+        } else {
+            if want("mirror-latency") { show(try mirrorLatencyCase(settings)) }
+            if want("mirror-throughput") { show(try mirrorThroughputCase(settings)) }
+            if want("save-history-mirrored") { for r in try saveFollowedCases(settings) { show(r) } }
+        }
+    }
     if want("token-advance") { show(try tokenAdvanceCase(settings)) }
     if want("cleaner") { show(try cleanerCase(settings)) }
     if want("catch-up-memory") { show(try catchUpCase(settings)) }

@@ -13,8 +13,8 @@ struct MirrorTests {
     /// A database of its own on the test server, dropped at the end.
     final class Database {
         let name = "sharedstore_mirror_\(UUID().uuidString.prefix(8).lowercased())"
-        init() throws { try PostgresConnection().execute("CREATE DATABASE \(name)") }
-        deinit { _ = try? PostgresConnection().execute("DROP DATABASE \(name) WITH (FORCE)") }
+        init() throws { try PostgresConnection().createDatabase(name) }
+        deinit { _ = try? PostgresConnection().dropDatabase(name) }
         var conninfo: String { "dbname=\(name)" }
         var environment: [String: String] { ["PGDATABASE": name] }
     }
@@ -180,6 +180,31 @@ struct MirrorTests {
         #expect(try #require(a.container).historyCount() <= 1, "once pushed, it can go")
     }
 
+    /// A store mirrored for the first time after its history was cleaned, and a mirror whose
+    /// token was reset (its history gone): each uploads every object as it is now.
+    @Test func historyCleanedBeforeItWasPushedIsMadeUpByUploadingEveryObject() throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        for i in 0..<5 {
+            _ = try a.run("share-extension", ["share", "--url", "https://\(i).example", "--title", "\(i)"])
+        }
+        _ = try a.run("main-app", ["sync"])
+        _ = try a.run("history-cleaner", [])
+        #expect(try #require(a.container).historyCount() <= 1)
+        let ma = try a.mirror()
+        try Self.settle([ma, try b.mirror()])
+        #expect(try b.list() == a.list() && a.list().count == 5)
+        // The mirror loses its place, and the history goes: the next push uploads everything.
+        _ = try a.run("storectl", ["reset-consumer", "Mirror"])
+        _ = try a.run(
+            "main-app", ["mark-read", try #require(json(try a.run("main-app", ["list"])[2])["id"] as? String)])
+        _ = try a.run("main-app", ["sync"])
+        _ = try a.run("history-cleaner", [])
+        try Self.settle([ma, try b.mirror()])
+        #expect(try b.list() == a.list())
+        #expect(try b.list().values.filter { $0.contains("\"isRead\":true") }.count == 1)
+    }
+
     /// `storectl mirror --follow` processes killed with SIGKILL at random moments while the
     /// targets write: after a restart, every share is on both machines once.
     @Test func mirrorsKilledAtRandomLoseAndDoubleNothing() throws {
@@ -192,6 +217,8 @@ struct MirrorTests {
                 try Child(
                     "storectl", ["mirror", "--follow", "--group", m.group.path, "--json"], environment: db.environment)
             }
+            // Each prints its first round when it is up.
+            for f in followers { try f.waitForLine { _ in true } }
             for (i, m) in [a, b].enumerated() {
                 for k in 0..<4 {
                     _ = try m.run(
@@ -200,9 +227,9 @@ struct MirrorTests {
                     shares += 1
                 }
             }
-            // Killed after it printed its first round: mid-push or mid-pull, at random.
+            // Killed after it printed a round that moved something: mid-push or mid-pull, at random.
             let victim = followers[Int.random(in: 0...1, using: &random)]
-            try victim.waitForLine { _ in true }
+            try victim.waitForLine { json($0)["pushed"] as? Int ?? 0 > 0 || json($0)["pulled"] as? Int ?? 0 > 0 }
             usleep(UInt32.random(in: 0...20_000, using: &random))
             victim.kill9()
             for f in followers where f !== victim {

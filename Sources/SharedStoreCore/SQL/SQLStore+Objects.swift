@@ -74,9 +74,11 @@ extension SQLStore {
         ]) { GlobalID.uuid($0.blob(0)) } ?? nil
     }
 
-    /// The primary key of the object of `e` whose global id is `id`.
+    /// The primary key of the object of `e` whose global id is `id`: through the mirror's table
+    /// in a mirrored store, else by reading the table (there is no index on global ids).
     func primaryKey(_ e: Entity, globalID id: UUID) throws -> Int64? {
-        try c.cached("SELECT Z_PK FROM \(table(e)) WHERE \(Self.globalIDColumn) = ?").firstRow([
+        if try hasMirrorTables(), let pk = try mirroredKey(e, id) { return pk }
+        return try c.cached("SELECT Z_PK FROM \(table(e)) WHERE \(Self.globalIDColumn) = ?").firstRow([
             .blob(GlobalID.bytes(id))
         ]) { $0.int64(0) }
     }

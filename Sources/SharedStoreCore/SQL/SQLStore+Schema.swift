@@ -94,21 +94,6 @@ extension SQLStore {
     /// The column of an object's global id (16 bytes, ``GlobalID``), filled by every insert.
     static let globalIDColumn = "Z_GID"
 
-    /// The unique index that finds an object by its global id: made only in a mirrored store
-    /// (its pulls look objects up by global id). Every insert would pay for it (a second B-tree
-    /// per row: 0.6 → 0.5 of a raw insert for a one-row save, measured), so a store nobody
-    /// mirrors has none; its global ids are unique by construction (``GlobalID``).
-    static func globalIDIndexName(_ table: String) -> String { "ss_gid_\(table)" }
-
-    /// Makes the global id indexes of `tables` (idempotent; a scan and a sort per table once).
-    static func createGlobalIDIndexes(_ c: SQLiteConnection, tables: [String]) throws {
-        for table in tables {
-            try c.execute(
-                "CREATE UNIQUE INDEX IF NOT EXISTS \(SQLMapping.quote(globalIDIndexName(table))) ON "
-                    + "\(SQLMapping.quote(table))(\(globalIDColumn))")
-        }
-    }
-
     /// Gives every table of `tables` that lacks it the global id column and an id for each of
     /// its rows (a store of format 2 or 3 becoming format 4). Idempotent.
     static func addGlobalIDs(_ c: SQLiteConnection, tables: [String]) throws {

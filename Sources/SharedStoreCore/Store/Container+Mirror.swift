@@ -10,12 +10,18 @@ package struct MirrorObject: Sendable, Hashable {
     package var globalID: UUID
     package var values: [String: Value]
     package var toOne: [String: UUID]
+    /// Its primary key in the store that uploaded it (that store's mirror reads it back after a
+    /// restart; other stores ignore it).
+    package var originKey: Int64?
 
-    package init(entity: String, globalID: UUID, values: [String: Value], toOne: [String: UUID]) {
+    package init(
+        entity: String, globalID: UUID, values: [String: Value], toOne: [String: UUID], originKey: Int64? = nil
+    ) {
         self.entity = entity
         self.globalID = globalID
         self.values = values
         self.toOne = toOne
+        self.originKey = originKey
     }
 }
 
@@ -44,13 +50,16 @@ package struct MirrorImportResult: Sendable {
 }
 
 extension Container {
-    /// Makes the mirror's tables and the global id indexes its pulls look objects up by
-    /// (idempotent: once per store, a sort of each table the first time).
+    /// Makes the mirror's tables (idempotent).
     package func prepareMirroring() throws {
-        try write { s in
-            try SQLStore.createMirrorTables(s.c)
-            try SQLStore.createGlobalIDIndexes(s.c, tables: model.entities.map(\.name))
-        }
+        try write { s in try SQLStore.createMirrorTables(s.c) }
+    }
+
+    /// Records which row each pushed object is (`ss_mirror_ids`), in one write transaction (a
+    /// mirror does it in its next import otherwise).
+    package func noteMirrorIDs(_ ids: [(UUID, Int64)]) throws {
+        guard !ids.isEmpty else { return }
+        try write { s in for (gid, pk) in ids { try s.mapID(gid, pk) } }
     }
 
     /// The mirror's state value `key` (nil: never set, or no mirror yet).
@@ -58,17 +67,15 @@ extension Container {
         try read { s in try s.hasMirrorTables() ? s.mirrorValue(key) : nil }
     }
 
-    /// Records the server sequences of this store's uploads, object by object, and `values`.
-    package func noteMirrorUploads(_ uploads: [(UUID, Int64)], values: [(String, Int64)] = []) throws {
-        try write { s in
-            for (gid, sequence) in uploads { try s.noteUploaded(gid, sequence: sequence) }
-            for (key, value) in values { try s.setMirrorValue(key, value) }
-        }
+    /// How many history transactions after `token` are not `author`'s (a mirror's unpushed).
+    package func historyCount(after token: Int64, excludingAuthor author: String) throws -> Int {
+        try readOneStatement { s in try s.historyCount(after: token, excludingAuthor: author) }
     }
 
     /// The changes to upload for each of `transactions` (one read): for an insert or update, the
     /// object's state now (a deletion when it is gone since); for a delete, the delete. Changes
-    /// recorded without a global id (history from before them) are left out.
+    /// recorded without a global id (history from before them) are left out. Also returns the
+    /// row of each object exported (``MirrorObject/originKey``), for `ss_mirror_ids`.
     package func mirrorExport(_ transactions: [HistoryTransaction]) throws -> [[MirrorChange]] {
         try read { s in
             try transactions.map { t in
@@ -89,6 +96,20 @@ extension Container {
         }
     }
 
+    /// Up to `limit` objects of `entity` after primary key `after`, in key order, as upserts: a
+    /// mirror's full upload, when the history it needed is gone.
+    package func mirrorExportAll(_ entity: String, after: Int64, limit: Int) throws -> [MirrorObject] {
+        let e = try model.entity(entity)
+        return try read { s in
+            try s.primaryKeys(after: after, of: e, limit: limit).compactMap { pk in try exportObject(s, e, pk) }
+        }
+    }
+
+    /// Through which token history was deleted (0: never).
+    package func historyDeletedThrough() throws -> Int64 {
+        try read { s in try s.historyMeta().floor }
+    }
+
     private func exportObject(_ s: SQLStore, _ e: Entity, _ pk: Int64) throws -> MirrorObject? {
         guard let snapshot = try s.snapshot(e, pk), let gid = try s.globalID(e, pk) else { return nil }
         var values: [String: Value] = [:]
@@ -98,25 +119,31 @@ extension Container {
             guard let target = snapshot.relationships[r.name] else { continue }
             toOne[r.name] = try s.globalID(try model.entity(r.destination), target.primaryKey)
         }
-        return MirrorObject(entity: e.name, globalID: gid, values: values, toOne: toOne)
+        return MirrorObject(entity: e.name, globalID: gid, values: values, toOne: toOne, originKey: pk)
     }
 
     /// Applies remote transaction `sequence` in one local transaction of `author`, with the pull
     /// cursor moved to it in the same transaction: applied exactly once, even across kill -9.
     ///
     /// An object's change is skipped when this store holds a newer state of it in the server's
-    /// order: an upload of its own with a higher sequence, or a local change not pushed yet
+    /// order: an upload of its own with a higher sequence (`uploaded`: the sequence of this
+    /// store's last upload of each object after the cursor), or a local change not pushed yet
     /// (history after `unpushedAfter` by other authors than `author`) — that one is pushed later
     /// and so wins later, everywhere.
+    ///
+    /// `ids` (objects this store pushed, by row) are recorded in `ss_mirror_ids` in the same
+    /// transaction, before anything is looked up.
     package func mirrorImport(
-        sequence: Int64, changes: [MirrorChange], unpushedAfter: Int64, author: String, contextName: String
+        sequence: Int64, changes: [MirrorChange], uploaded: [UUID: Int64], unpushedAfter: Int64,
+        ids: [(UUID, Int64)] = [], author: String, contextName: String
     ) throws -> MirrorImportResult {
         let result = try write { s -> MirrorImportResult in
+            for (gid, pk) in ids { try s.mapID(gid, pk) }
             if let cursor = try s.mirrorValue(MirrorKeys.pullCursor), cursor >= sequence {
                 return MirrorImportResult(token: nil, applied: false, foundUnpushed: false)
             }
             let unpushed = try unpushedObjects(s, after: unpushedAfter, author: author)
-            var importer = MirrorImporter(s: s, sequence: sequence, unpushed: unpushed)
+            var importer = MirrorImporter(s: s, sequence: sequence, unpushed: unpushed, uploaded: uploaded)
             for change in changes { try importer.apply(change) }
             try s.setMirrorValue(MirrorKeys.pullCursor, sequence)
             let token = try importer.w.writeHistory(author: author, contextName: contextName)
@@ -151,12 +178,14 @@ private struct MirrorImporter {
     let s: SQLStore
     let sequence: Int64
     let unpushed: Set<UUID>
+    let uploaded: [UUID: Int64]
     var w: ChangeWriter
 
-    init(s: SQLStore, sequence: Int64, unpushed: Set<UUID>) {
+    init(s: SQLStore, sequence: Int64, unpushed: Set<UUID>, uploaded: [UUID: Int64]) {
         self.s = s
         self.sequence = sequence
         self.unpushed = unpushed
+        self.uploaded = uploaded
         w = ChangeWriter(s, runsHooks: false)
     }
 
@@ -173,9 +202,8 @@ private struct MirrorImporter {
     }
 
     /// Whether this store holds a state of `gid` newer in the server's order.
-    func isNewerHere(_ gid: UUID) throws -> Bool {
-        if unpushed.contains(gid) { return true }
-        return try (s.uploadedSequence(gid) ?? 0) > sequence
+    func isNewerHere(_ gid: UUID) -> Bool {
+        unpushed.contains(gid) || (uploaded[gid] ?? 0) > sequence
     }
 
     mutating func apply(_ change: MirrorChange) throws {
@@ -184,19 +212,19 @@ private struct MirrorImporter {
             // An entity this model does not have (a newer machine's): nothing to delete.
             guard let e = model.entity(named: entity) else { return }
             let gid = try resolve(remote)
-            guard try !isNewerHere(gid), let pk = try s.primaryKey(e, globalID: gid) else { return }
+            guard !isNewerHere(gid), let pk = try s.mirroredKey(e, gid) else { return }
             try w.delete(e, pks: [pk])
         case .upsert(let object):
             guard let e = model.entity(named: object.entity) else { return }
             let gid = try resolve(object.globalID)
-            guard try !isNewerHere(gid) else { return }
+            guard !isNewerHere(gid) else { return }
             let changes = try propertyChanges(e, object)
-            if let pk = try s.primaryKey(e, globalID: gid) {
+            if let pk = try s.mirroredKey(e, gid) {
                 try w.update(e, pk: pk, changes, object: "\(e.name) \(gid)")
             } else if let pk = try w.existingUnique(e, changes, object: "\(e.name) \(gid)") {
                 try collide(e, pk, incoming: gid, changes)
             } else {
-                _ = try w.insert(e, changes, object: "\(e.name) \(gid)", globalID: gid)
+                try s.mapID(gid, try w.insert(e, changes, object: "\(e.name) \(gid)", globalID: gid))
             }
         }
     }
@@ -210,7 +238,7 @@ private struct MirrorImporter {
         }
         for r in e.toOneRelationships {
             let target = try object.toOne[r.name].map { try resolve($0) }
-            let pk = try target.flatMap { try s.primaryKey(try model.entity(r.destination), globalID: $0) }
+            let pk = try target.flatMap { try s.mirroredKey(try model.entity(r.destination), $0) }
             changes.relationships[r.name] = .some(pk)
         }
         return changes
@@ -226,6 +254,7 @@ private struct MirrorImporter {
             return
         }
         try s.setGlobalID(e, pk, incoming)
+        try s.mapID(incoming, pk)
         if let local { try s.setAlias(local, to: incoming) }
         // The winner's state, as every other machine has it.
         try w.update(e, pk: pk, changes, object: "\(e.name) \(incoming)")

@@ -41,7 +41,7 @@ public final class Container: Sendable {
     public let options: Options
     /// The store's identity, made once when the store is created; tokens and ids carry it.
     public let storeID: UUID
-    let storePath: String
+    package let storePath: String
     let writer: ConnectionGuard
     let reader: ConnectionGuard
     let process: (pid: Int64, executable: String)

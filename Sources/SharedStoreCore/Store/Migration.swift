@@ -144,7 +144,7 @@ struct MigrationRunner {
             default: break
             }
         }
-        let tables = try addGlobalIDs()
+        try addGlobalIDs()
         try SQLStore.reconcileIndexes(c, model: model, phase: .drop)
         for action in planner.actions {
             switch action {
@@ -164,9 +164,6 @@ struct MigrationRunner {
             }
         }
         try SQLStore.reconcileIndexes(c, model: model, phase: .create)
-        if tables.contains(SQLStore.mirrorTable) {
-            try SQLStore.createGlobalIDIndexes(c, tables: model.entities.map(\.name))
-        }
         let db = MigrationDatabase(c: c)
         for step in steps.sorted(by: { $0.version < $1.version })
         where step.version > state.version && step.version <= model.version {
@@ -195,12 +192,10 @@ struct MigrationRunner {
     }
 
     /// Gives the objects of a store of format 2 or 3 their global ids (format 4), before
-    /// anything else; returns the tables there are. (A mirrored store, which finds objects by
-    /// global id, gets the index for new entities at the end.)
-    private func addGlobalIDs() throws -> Set<String> {
+    /// anything else.
+    private func addGlobalIDs() throws {
         let tables = try SQLStore.tableSet(c)
         try SQLStore.addGlobalIDs(c, tables: model.entities.map(\.name).filter(tables.contains))
-        return tables
     }
 
     private func create(_ planner: MigrationPlanner) throws {
