@@ -50,7 +50,8 @@ let package = Package(
                 "CSQLite", "ArgumentParsing", "ReadLater", "SharedStoreMirror", "SharedStorePostgres",
             ]),
         // The parsers of outside input as fuzz targets (libFuzzer with -DFUZZING; else a corpus replayer).
-        .executableTarget(name: "sharedstore-fuzz", dependencies: library + ["ReadLater", "StoreCLI"]),
+        .executableTarget(
+            name: "sharedstore-fuzz", dependencies: library + ["ReadLater", "StoreCLI", "SharedStoreMirror"]),
         // A small executable the tests and the demo drive as a real second process.
         .executableTarget(name: "sharedstore-helper", dependencies: library + ["ReadLater", "ArgumentParsing"]),
         .testTarget(

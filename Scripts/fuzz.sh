@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fuzzes the parsers of outside input with libFuzzer (in the Swift toolchain) under
 # AddressSanitizer: the history-blob decoder, the token and object-id parsers, the share-batch
-# parser and the argument parser. Each starts from its seed corpus in Tests/FuzzCorpus/TARGET
-# (copied: the committed corpus is never changed) and runs SECONDS (default 60) seconds.
+# parser, the argument parser and the mirror's payload decoder. Each starts from its seed corpus
+# in Tests/FuzzCorpus/TARGET (copied: the committed corpus is never changed) and runs SECONDS
+# (default 60) seconds.
 # A crash, a hang (over 10 s for one input) or an allocation over 512 MB fails the run and keeps
 # the input that did it.
 #   Scripts/fuzz.sh [SECONDS] [TARGET...]
@@ -14,7 +15,7 @@ sharedstore_ensure_packages
 seconds="${1:-60}"
 [[ "$seconds" =~ ^[0-9]+$ ]] || { echo "error: SECONDS must be a whole number, not '$seconds'" >&2; exit 2; }
 shift || true
-targets=("$@"); [ ${#targets[@]} -eq 0 ] && targets=(history-blob token object-id share-batch arguments)
+targets=("$@"); [ ${#targets[@]} -eq 0 ] && targets=(history-blob token object-id share-batch arguments mirror-payload)
 
 echo "== fuzz: build (libFuzzer + AddressSanitizer)"
 flags=(--product sharedstore-fuzz --scratch-path .build/fuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING

@@ -9,10 +9,10 @@ import SharedStoreSupport
 /// Values are tagged and lossless (`["i","9007199254740993"]`, `["f","0.1"]`, `["t","1.5e9"]`,
 /// `["x","base64"]`…): JSON numbers would round 64-bit integers and dates. Any machine can read
 /// it with PostgreSQL's JSON functions.
-enum MirrorPayload {
+package enum MirrorPayload {
     static let version = 1
 
-    static func encode(_ changes: [MirrorChange], modelVersion: Int) -> String {
+    package static func encode(_ changes: [MirrorChange], modelVersion: Int) -> String {
         let items: [JSONValue] = changes.map { change in
             switch change {
             case .delete(let entity, let gid):
@@ -49,7 +49,7 @@ enum MirrorPayload {
     /// The payload's model version and changes.
     ///
     /// - Throws: ``MirrorError`` naming what is malformed (a server row another program wrote).
-    static func decode(_ text: String, sequence: Int64) throws -> (model: Int, changes: [MirrorChange]) {
+    package static func decode(_ text: String, sequence: Int64) throws -> (model: Int, changes: [MirrorChange]) {
         func bad(_ what: String) -> MirrorError {
             MirrorError("server transaction \(sequence) is malformed: \(what)")
         }

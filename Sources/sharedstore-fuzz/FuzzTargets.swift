@@ -1,6 +1,8 @@
 import Foundation
 import ReadLater
 import SharedStore
+import SharedStoreCore
+import SharedStoreMirror
 import StoreCLI
 
 /// The parsers that read what comes from outside — files in the group directory, command-line
@@ -13,6 +15,7 @@ enum FuzzTarget: String, CaseIterable {
     case objectID = "object-id"
     case shareBatch = "share-batch"
     case arguments
+    case mirrorPayload = "mirror-payload"
 
     private static let storeID = UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16))
 
@@ -87,6 +90,13 @@ enum FuzzTarget: String, CaseIterable {
             case nil:
                 break
             }
+        case .mirrorPayload:
+            // A server row another program may have written: decoded, or refused with an error.
+            guard let (model, changes) = try? MirrorPayload.decode(String(decoding: bytes, as: UTF8.self), sequence: 1)
+            else { return }
+            // What decodes encodes back to the same changes.
+            let again = try? MirrorPayload.decode(MirrorPayload.encode(changes, modelVersion: model), sequence: 1)
+            precondition(again?.changes == changes, "a mirror payload does not round-trip")
         }
     }
 }

@@ -132,6 +132,51 @@ struct MirrorTests {
         #expect(try a.list() == b.list())
     }
 
+    /// A category renamed on one machine to the name another machine gave a new one: they
+    /// become one category everywhere (the smaller global id), with every article on it.
+    @Test(arguments: [true, false])
+    func aRenameOntoAnotherMachinesNewCategoryMergesThemTheSameEverywhere(renamePushedLast: Bool) throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        _ = try a.run("share-extension", ["share", "--url", "https://a.example", "--title", "a", "--category", "Go"])
+        let (ma, mb) = (try a.mirror(), try b.mirror())
+        try Self.settle([ma, mb])
+        _ = try b.run(
+            "share-extension", ["share", "--url", "https://b.example", "--title", "b", "--category", "Swift"])
+        let container = try #require(a.container)
+        let label = ReadLater.categoryName(container.model)
+        let context = container.newContext(author: "MainApp")
+        let go = try #require(try context.fetch(FetchRequest("Category", where: Key(label) == "Go")).first)
+        try context.update(go.id, [label: .string("Swift")])
+        try context.save()
+        let bContext = try #require(b.container).newContext()
+        let swiftOnB = try #require(try bContext.fetch(FetchRequest("Category", where: Key(label) == "Swift")).first)
+        let gids = [try context.globalID(of: go.id), try bContext.globalID(of: swiftOnB.id)]
+        if renamePushedLast {
+            _ = try mb.push()
+            _ = try ma.push()
+        } else {
+            _ = try ma.push()
+            _ = try mb.push()
+        }
+        try Self.settle([ma, mb])
+        let winner = gids.min { $0.uuidString.lowercased() < $1.uuidString.lowercased() }
+        for m in [a, b] {
+            let c = try #require(m.container).newContext()
+            let categories = try c.fetch(FetchRequest("Category"))
+            #expect(categories.count == 1 && categories.first?[label] == .string("Swift"))
+            let stayed = try categories.first.map { try c.globalID(of: $0.id) }
+            #expect(stayed == winner)
+        }
+        let (la, lb) = (try a.list(), try b.list())
+        #expect(la == lb && la.count == 2)
+        #expect(la.values.allSatisfy { $0.contains("\"category\":\"Swift\"") })
+        let checks = StoreVerifier.verify(
+            container: try #require(a.container), registry: try TokenRegistry(group: a.group.path))
+        let failed = checks.filter { !$0.ok }.map(\.name)
+        #expect(failed.isEmpty, "storectl verify: \(failed)")
+    }
+
     /// A delete on one machine and an update of the same object on another: the later in the
     /// server's order wins. Delete pushed last: gone everywhere; update pushed last: the object
     /// is back everywhere, with the update, under the same global id.

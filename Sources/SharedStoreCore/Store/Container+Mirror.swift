@@ -220,13 +220,59 @@ private struct MirrorImporter {
             guard !isNewerHere(gid) else { return }
             let changes = try propertyChanges(e, object)
             if let pk = try s.mirroredKey(e, gid) {
-                try w.update(e, pk: pk, changes, object: "\(e.name) \(gid)")
+                if let other = try w.existingUnique(e, changes, object: "\(e.name) \(gid)"), other != pk {
+                    try merge(e, pk, gid, colliding: other, changes)
+                } else {
+                    try w.update(e, pk: pk, changes, object: "\(e.name) \(gid)")
+                }
             } else if let pk = try w.existingUnique(e, changes, object: "\(e.name) \(gid)") {
                 try collide(e, pk, incoming: gid, changes)
             } else {
                 try s.mapID(gid, try w.insert(e, changes, object: "\(e.name) \(gid)", globalID: gid))
             }
         }
+    }
+
+    /// An update that gives object `pk` (`gid`) the uniqueness values of another object here
+    /// (a category renamed to the name another machine gave a new one): the two become one, the
+    /// smaller global id, with its own state; the other's references move to it and it goes.
+    mutating func merge(_ e: Entity, _ pk: Int64, _ gid: UUID, colliding other: Int64, _ changes: PropertyChanges)
+        throws
+    {
+        let otherID = try s.globalID(e, other)
+        if let otherID, GlobalID.precedes(otherID, gid) {
+            try absorb(e, loser: pk, into: other)
+            try s.setAlias(gid, to: otherID)
+        } else {
+            try absorb(e, loser: other, into: pk)
+            if let otherID { try s.setAlias(otherID, to: gid) }
+            try w.update(e, pk: pk, changes, object: "\(e.name) \(gid)")
+        }
+    }
+
+    /// Points every reference to `loser` at `winner` (saved as updates of the referring
+    /// objects: their counts and derived attributes follow), then deletes `loser`.
+    mutating func absorb(_ e: Entity, loser: Int64, into winner: Int64) throws {
+        for x in model.entities {
+            for r in x.relationships where r.destination == e.name {
+                if !r.isToMany {
+                    for ref in try s.objects(x, whose: r.name, is: loser) {
+                        try w.update(
+                            x, pk: ref, PropertyChanges(values: [:], relationships: [r.name: winner]),
+                            object: "\(x.name)/\(ref)")
+                    }
+                } else if let inverse = e.relationship(named: r.inverse), inverse.isToMany,
+                    let join = model.joinTable(e, inverse)
+                {
+                    // Many-to-many: the loser's links, read from its own side.
+                    for ref in try s.linked(join, to: loser) {
+                        try w.link(e, loser, inverse, ref, linked: false)
+                        try w.link(e, winner, inverse, ref, linked: true)
+                    }
+                }
+            }
+        }
+        try w.delete(e, pks: [loser])
     }
 
     /// The stored attributes this model knows and the to-one relationships, as keys here (a
