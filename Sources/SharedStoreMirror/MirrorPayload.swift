@@ -4,7 +4,8 @@ import SharedStoreSupport
 
 /// The JSON of one mirrored transaction on the server:
 /// `{"v":1,"model":3,"changes":[{"k":"u","e":"Article","g":"…","a":{…},"r":{…},"p":"12"},{"k":"d",…}]}`
-/// (`p`: the object's primary key in the uploading store, for that store's own use).
+/// (`r`: to-one relationships; `m`: many-to-many links the object owns, when it has any; `p`:
+/// the object's primary key in the uploading store, for that store's own use).
 ///
 /// Values are tagged and lossless (`["i","9007199254740993"]`, `["f","0.1"]`, `["t","1.5e9"]`,
 /// `["x","base64"]`…): JSON numbers would round 64-bit integers and dates. Any machine can read
@@ -23,7 +24,19 @@ package enum MirrorPayload {
                         ("k", .string("u")), ("e", .string(o.entity)), ("g", .string(text(o.globalID))),
                         ("a", .object(o.values.keys.sorted().map { ($0, encode(o.values[$0] ?? .null)) })),
                         ("r", .object(o.toOne.keys.sorted().map { ($0, .string(text(o.toOne[$0] ?? UUID()))) })),
-                    ] + (o.originKey.map { [("p", JSONValue.string(String($0)))] } ?? []))
+                    ]
+                        + (o.toMany.isEmpty
+                            ? []
+                            : [
+                                (
+                                    "m",
+                                    JSONValue.object(
+                                        o.toMany.keys.sorted().map { name in
+                                            (name, .array((o.toMany[name] ?? []).map { .string(text($0)) }))
+                                        })
+                                )
+                            ])
+                        + (o.originKey.map { [("p", JSONValue.string(String($0)))] } ?? []))
             }
         }
         return JSONValue.object([
@@ -80,8 +93,19 @@ package enum MirrorPayload {
                 }
                 toOne[name] = target
             }
+            var toMany: [String: [UUID]] = [:]
+            for (name, raw) in c["m"] as? [String: Any] ?? [:] {
+                guard let items = raw as? [Any] else { throw bad("\(entity).\(name) is not a list of global ids") }
+                toMany[name] = try items.map { item in
+                    guard let target = (item as? String).flatMap(UUID.init(uuidString:)) else {
+                        throw bad("\(entity).\(name) holds something other than a global id")
+                    }
+                    return target
+                }
+            }
             let key = (c["p"] as? String).flatMap { Int64($0) }
-            return .upsert(MirrorObject(entity: entity, globalID: g, values: values, toOne: toOne, originKey: key))
+            return .upsert(
+                MirrorObject(entity: entity, globalID: g, values: values, toOne: toOne, toMany: toMany, originKey: key))
         }
         return (model, changes)
     }

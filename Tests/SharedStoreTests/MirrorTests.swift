@@ -177,6 +177,58 @@ struct MirrorTests {
         #expect(failed.isEmpty, "storectl verify: \(failed)")
     }
 
+    /// Many-to-many links travel with the side that owns them, whichever side a save changed.
+    @Test func manyToManyLinksConvergeWhicheverSideChangedThem() throws {
+        let db = try Database()
+        let model = try Model([
+            Entity(
+                "Post", attributes: [Attribute("title", .string)],
+                relationships: [.toMany("topics", "Topic", inverse: "posts")]),
+            Entity(
+                "Topic", attributes: [Attribute("name", .string)],
+                relationships: [.toMany("posts", "Post", inverse: "topics")], uniquenessConstraints: [["name"]]),
+        ])
+        let (ga, gb) = (TemporaryGroup(), TemporaryGroup())
+        let (a, b) = (try ga.open(model), try gb.open(model))
+        let mirror = { (c: Container, g: TemporaryGroup) in
+            try Mirror(
+                container: c, registry: try TokenRegistry(group: g.path),
+                connection: try PostgresConnection(db.conninfo))
+        }
+        let (ma, mb) = (try mirror(a, ga), try mirror(b, gb))
+        let ca = a.newContext(author: "A")
+        let post = try ca.insert("Post", ["title": "p"])
+        let topics = try ["swift", "sqlite", "lmdb"].map { try ca.insert("Topic", ["name": .string($0)]) }
+        try ca.relate(post, "topics", to: topics[0])
+        try ca.relate(topics[1], "posts", to: post)  // from the other side
+        let saved = try ca.save()
+        try Self.settle([ma, mb])
+        /// Each post's title with its topics' names, as a store holds them.
+        func links(_ c: Container) throws -> [String: [String]] {
+            let context = c.newContext()
+            var out: [String: [String]] = [:]
+            for p in try context.fetch(FetchRequest("Post")) {
+                out[p["title"].stringValue ?? ""] = try context.related("topics", of: p.id).map {
+                    try context.object(with: $0)["name"].stringValue ?? ""
+                }.sorted()
+            }
+            return out
+        }
+        #expect(try links(b) == ["p": ["sqlite", "swift"]])
+        // B breaks one link from the topic's side and makes another.
+        let cb = b.newContext(author: "B")
+        let postOnB = try #require(try cb.fetch(FetchRequest("Post")).first).id
+        let swiftOnB = try #require(try cb.fetch(FetchRequest("Topic", where: Key("name") == "swift")).first).id
+        let lmdbOnB = try #require(try cb.fetch(FetchRequest("Topic", where: Key("name") == "lmdb")).first).id
+        try cb.unrelate(swiftOnB, "posts", from: postOnB)
+        try cb.relate(postOnB, "topics", to: lmdbOnB)
+        try cb.save()
+        try Self.settle([ma, mb])
+        #expect(try links(a) == ["p": ["lmdb", "sqlite"]])
+        #expect(try links(a) == links(b))
+        _ = saved
+    }
+
     /// A delete on one machine and an update of the same object on another: the later in the
     /// server's order wins. Delete pushed last: gone everywhere; update pushed last: the object
     /// is back everywhere, with the update, under the same global id.

@@ -10,17 +10,22 @@ package struct MirrorObject: Sendable, Hashable {
     package var globalID: UUID
     package var values: [String: Value]
     package var toOne: [String: UUID]
+    /// Its many-to-many links, on the side that owns them (one side per relationship: the
+    /// other side's state leaves them out, so a link has one last writer).
+    package var toMany: [String: [UUID]]
     /// Its primary key in the store that uploaded it (that store's mirror reads it back after a
     /// restart; other stores ignore it).
     package var originKey: Int64?
 
     package init(
-        entity: String, globalID: UUID, values: [String: Value], toOne: [String: UUID], originKey: Int64? = nil
+        entity: String, globalID: UUID, values: [String: Value], toOne: [String: UUID],
+        toMany: [String: [UUID]] = [:], originKey: Int64? = nil
     ) {
         self.entity = entity
         self.globalID = globalID
         self.values = values
         self.toOne = toOne
+        self.toMany = toMany
         self.originKey = originKey
     }
 }
@@ -119,7 +124,14 @@ extension Container {
             guard let target = snapshot.relationships[r.name] else { continue }
             toOne[r.name] = try s.globalID(try model.entity(r.destination), target.primaryKey)
         }
-        return MirrorObject(entity: e.name, globalID: gid, values: values, toOne: toOne, originKey: pk)
+        var toMany: [String: [UUID]] = [:]
+        for r in e.toManyRelationships {
+            guard let join = model.joinTable(e, r), join.isOwner else { continue }
+            let destination = try model.entity(r.destination)
+            toMany[r.name] = try s.linked(join, to: pk).compactMap { try s.globalID(destination, $0) }
+        }
+        return MirrorObject(
+            entity: e.name, globalID: gid, values: values, toOne: toOne, toMany: toMany, originKey: pk)
     }
 
     /// Applies remote transaction `sequence` in one local transaction of `author`, with the pull
@@ -145,6 +157,7 @@ extension Container {
             let unpushed = try unpushedObjects(s, after: unpushedAfter, author: author)
             var importer = MirrorImporter(s: s, sequence: sequence, unpushed: unpushed, uploaded: uploaded)
             for change in changes { try importer.apply(change) }
+            try importer.relate()
             try s.setMirrorValue(MirrorKeys.pullCursor, sequence)
             let token = try importer.w.writeHistory(author: author, contextName: contextName)
             return MirrorImportResult(token: token, applied: true, foundUnpushed: !unpushed.isEmpty)
@@ -180,6 +193,8 @@ private struct MirrorImporter {
     let unpushed: Set<UUID>
     let uploaded: [UUID: Int64]
     var w: ChangeWriter
+    /// Objects whose relationships wait for the rest of the transaction (``relate()``).
+    var related: [(Entity, Int64, MirrorObject)] = []
 
     init(s: SQLStore, sequence: Int64, unpushed: Set<UUID>, uploaded: [UUID: Int64]) {
         self.s = s
@@ -219,35 +234,77 @@ private struct MirrorImporter {
             let gid = try resolve(object.globalID)
             guard !isNewerHere(gid) else { return }
             let changes = try propertyChanges(e, object)
+            let applied: Int64?
             if let pk = try s.mirroredKey(e, gid) {
                 if let other = try w.existingUnique(e, changes, object: "\(e.name) \(gid)"), other != pk {
-                    try merge(e, pk, gid, colliding: other, changes)
+                    applied = try merge(e, pk, gid, colliding: other, changes)
                 } else {
                     try w.update(e, pk: pk, changes, object: "\(e.name) \(gid)")
+                    applied = pk
                 }
             } else if let pk = try w.existingUnique(e, changes, object: "\(e.name) \(gid)") {
-                try collide(e, pk, incoming: gid, changes)
+                applied = try collide(e, pk, incoming: gid, changes)
             } else {
-                try s.mapID(gid, try w.insert(e, changes, object: "\(e.name) \(gid)", globalID: gid))
+                let pk = try w.insert(e, changes, object: "\(e.name) \(gid)", globalID: gid)
+                try s.mapID(gid, pk)
+                applied = pk
             }
+            if let applied,
+                !object.toMany.isEmpty || object.toOne.count > changes.relationships.values.count(where: { $0 != nil })
+            {
+                related.append((e, applied, object))
+            }
+        }
+    }
+
+    /// After every object of the transaction is in: the to-one relationships whose targets came
+    /// later in it, and the many-to-many links.
+    mutating func relate() throws {
+        for (e, pk, object) in related {
+            var changes = PropertyChanges(values: [:], relationships: [:])
+            for (name, target) in object.toOne {
+                guard let r = e.relationship(named: name), !r.isToMany,
+                    let key = try s.mirroredKey(try model.entity(r.destination), try resolve(target))
+                else { continue }
+                changes.relationships[name] = key
+            }
+            if !changes.relationships.isEmpty {
+                try w.update(e, pk: pk, changes, object: "\(e.name) \(object.globalID)")
+            }
+            try setLinks(e, pk, object)
+        }
+    }
+
+    /// Makes the many-to-many links `object` owns those of row `pk` (targets this store does
+    /// not have are left out).
+    mutating func setLinks(_ e: Entity, _ pk: Int64, _ object: MirrorObject) throws {
+        for (name, targets) in object.toMany {
+            guard let r = e.relationship(named: name), let join = model.joinTable(e, r), join.isOwner else { continue }
+            let destination = try model.entity(r.destination)
+            let wanted = Set(try targets.compactMap { try s.mirroredKey(destination, try resolve($0)) })
+            let current = Set(try s.linked(join, to: pk))
+            for t in current.subtracting(wanted).sorted() { try w.link(e, pk, r, t, linked: false) }
+            for t in wanted.subtracting(current).sorted() { try w.link(e, pk, r, t, linked: true) }
         }
     }
 
     /// An update that gives object `pk` (`gid`) the uniqueness values of another object here
     /// (a category renamed to the name another machine gave a new one): the two become one, the
     /// smaller global id, with its own state; the other's references move to it and it goes.
+    /// Returns the row whose state the change became (nil: the other object's stays).
     mutating func merge(_ e: Entity, _ pk: Int64, _ gid: UUID, colliding other: Int64, _ changes: PropertyChanges)
-        throws
+        throws -> Int64?
     {
         let otherID = try s.globalID(e, other)
         if let otherID, GlobalID.precedes(otherID, gid) {
             try absorb(e, loser: pk, into: other)
             try s.setAlias(gid, to: otherID)
-        } else {
-            try absorb(e, loser: other, into: pk)
-            if let otherID { try s.setAlias(otherID, to: gid) }
-            try w.update(e, pk: pk, changes, object: "\(e.name) \(gid)")
+            return nil
         }
+        try absorb(e, loser: other, into: pk)
+        if let otherID { try s.setAlias(otherID, to: gid) }
+        try w.update(e, pk: pk, changes, object: "\(e.name) \(gid)")
+        return pk
     }
 
     /// Points every reference to `loser` at `winner` (saved as updates of the referring
@@ -293,16 +350,18 @@ private struct MirrorImporter {
     /// A new object whose uniqueness constraint another object here holds (two machines made
     /// category "Swift"): one object stays, everywhere the same one — the smaller global id.
     /// The other id becomes an alias of it, so that later changes naming it land on the winner.
-    mutating func collide(_ e: Entity, _ pk: Int64, incoming: UUID, _ changes: PropertyChanges) throws {
+    /// Returns the row whose state the change became (nil: the local object's stays).
+    mutating func collide(_ e: Entity, _ pk: Int64, incoming: UUID, _ changes: PropertyChanges) throws -> Int64? {
         let local = try s.globalID(e, pk)
         if let local, !GlobalID.precedes(incoming, local) {
             try s.setAlias(incoming, to: local)
-            return
+            return nil
         }
         try s.setGlobalID(e, pk, incoming)
         try s.mapID(incoming, pk)
         if let local { try s.setAlias(local, to: incoming) }
         // The winner's state, as every other machine has it.
         try w.update(e, pk: pk, changes, object: "\(e.name) \(incoming)")
+        return pk
     }
 }
