@@ -5,6 +5,24 @@ import Testing
 
 /// Real processes writing one store at once.
 @Suite struct MultiProcessTests {
+    /// Every target started at the same moment on a group nobody opened yet: one of them makes
+    /// the store, the others find it made or in the making, and none fails. (storectl read the
+    /// store's model version from a file another process had just created, empty: "no such
+    /// table: ss_meta".)
+    @Test func targetsStartedAtOnceOnANewGroupAllSucceed() throws {
+        for round in 0..<6 {
+            let group = TemporaryGroup()
+            let g = ["--group", group.path, "--json"]
+            try runAtOnce(
+                (0..<3).map { k in
+                    ("share-extension", ["share", "--url", "https://\(round).example/\(k)", "--title", "\(k)"] + g)
+                } + [
+                    ("storectl", ["stats"] + g), ("storectl", ["tokens"] + g), ("widget", ["show"] + g),
+                    ("main-app", ["list"] + g),
+                ])
+        }
+    }
+
     @Test func twoProcessesWritingAtOnceLeaveEverySaveOnceInCommitOrder() throws {
         let group = TemporaryGroup()
         let container = try group.open()  // create the store first so both writers find it

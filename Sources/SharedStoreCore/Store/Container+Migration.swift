@@ -21,6 +21,15 @@ extension Container {
         let path = c.path
         return try StoreError.wrap(path: path) {
             try c.readTransaction { () throws -> StoreDescription? in
+                // An empty file: another process is making the store at this moment (it makes
+                // every table in one transaction), or nobody has yet.
+                let tables = try SQLStore.tableNames(c)
+                if tables.isEmpty { return nil }
+                guard tables.contains(SQLStore.metaTable) else {
+                    throw StoreError(
+                        .notAStore,
+                        "\(path) is an SQLite database of another application (no ss_meta table); left untouched")
+                }
                 let meta = try SQLStore.meta(c)
                 guard !meta.isEmpty else { return nil }
                 let id = try Schema.storeID(meta, path: path)
