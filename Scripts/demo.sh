@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The tour: a share extension, a main app and a widget share one store through a private group
-# directory; the widget follows live, a cleaner deletes only what all of them have merged.
+# directory; the widget follows live, a cleaner deletes only what all of them have merged; an app
+# update migrates the store; a second machine converges with the first through PostgreSQL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . Scripts/lib/setup.sh
@@ -93,3 +94,31 @@ widget show --model-version 1 || echo "(exit $?: it must be updated)"
 run main-app sync --json
 run storectl schema
 run storectl verify
+
+step "A second machine: another group directory, mirrored with the first through PostgreSQL"
+. Scripts/lib/postgres.sh
+sharedstore_postgres_start
+trap 'sharedstore_postgres_stop; cleanup' EXIT
+echo "(a server of the demo's own, in a temporary directory; libpq's environment names it: PGHOST=$PGHOST)"
+machine_a="$work/group"
+machine_b="$work/laptop"
+run storectl mirror --group "$machine_a" --json
+run share-extension share --group "$machine_b" --url https://www.postgresql.org/docs/current/sql-notify.html \
+    --title "NOTIFY" --category Databases --json
+storectl mirror --follow --group "$machine_a" --json >"$work/mirror-a.log" &
+mirror_a=$!
+storectl mirror --follow --group "$machine_b" --json >"$work/mirror-b.log" &
+mirror_b=$!
+echo "(storectl mirror --follow runs for each machine: every save is pushed, every upload pulled, as they happen)"
+run share-extension share --group "$machine_a" --url https://www.postgresql.org/docs/current/explicit-locking.html \
+    --title "Advisory locks" --category Databases --json
+# Waits (up to 10 s) until both machines list the same articles by global id.
+listing() { main-app list --group "$1" --json | python3 -c 'import json,sys; print(sorted((j["gid"], j["title"], j["category"]) for j in map(json.loads, sys.stdin)))'; }
+deadline=$((SECONDS + 10))
+until [ "$(listing "$machine_a")" == "$(listing "$machine_b")" ] || [ "$SECONDS" -ge "$deadline" ]; do sleep 0.05; done
+step "Both machines list the same articles, by global id (the category Databases, made on both, is one)"
+run main-app list --group "$machine_b"
+if [ "$(listing "$machine_a")" == "$(listing "$machine_b")" ]; then echo "machine A and machine B agree"; else echo "they differ"; exit 1; fi
+run storectl tokens --group "$machine_b"
+run storectl history --group "$machine_b" --author Mirror --limit 2 --json
+kill -TERM "$mirror_a" "$mirror_b"; wait "$mirror_a" "$mirror_b" 2>/dev/null || true

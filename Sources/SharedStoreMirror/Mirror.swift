@@ -199,17 +199,19 @@ public final class Mirror {
     }
 
     /// Uploads every object's current state, ``batchSize`` objects per server transaction (keyed
-    /// by negative tokens: they name no local transaction), then moves the mirror's token to
-    /// the newest one from before it read them. Returns how many transactions it uploaded.
+    /// by negative tokens: they name no local transaction), in ``Container/mirrorUploadOrder``,
+    /// then moves the mirror's token to the newest one from before it read them. Returns how
+    /// many transactions it uploaded.
     private func uploadEverything() throws -> Int {
         let newest = try container.currentToken()
         // Keys of this full upload: -(newest × 2^20 + chunk), never those of another one.
         let base = -(min(newest.value, Int64(1) << 42) << 20)
         var chunk: Int64 = 0
-        for e in container.model.entities {
+        let (first, again) = container.mirrorUploadOrder
+        for entity in first + again {
             var after: Int64 = 0
             while true {
-                let objects = try container.mirrorExportAll(e.name, after: after, limit: batchSize)
+                let objects = try container.mirrorExportAll(entity, after: after, limit: batchSize)
                 guard let last = objects.last?.originKey else { break }
                 after = last
                 let changes = objects.map(MirrorChange.upsert)

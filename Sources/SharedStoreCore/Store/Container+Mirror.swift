@@ -110,6 +110,29 @@ extension Container {
         }
     }
 
+    /// The order of a full upload: an entity after those its to-one relationships point to, so
+    /// that a receiver has each target before what refers to it; then, again, the entities
+    /// whose references that order cannot settle (cycles, references within the entity,
+    /// many-to-many links, which need both sides).
+    package var mirrorUploadOrder: (first: [String], again: [String]) {
+        var order: [Entity] = []
+        var placed = Set<String>()
+        var left = model.entities
+        while let i = left.firstIndex(where: { e in
+            e.toOneRelationships.allSatisfy { placed.contains($0.destination) || $0.destination == e.name }
+        }) {
+            let e = left.remove(at: i)
+            order.append(e)
+            placed.insert(e.name)
+        }
+        order += left
+        let again = order.filter { e in
+            left.contains { $0.name == e.name } || e.toOneRelationships.contains { $0.destination == e.name }
+                || e.toManyRelationships.contains { model.joinTable(e, $0)?.isOwner == true }
+        }
+        return (order.map(\.name), again.map(\.name))
+    }
+
     /// Through which token history was deleted (0: never).
     package func historyDeletedThrough() throws -> Int64 {
         try read { s in try s.historyMeta().floor }
