@@ -36,13 +36,16 @@ let package = Package(
         // The one argument parser of every executable.
         .target(name: "ArgumentParsing"),
         // Output and the commands of the targets, written once.
-        .target(name: "StoreCLI", dependencies: library + ["ReadLater", "ArgumentParsing", "SharedStoreMirror"]),
+        .target(name: "StoreCLI", dependencies: library + ["ReadLater", "ArgumentParsing"]),
+        // storectl's mirror command: only storectl links PostgreSQL's client library.
+        .target(
+            name: "StoreCLIMirror", dependencies: library + ["StoreCLI", "SharedStoreMirror", "SharedStorePostgres"]),
         // The targets of shared/docs/CLI.md: thin executables over StoreCLI.
         .executableTarget(name: "main-app", dependencies: ["StoreCLI"]),
         .executableTarget(name: "share-extension", dependencies: ["StoreCLI"]),
         .executableTarget(name: "widget", dependencies: ["StoreCLI"]),
         .executableTarget(name: "history-cleaner", dependencies: ["StoreCLI"]),
-        .executableTarget(name: "storectl", dependencies: ["StoreCLI"]),
+        .executableTarget(name: "storectl", dependencies: ["StoreCLI", "StoreCLIMirror"]),
         // The benchmark: SharedStore against raw SQLite in the same run.
         .executableTarget(
             name: "storebench",
@@ -51,7 +54,8 @@ let package = Package(
             ]),
         // The parsers of outside input as fuzz targets (libFuzzer with -DFUZZING; else a corpus replayer).
         .executableTarget(
-            name: "sharedstore-fuzz", dependencies: library + ["ReadLater", "StoreCLI", "SharedStoreMirror"]),
+            name: "sharedstore-fuzz",
+            dependencies: library + ["ReadLater", "StoreCLI", "StoreCLIMirror", "SharedStoreMirror"]),
         // A small executable the tests and the demo drive as a real second process.
         .executableTarget(name: "sharedstore-helper", dependencies: library + ["ReadLater", "ArgumentParsing"]),
         .testTarget(

@@ -78,13 +78,17 @@ public final class Mirror {
     /// when the process dies): two would not know of each other's uploads.
     private let lock: FileRangeLock
 
-    /// Prepares the store (the mirror's tables, global id indexes) and the server's schema, and
-    /// registers the mirror as a consumer.
+    /// Prepares the store (the mirror's tables) and the server's schema, and registers the
+    /// mirror as a consumer.
     ///
-    /// - Throws: ``MirrorError`` when another process mirrors this store; ``PostgresError``
-    ///   when the server cannot be reached or its tables are newer than this build.
+    /// - Throws: ``MirrorError`` when another process mirrors this store, or the store keeps no
+    ///   history; ``PostgresError`` when the server cannot be reached or its tables are newer
+    ///   than this build.
     public init(container: Container, registry: TokenRegistry, connection: PostgresConnection) throws {
         guard container.storePath.hasPrefix("/") else { throw MirrorError("an in-memory store cannot be mirrored") }
+        guard container.options.historyTracking else {
+            throw MirrorError("history tracking is off for this store: a mirror pushes history, and there is none")
+        }
         let path = (container.storePath as NSString).deletingLastPathComponent + "/mirror.lock"
         try GroupDirectory.prepareFile(path)
         lock = try FileRangeLock(path: path)

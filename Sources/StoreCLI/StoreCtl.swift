@@ -29,9 +29,6 @@ extension Targets {
                 "count kept counts, compute derived attributes again and give objects without one a global id "
                     + "(after a tool that does not keep them wrote the store)"),
             Command(
-                "mirror", "push local history to and pull other stores' transactions from PostgreSQL",
-                options: MirrorCommand.options),
-            Command(
                 "reset-consumer", "remove a consumer from the registry (it reloads in full next time)",
                 positionals: ["NAME"]),
             Command(
@@ -81,7 +78,6 @@ extension Targets {
         case "stress-consumer": try StressWorkers.consumer(inv)
         case "schema": try schema(inv)
         case "migrate": try migrate(inv)
-        case "mirror": try MirrorCommand.run(inv)
         case "recount":
             let derived = try inv.container().recomputeDerived()
             let fixed = try inv.container().recountKeptCounts()

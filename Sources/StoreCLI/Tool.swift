@@ -29,6 +29,17 @@ public struct Tool: Sendable {
         self.handler = handler
     }
 
+    /// This tool with one more command, run by `run` (storectl's `mirror`, which lives in a
+    /// module of its own so that only storectl links PostgreSQL's client library).
+    public func adding(_ command: Command, _ run: @escaping @Sendable (Invocation) throws -> Void) -> Tool {
+        let handler = self.handler
+        return Tool(
+            name: name, summary: summary, consumer: consumer, hasNoView: hasNoView, commands: commands + [command]
+        ) { inv in
+            if inv.command == command.name { try run(inv) } else { try handler(inv) }
+        }
+    }
+
     /// The parser of this tool's command line.
     public var parser: CommandLineParser {
         CommandLineParser(tool: name, summary: summary, commands: commands, common: commonOptions)

@@ -47,8 +47,9 @@ let watchOptions: [Option] = [
 ]
 
 /// Set once by a signal handler, read by the watch loop.
-final class StopFlag: Sendable {
+public final class StopFlag: Sendable {
     private let value = Atomic<Bool>(false)
-    func set() { value.store(true, ordering: .relaxed) }
-    var isSet: Bool { value.load(ordering: .relaxed) }
+    public init() {}
+    public func set() { value.store(true, ordering: .relaxed) }
+    public var isSet: Bool { value.load(ordering: .relaxed) }
 }

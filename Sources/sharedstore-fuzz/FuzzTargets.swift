@@ -4,6 +4,7 @@ import SharedStore
 import SharedStoreCore
 import SharedStoreMirror
 import StoreCLI
+import StoreCLIMirror
 
 /// The parsers that read what comes from outside — files in the group directory, command-line
 /// arguments, share-batch files — each as a function of raw bytes that must never crash, hang or
@@ -41,7 +42,7 @@ enum FuzzTarget: String, CaseIterable {
     /// The parser of every executable, for the argument parser.
     private static let parsers: [CommandLineParser] = [
         Targets.mainApp, Targets.shareExtension, Targets.widget,
-        Targets.historyCleaner, Targets.storectl,
+        Targets.historyCleaner, Targets.storectlWithMirror,
     ].map(\.parser)
 
     /// Runs the target on `bytes`. Errors are the expected answer to bad input; only a crash,

@@ -1,4 +1,5 @@
 import Foundation
 import StoreCLI
+import StoreCLIMirror
 
-exit(Targets.storectl.run(CommandLine.arguments))
+exit(Targets.storectlWithMirror.run(CommandLine.arguments))

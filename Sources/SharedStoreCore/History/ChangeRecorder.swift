@@ -13,29 +13,45 @@ struct ChangeRecorder {
     /// Inserts alone never name one object twice (each gets a new key): coalescing, which
     /// needs a table of every object, is skipped for them (a batch of a million inserts).
     private var onlyInserts = true
+    /// While a transaction only inserts, its inserts as runs (``InsertRuns``): a batch of a
+    /// million keeps a few hundred runs, not a million ``RecordedChange``s (issue 11's memory).
+    private var inserts = InsertRuns()
 
-    var isEmpty: Bool { changes.isEmpty }
-    var count: Int { changes.count }
+    var isEmpty: Bool { changes.isEmpty && inserts.isEmpty }
+    var count: Int { changes.count + inserts.count }
 
     mutating func inserted(_ entity: Int, _ pk: Int64, globalID: UUID) {
-        changes.append(RecordedChange(kind: .insert, entity: entity, primaryKey: pk, globalID: globalID))
+        if onlyInserts {
+            inserts.append(entity, pk, globalID)
+        } else {
+            changes.append(RecordedChange(kind: .insert, entity: entity, primaryKey: pk, globalID: globalID))
+        }
     }
 
     mutating func updated(_ entity: Int, _ pk: Int64, properties: [Int]) {
-        onlyInserts = false
+        leaveInsertsOnly()
         changes.append(RecordedChange(kind: .update, entity: entity, primaryKey: pk, updated: properties))
     }
 
     mutating func deleted(_ entity: Int, _ pk: Int64, tombstone: [(Int, Value)], globalID: UUID?) {
-        onlyInserts = false
+        leaveInsertsOnly()
         changes.append(
             RecordedChange(kind: .delete, entity: entity, primaryKey: pk, tombstone: tombstone, globalID: globalID))
+    }
+
+    /// A change other than an insert: the inserts so far become changes like the others.
+    private mutating func leaveInsertsOnly() {
+        guard onlyInserts else { return }
+        onlyInserts = false
+        changes = inserts.changes
+        inserts = InsertRuns()
     }
 
     /// One change per object: an insert absorbs later updates, updates merge their properties,
     /// a delete replaces what came before.
     var coalesced: [RecordedChange] {
-        guard changes.count > 1, !onlyInserts else { return changes }
+        if onlyInserts { return inserts.changes }
+        guard changes.count > 1 else { return changes }
         var out: [RecordedChange] = []
         var at: [ObjectKey: Int] = [:]
         for change in changes {
@@ -55,7 +71,8 @@ struct ChangeRecorder {
     }
 
     var counts: ChangeCounts {
-        coalesced.reduce(into: ChangeCounts()) { n, change in
+        if onlyInserts { return ChangeCounts(inserted: inserts.count) }
+        return coalesced.reduce(into: ChangeCounts()) { n, change in
             switch change.kind {
             case .insert: n.inserted += 1
             case .update: n.updated += 1
@@ -71,18 +88,33 @@ struct ChangeRecorder {
     ///   store holding the largest token): the whole save rolls back.
     func write(_ s: SQLStore, author: String?, contextName: String?) throws -> HistoryToken? {
         let container = s.container
-        guard container.options.historyTracking, !changes.isEmpty else { return nil }
+        guard container.options.historyTracking, !isEmpty else { return nil }
+        if onlyInserts {
+            return try insertRow(
+                s, author: author, contextName: contextName,
+                entities: HistoryCodec.entityMask(inserts, container.numbering),
+                changes: HistoryCodec.encode(inserts, container.numbering))
+        }
         var changes = coalesced
         // An update names its object by global id too: read from the row, which is still there.
         for i in changes.indices where changes[i].globalID == nil && changes[i].kind == .update {
             changes[i].globalID = try s.globalID(s.model.entities[changes[i].entity], changes[i].primaryKey)
         }
+        return try insertRow(
+            s, author: author, contextName: contextName,
+            entities: HistoryCodec.entityMask(changes, container.numbering),
+            changes: HistoryCodec.encode(changes, container.numbering))
+    }
+
+    private func insertRow(_ s: SQLStore, author: String?, contextName: String?, entities: Int64, changes: [UInt8])
+        throws -> HistoryToken
+    {
+        let container = s.container
         let token = try s.insertHistory(
             HistoryRow(
                 token: 0, timestamp: Date().timeIntervalSince1970, author: author, context: contextName,
-                process: container.process.pid, executable: container.process.executable,
-                entities: HistoryCodec.entityMask(changes, container.numbering),
-                changes: HistoryCodec.encode(changes, container.numbering)))
+                process: container.process.pid, executable: container.process.executable, entities: entities,
+                changes: changes))
         // Tokens only grow; a lower one means SQLite ran out of row ids (see `newestSeen`).
         guard token > container.newestSeen.load(ordering: .relaxed) else {
             throw StoreError(
@@ -98,4 +130,48 @@ struct ChangeRecorder {
 struct ObjectKey: Hashable {
     let entity: Int
     let pk: Int64
+}
+
+/// Inserts recorded as runs (``ChangeRecorder``): consecutive keys of one entity with
+/// consecutive global ids are one run — a batch of a million inserts is a few hundred runs.
+struct InsertRuns {
+    struct Run {
+        let entity: Int32
+        let firstKey: Int64
+        let firstGlobalID: UUID
+        var count: Int
+        var lastGlobalID: UUID
+    }
+
+    private(set) var runs: [Run] = []
+    private(set) var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    mutating func append(_ entity: Int, _ pk: Int64, _ globalID: UUID) {
+        count += 1
+        if let last = runs.last, last.entity == Int32(entity), last.firstKey &+ Int64(last.count) == pk,
+            GlobalID.successor(of: last.lastGlobalID) == globalID
+        {
+            runs[runs.count - 1].count += 1
+            runs[runs.count - 1].lastGlobalID = globalID
+            return
+        }
+        runs.append(Run(entity: Int32(entity), firstKey: pk, firstGlobalID: globalID, count: 1, lastGlobalID: globalID))
+    }
+
+    var changes: [RecordedChange] {
+        var out: [RecordedChange] = []
+        out.reserveCapacity(count)
+        for run in runs {
+            var gid: UUID? = run.firstGlobalID
+            for k in 0..<run.count {
+                out.append(
+                    RecordedChange(
+                        kind: .insert, entity: Int(run.entity), primaryKey: run.firstKey &+ Int64(k), globalID: gid))
+                gid = gid.flatMap(GlobalID.successor)
+            }
+        }
+        return out
+    }
 }

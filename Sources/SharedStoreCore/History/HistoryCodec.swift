@@ -18,28 +18,25 @@ struct RecordedChange {
 /// One row per transaction keeps the cost of history near the measured limit of a compact row
 /// (DESIGN.md: 0.65× a raw insert, against 0.30× for a row per change plus an index).
 /// Layout: version byte, change count, then per change: kind, entity index, primary key, the
-/// global id (a length, 0 or 16, then its bytes; version 2), updated property indexes (update)
-/// or tombstone index/value pairs (delete), all varints. Version 1 records (before global ids)
-/// are read as ever, with no global id.
+/// global id (version 2: a byte 0 for none, 16 followed by its bytes, or 1 for the successor of
+/// the previous change's id — a batch of inserts made by one process in one millisecond, which
+/// costs a byte each instead of 17), updated property indexes (update) or tombstone index/value
+/// pairs (delete), all varints. Version 1 records (before global ids) read with no global id.
 package enum HistoryCodec {
     static let version: UInt8 = 2
 
     /// Encodes changes recorded with model indexes under the store's catalog numbers.
     static func encode(_ changes: [RecordedChange], _ numbering: HistoryNumbering) -> [UInt8] {
         var out: [UInt8] = [version]
-        out.reserveCapacity(8 + changes.count * 6)
+        out.reserveCapacity(8 + changes.count * 24)
         putVarint(UInt64(changes.count), &out)
         let identity = numbering.isIdentity
+        var previous: UUID?
         for c in changes {
             out.append(code(c.kind))
             putVarint(UInt64(identity ? c.entity : numbering.entityNumber[c.entity]), &out)
             putVarint(UInt64(bitPattern: c.primaryKey), &out)
-            if let id = c.globalID {
-                out.append(16)
-                withUnsafeBytes(of: id.uuid) { out.append(contentsOf: $0) }
-            } else {
-                out.append(0)
-            }
+            putGlobalID(c.globalID, after: &previous, &out)
             let number = { (i: Int) in identity ? i : numbering.propertyNumber[c.entity][i] }
             switch c.kind {
             case .insert:
@@ -56,6 +53,50 @@ package enum HistoryCodec {
             }
         }
         return out
+    }
+
+    /// Encodes inserts recorded as runs: the same bytes as ``encode(_:_:)`` of them.
+    static func encode(_ inserts: InsertRuns, _ numbering: HistoryNumbering) -> [UInt8] {
+        var out: [UInt8] = [version]
+        out.reserveCapacity(12 + inserts.count * 6 + inserts.runs.count * 16)
+        putVarint(UInt64(inserts.count), &out)
+        let identity = numbering.isIdentity
+        let insert = code(.insert)
+        var previous: UUID?
+        for run in inserts.runs {
+            let entity = UInt64(identity ? Int(run.entity) : numbering.entityNumber[Int(run.entity)])
+            var gid: UUID? = run.firstGlobalID
+            for k in 0..<run.count {
+                out.append(insert)
+                putVarint(entity, &out)
+                putVarint(UInt64(bitPattern: run.firstKey &+ Int64(k)), &out)
+                putGlobalID(gid, after: &previous, &out)
+                gid = gid.flatMap(GlobalID.successor)
+            }
+        }
+        return out
+    }
+
+    static func entityMask(_ inserts: InsertRuns, _ numbering: HistoryNumbering) -> Int64 {
+        let identity = numbering.isIdentity
+        return inserts.runs.reduce(0) { $0 | bit(identity ? Int($1.entity) : numbering.entityNumber[Int($1.entity)]) }
+    }
+
+    /// A change's global id: 1 when it is the successor of the previous change's, else 16 and
+    /// its bytes (0: none).
+    static func putGlobalID(_ id: UUID?, after previous: inout UUID?, _ out: inout [UInt8]) {
+        guard let id else {
+            out.append(0)
+            previous = nil
+            return
+        }
+        if let p = previous, GlobalID.successor(of: p) == id {
+            out.append(1)
+        } else {
+            out.append(16)
+            withUnsafeBytes(of: id.uuid) { out.append(contentsOf: $0) }
+        }
+        previous = id
     }
 
     /// A transaction with no change (a migration's, a restore's).
@@ -102,13 +143,15 @@ package enum HistoryCodec {
         let count = try r.count()
         var changes: [HistoryChange] = []
         changes.reserveCapacity(count)
+        var previous: UUID?
         for _ in 0..<count {
             let code = try r.byte()
             guard let kind = kind(code) else { throw r.corrupt("change kind \(code)") }
             let number = try r.count()
             guard number < numbering.decoding.count else { throw r.corrupt("entity number \(number)") }
             let pk = Int64(bitPattern: try r.varint())
-            let globalID = format == 1 ? nil : try r.globalID()
+            let globalID = format == 1 ? nil : try r.globalID(after: previous)
+            previous = globalID
             // An entity a migration removed: its changes are read past and left out.
             let mapped = numbering.decoding[number]
             let props = mapped?.properties ?? []
@@ -214,10 +257,16 @@ package enum HistoryCodec {
             return Int(v)
         }
 
-        /// A global id: its length (0: none, 16) and bytes.
-        mutating func globalID() throws -> UUID? {
+        /// A global id: 0 (none), 1 (the successor of `previous`) or 16 and its bytes.
+        mutating func globalID(after previous: UUID?) throws -> UUID? {
             let n = try byte()
             if n == 0 { return nil }
+            if n == 1 {
+                guard let previous, let next = GlobalID.successor(of: previous) else {
+                    throw corrupt("a global id follows none")
+                }
+                return next
+            }
             guard n == 16, i + 16 <= bytes.count else { throw corrupt("global id of \(n) bytes") }
             defer { i += 16 }
             return GlobalID.uuid(Array(bytes[i..<(i + 16)]))

@@ -49,7 +49,7 @@ extension SQLStore {
             INSERT INTO ss_history(timestamp, author, context, process, executable, entities, changes)
             VALUES (?, ?, ?, ?, ?, ?, ?)
             """
-        ).execute(historyValues(row))
+        ).execute(Array(historyValues(row).dropLast()), borrowing: row.changes)
         return c.lastInsertRowID
     }
 

@@ -3,9 +3,19 @@ import Foundation
 import SharedStore
 import SharedStoreMirror
 import SharedStorePostgres
+import StoreCLI
+
+extension Targets {
+    /// storectl with its `mirror` command (only storectl links PostgreSQL's client library: the
+    /// other targets stay as small in memory as they were).
+    public static let storectlWithMirror = storectl.adding(MirrorCommand.command, MirrorCommand.run)
+}
 
 /// `storectl mirror`: the store's mirror through PostgreSQL (issue 14).
 enum MirrorCommand {
+    static let command = Command(
+        "mirror", "push local history to and pull other stores' transactions from PostgreSQL", options: options)
+
     static let options: [Option] = [
         .value(
             "postgres", "URL",
