@@ -57,5 +57,10 @@ assert_json_lines "$work/mirror-a.out" "storectl mirror --follow"
 once="$(storectl mirror --group "$B" --json)"
 assert_eq "$(printf '%s\n' "$once" | jq_ 'sorted(j.keys())')" '["lag", "pulled", "pushed", "server"]' "storectl mirror --once prints pushed, pulled, lag, server"
 expect_error 2 "a password on the command line is refused" storectl mirror --group "$B" --postgres "postgresql://u:secret@localhost/db"
+if storectl mirror --group "$B" --postgres "postgresql://$PGUSER@:$PGPORT/$PGDATABASE?host=$PGHOST" --json >/dev/null; then
+    ok "--postgres takes a URL without a password (user, port, database, socket directory)"
+else
+    fail "--postgres with a URL without a password failed"
+fi
 SHAREDSTORE_GROUP="$A" verify_store
 finish

@@ -45,9 +45,13 @@ enum MirrorCommand {
     static func connectionString(_ inv: Invocation) throws -> String {
         guard let text = inv.arguments.value("postgres") else { return "" }
         let lower = text.lowercased()
-        let urlPassword =
-            (lower.hasPrefix("postgres://") || lower.hasPrefix("postgresql://"))
-            && (text.split(separator: "@", maxSplits: 1).first.map { $0.dropFirst(12).contains(":") } ?? false)
+        // postgresql://user:password@host/db: a colon in the part before "@".
+        var urlPassword = false
+        if lower.hasPrefix("postgres://") || lower.hasPrefix("postgresql://"), let scheme = text.range(of: "://") {
+            let rest = text[scheme.upperBound...]
+            let authority = rest.prefix { $0 != "/" && $0 != "?" }
+            if let at = authority.lastIndex(of: "@") { urlPassword = authority[..<at].contains(":") }
+        }
         if lower.contains("password=") || urlPassword {
             throw UsageError(
                 "--postgres must not carry a password (other users see it in ps): put it in PGPASSFILE (~/.pgpass)")
