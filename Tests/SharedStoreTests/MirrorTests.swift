@@ -349,11 +349,22 @@ struct MirrorTests {
                     shares += 1
                 }
             }
-            // Killed after it printed a round that moved something: mid-push or mid-pull, at random.
-            let victim = followers[Int.random(in: 0...1, using: &random)]
+            // Killed after it printed a round that moved something, while a random number of new
+            // shares on either machine keep both mirrors pushing and pulling: at a random point.
+            let pick = Int.random(in: 0...1, using: &random)
+            let victim = followers[pick]
             try victim.waitForLine { json($0)["pushed"] as? Int ?? 0 > 0 || json($0)["pulled"] as? Int ?? 0 > 0 }
-            usleep(UInt32.random(in: 0...20_000, using: &random))
+            let late = try (0..<Int.random(in: 0...3, using: &random)).map { k in
+                try Child(
+                    "share-extension",
+                    [
+                        "share", "--group", [a, b][(pick + k) % 2].group.path, "--url",
+                        "https://late.example/\(round)/\(k)", "--title", "late-\(round)-\(k)",
+                    ])
+            }
             victim.kill9()
+            for l in late { #expect(try l.waitForExit() == 0) }
+            shares += late.count
             for f in followers where f !== victim {
                 kill(f.process.processIdentifier, SIGTERM)
                 #expect(try f.waitForExit() == 0)
