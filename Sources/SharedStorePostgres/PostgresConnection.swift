@@ -66,9 +66,6 @@ public final class PostgresConnection {
         return name
     }
 
-    /// Whether libpq still considers the connection usable.
-    public var isConnected: Bool { PQstatus(handle) == CONNECTION_OK }
-
     /// Runs `sql` with `parameters` bound to `$1`, `$2`… as text (nil: NULL); returns the rows,
     /// each column as text (nil: NULL).
     ///
