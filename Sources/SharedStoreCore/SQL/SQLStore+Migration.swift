@@ -93,7 +93,8 @@ extension SQLStore {
     }
 
     /// Every index SharedStore made for the model (names starting `ss_`, join tables' own aside;
-    /// `ss_gid_` is kept free for indexes on global ids), with what it covers.
+    /// names starting `ss_gid_` are left alone, for an index on global ids an app may make), with
+    /// what it covers.
     static func indexDefinitions(_ c: SQLiteConnection) throws -> [IndexDefinition] {
         let rows = try c.cached(
             "SELECT name, tbl_name FROM sqlite_schema WHERE type = 'index' AND name LIKE 'ss\\_%' ESCAPE '\\' "

@@ -5,12 +5,13 @@ import Synchronization
 /// every machine a mirror reaches, whatever its primary key there.
 ///
 /// An id is a version 7 UUID (RFC 9562): 48 bits of Unix time in milliseconds, then a
-/// process-wide random prefix and a counter. Ids made close in time sort close together, so the
-/// unique index on them grows at its end as primary keys do (a random UUID would land anywhere in
-/// the index: a page read and split per insert in a large store). The counter makes every id of
-/// a process distinct; the random prefix, drawn once per process from the system's generator,
-/// makes two processes' ids distinct (74 random bits: a collision is as likely as two random
-/// version 4 UUIDs').
+/// process-wide random prefix and a counter. Ids made close in time sort close together (the
+/// mirror's `ss_mirror_ids` grows at its end, as primary keys do; a random UUID would land
+/// anywhere in it), and the ids of a batch follow each other, which history writes in one byte
+/// each. The counter makes every id of a process distinct; the random prefix, drawn once per
+/// process from the system's generator, makes two processes' ids distinct (74 random bits: a
+/// collision is as likely as two random version 4 UUIDs'). There is no unique index on them:
+/// every save of the app would pay for it.
 package enum GlobalID {
     private static let prefix: (UInt16, UInt64) = {
         var g = SystemRandomNumberGenerator()
