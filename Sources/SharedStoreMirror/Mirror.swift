@@ -118,8 +118,9 @@ public final class Mirror {
     /// Starts receiving the server's wake-ups (``wait(timeout:wake:)``).
     public func listen() throws { try server.listen() }
 
-    /// Waits up to `timeout` for an upload by another mirror, or for `wake` to become readable.
-    public func wait(timeout: TimeInterval, wake: Int32?) throws {
+    /// Waits up to `timeout` for an upload by another mirror, or for one of `wake` to become
+    /// readable.
+    public func wait(timeout: TimeInterval, wake: [Int32]) throws {
         _ = try server.connection.notifications(timeout: timeout, wake: wake)
     }
 

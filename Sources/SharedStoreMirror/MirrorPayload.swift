@@ -44,7 +44,7 @@ package enum MirrorPayload {
         ]).serialized
     }
 
-    static func text(_ gid: UUID) -> String { gid.uuidString.lowercased() }
+    static func text(_ gid: UUID) -> String { GlobalID.text(gid) }
 
     static func encode(_ v: Value) -> JSONValue {
         switch v {

@@ -100,16 +100,16 @@ public final class PostgresConnection {
     ///
     /// - Throws: ``PostgresError`` when the connection broke.
     ///
-    /// - Parameter wake: a descriptor that ends the wait early when it becomes readable (the
-    ///   read end of a pipe another thread writes to); it is not read here.
-    public func notifications(timeout: TimeInterval, wake: Int32? = nil) throws -> [(channel: String, payload: String)]
+    /// - Parameter wake: descriptors that end the wait early when one becomes readable (the read
+    ///   end of a pipe another thread writes to, an inotify watch); they are not read here.
+    public func notifications(timeout: TimeInterval, wake: [Int32] = []) throws -> [(channel: String, payload: String)]
     {
         var out = drainNotifications()
         guard out.isEmpty else { return out }
         let socket = PQsocket(handle)
         guard socket >= 0 else { throw PostgresError(sqlState: nil, message: "the connection is closed") }
         var descriptors = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0)]
-        if let wake { descriptors.append(pollfd(fd: wake, events: Int16(POLLIN), revents: 0)) }
+        for fd in wake where fd >= 0 { descriptors.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
         let ready = poll(&descriptors, nfds_t(descriptors.count), Int32(max(0, min(timeout, 3600)) * 1000))
         guard ready > 0, descriptors[0].revents != 0 else { return [] }
         guard PQconsumeInput(handle) == 1 else {

@@ -33,7 +33,7 @@ public final class ChangeSignal: Sendable {
     }
 
     /// The change-signal file of `container`'s group directory (nil for an in-memory store).
-    static func path(of container: Container) -> String? {
+    package static func path(of container: Container) -> String? {
         container.options.inMemory ? nil : (container.directory as NSString).appendingPathComponent(fileName)
     }
 
@@ -70,16 +70,19 @@ public final class ChangeSignal: Sendable {
 }
 
 /// An inotify watch on the change-signal file, with a way to interrupt a wait from another thread.
-final class ChangeSignalWatch: @unchecked Sendable {
+package final class ChangeSignalWatch: @unchecked Sendable {
     enum Wake { case signal, timeout, stopped }
 
     private let inotify: Int32
-    var usesInotify: Bool { inotify >= 0 }
+    package var usesInotify: Bool { inotify >= 0 }
+    /// The inotify descriptor, for a caller that polls it with others (-1: none, poll instead);
+    /// ``drainEvents()`` after it became readable.
+    package var descriptor: Int32 { inotify }
     private let stopRead: Int32, stopWrite: Int32
     let path: String
 
     /// Watches `path` (nil: no inotify, waits only time out: the observer polls).
-    init(path: String?) throws {
+    package init(path: String?) throws {
         self.path = path ?? ""
         var fd: Int32 = -1
         if let path {
@@ -140,7 +143,11 @@ final class ChangeSignalWatch: @unchecked Sendable {
         }
     }
 
-    private func drain() {
+    private func drain() { drainEvents() }
+
+    /// Reads away the events that arrived (a burst is one wake-up).
+    package func drainEvents() {
+        guard inotify >= 0 else { return }
         var buffer = [UInt8](repeating: 0, count: 4096)
         while read(inotify, &buffer, buffer.count) > 0 {}
     }

@@ -84,9 +84,9 @@ enum MirrorCommand {
         // runs at background priority too). Best effort: a failure leaves the priority as it is.
         _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10)
         let deadline = seconds.map { Monotonic.seconds() + $0 }
-        let observer = try ChangeObserver(container: container)
-        observer.onChange { _ in wake.ring() }
-        defer { observer.stop() }
+        // The change signal's inotify watch, polled with the server's socket: no thread, and a
+        // burst of saves is one wake-up (a thread per change cost the processor per save).
+        let watch = try ChangeSignalWatch(path: ChangeSignal.path(of: container))
         var loop = FollowLoop(container: container, registry: registry, conninfo: conninfo, output: inv.output)
         while !stop.isSet {
             let remaining = deadline.map { $0 - Monotonic.seconds() } ?? 3600
@@ -99,10 +99,12 @@ enum MirrorCommand {
             // Drained before the round: a change signalled during it rings again, and the wait
             // below returns at once.
             wake.drain()
+            watch.drainEvents()
             let wait = loop.step()
             loop.lastRound = Monotonic.seconds()
             if stop.isSet { break }
-            loop.wait(min(wait, remaining), wake: wake)
+            // Without inotify (a file system without it), a round every second catches changes.
+            loop.wait(min(wait, remaining, watch.usesInotify ? 3600 : 1), wake: wake, watch: watch.descriptor)
         }
     }
 }
@@ -170,22 +172,23 @@ private struct FollowLoop {
         }
     }
 
-    /// Waits for a server wake-up, a local change, or `timeout`.
-    mutating func wait(_ timeout: TimeInterval, wake: WakePipe) {
+    /// Waits for a server wake-up, a local change (`watch`: the change signal's inotify
+    /// descriptor), a signal, or `timeout`.
+    mutating func wait(_ timeout: TimeInterval, wake: WakePipe, watch: Int32) {
         guard let mirror else {
             wake.wait(timeout: timeout)
             return
         }
         do {
-            try mirror.wait(timeout: timeout, wake: wake.readEnd)
+            try mirror.wait(timeout: timeout, wake: [wake.readEnd, watch])
         } catch {
             self.mirror = nil
         }
     }
 }
 
-/// A pipe that wakes a waiting thread: another thread (a signal handler, the change observer)
-/// writes a byte; the waiter polls the read end.
+/// A pipe that wakes a waiting thread: another thread (a signal handler) writes a byte; the
+/// waiter polls the read end.
 final class WakePipe: Sendable {
     let readEnd: Int32
     private let writeEnd: Int32

@@ -44,6 +44,14 @@ import Testing
         #expect(listed.contains { $0.contains(shown) && $0.contains("\"\(stored[0])\"") })
     }
 
+    @Test func anIDReadsAsFoundationWritesItInLowercase() {
+        for id in (0..<1000).map({ _ in UUID() }) + [
+            GlobalID.make(), UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
+        ] {
+            #expect(GlobalID.text(id) == id.uuidString.lowercased())
+        }
+    }
+
     @Test func idsMadeCloseInTimeSortTogetherAndNeverRepeat() {
         let ids = (0..<10_000).map { _ in GlobalID.bytes(GlobalID.make()) }
         #expect(Set(ids).count == ids.count)

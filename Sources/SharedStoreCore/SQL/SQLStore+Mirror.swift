@@ -89,4 +89,15 @@ extension SQLStore {
         try c.cached("SELECT Z_PK FROM \(SQLMapping.quote(e.name)) WHERE Z_PK > ? ORDER BY Z_PK LIMIT ?")
             .rows([.integer(after), .integer(Int64(limit))]) { $0.int64(0) }
     }
+
+    /// The stored object and its global id, in one statement (nil: no such row, or no id).
+    func snapshotWithGlobalID(_ e: Entity, _ pk: Int64) throws -> (Snapshot, UUID)? {
+        let sql = entitySQL(e)
+        let column = Int32(2 + sql.layout.types.count + sql.layout.toOneNames.count)
+        return try c.cached(
+            "SELECT \(sql.columns), t0.\(Self.globalIDColumn) FROM \(SQLMapping.quote(e.name)) AS t0 WHERE t0.Z_PK = ?"
+        ).firstRow([.integer(pk)]) { row in
+            GlobalID.uuid(row.blob(column)).map { (container.snapshot(row, sql.layout), $0) }
+        } ?? nil
+    }
 }

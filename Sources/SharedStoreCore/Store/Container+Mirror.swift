@@ -83,14 +83,17 @@ extension Container {
     /// row of each object exported (``MirrorObject/originKey``), for `ss_mirror_ids`.
     package func mirrorExport(_ transactions: [HistoryTransaction]) throws -> [[MirrorChange]] {
         try read { s in
-            try transactions.map { t in
+            var targets: [ObjectID: UUID] = [:]
+            return try transactions.map { t in
                 var seen = Set<ObjectID>()
                 var out: [MirrorChange] = []
                 for change in t.changes {
                     guard let gid = change.globalID, seen.insert(change.objectID).inserted,
                         let e = model.entity(named: change.objectID.entity)
                     else { continue }
-                    if change.kind != .delete, let object = try exportObject(s, e, change.objectID.primaryKey) {
+                    if change.kind != .delete,
+                        let object = try exportObject(s, e, change.objectID.primaryKey, &targets)
+                    {
                         out.append(.upsert(object))
                     } else {
                         out.append(.delete(entity: e.name, globalID: gid))
@@ -106,7 +109,10 @@ extension Container {
     package func mirrorExportAll(_ entity: String, after: Int64, limit: Int) throws -> [MirrorObject] {
         let e = try model.entity(entity)
         return try read { s in
-            try s.primaryKeys(after: after, of: e, limit: limit).compactMap { pk in try exportObject(s, e, pk) }
+            var targets: [ObjectID: UUID] = [:]
+            return try s.primaryKeys(after: after, of: e, limit: limit).compactMap { pk in
+                try exportObject(s, e, pk, &targets)
+            }
         }
     }
 
@@ -138,14 +144,23 @@ extension Container {
         try read { s in try s.historyMeta().floor }
     }
 
-    private func exportObject(_ s: SQLStore, _ e: Entity, _ pk: Int64) throws -> MirrorObject? {
-        guard let snapshot = try s.snapshot(e, pk), let gid = try s.globalID(e, pk) else { return nil }
+    /// One object's state; `targets` remembers the global ids of to-one targets read so far (a
+    /// batch of articles names few categories).
+    private func exportObject(_ s: SQLStore, _ e: Entity, _ pk: Int64, _ targets: inout [ObjectID: UUID]) throws
+        -> MirrorObject?
+    {
+        guard let (snapshot, gid) = try s.snapshotWithGlobalID(e, pk) else { return nil }
         var values: [String: Value] = [:]
         for a in e.attributes where !a.isDerived { values[a.name] = snapshot[a.name] }
         var toOne: [String: UUID] = [:]
         for r in e.toOneRelationships {
             guard let target = snapshot.relationships[r.name] else { continue }
-            toOne[r.name] = try s.globalID(try model.entity(r.destination), target.primaryKey)
+            if let known = targets[target] {
+                toOne[r.name] = known
+            } else if let id = try s.globalID(try model.entity(r.destination), target.primaryKey) {
+                targets[target] = id
+                toOne[r.name] = id
+            }
         }
         var toMany: [String: [UUID]] = [:]
         for r in e.toManyRelationships {

@@ -69,4 +69,25 @@ package enum GlobalID {
         }
         return UUID(uuid: u)
     }
+
+    /// `id` as lowercase text (`01a22cbe-af4e-790c-abfd-e3e1560052d5`), without Foundation's
+    /// formatting and a lowercasing copy (a mirror writes two per object it uploads).
+    package static func text(_ id: UUID) -> String {
+        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        return withUnsafeBytes(of: id.uuid) { raw in
+            String(unsafeUninitializedCapacity: 36) { out in
+                var j = 0
+                for (i, b) in raw.enumerated() {
+                    if i == 4 || i == 6 || i == 8 || i == 10 {
+                        out[j] = UInt8(ascii: "-")
+                        j += 1
+                    }
+                    out[j] = hex[Int(b >> 4)]
+                    out[j + 1] = hex[Int(b & 0x0F)]
+                    j += 2
+                }
+                return j
+            }
+        }
+    }
 }
