@@ -205,8 +205,7 @@ NOTES = {
                     "layout is about 0.65.",
     "writers-8": "Eight processes share two cores here; the ratio moves between runs of the same build (0.61 to "
                  "0.84 seen in one sitting, old and new builds alike: commit ed7df84 0.608 and 0.717, the current one "
-                 "0.714, 0.782, 0.692, 0.738). No save failed. Since a single writer got faster (EntitySQL, 37k → "
-                 "43–46k saves/s) with eight writers' aggregate as before (26–29k), the ratio sits lower.",
+                 "0.714, 0.782, 0.692, 0.738). No save failed.",
     "query-indexed": "Both sides read the same 50 rows through the same index (the plan is in the case's line).",
     "history-fetch-cost": "The cost is a ratio of two ratios: when the two fetches run at the same speed it moves with "
                           "their two baselines alone (compare the SharedStore column of history-fetch-1k and -1m above; "
