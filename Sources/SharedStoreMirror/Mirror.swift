@@ -62,6 +62,9 @@ public final class Mirror {
     private let server: MirrorServer
     /// Transactions per upload or pull batch.
     public var batchSize = 500
+    /// How far the server's order may run past the stored pull cursor before it is stored again
+    /// without an import (a store that only uploads).
+    public var cursorStride: Int64 = 10_000
     /// Local history after this token holds no unpushed change (see ``Container/mirrorImport``).
     private var cleanThrough: Int64 = 0
     /// The server sequence read through: remote transactions up to it are applied, this store's
@@ -147,12 +150,15 @@ public final class Mirror {
     /// Uploads every local transaction after the mirror's token, ``batchSize`` at a time;
     /// returns how many were new to the server (an upload repeated after a crash is not).
     @discardableResult
-    public func push() throws -> Int {
-        var new = 0
+    public func push() throws -> Int { try untilShort(pushBatch) }
+
+    /// Runs `batch` until one reads fewer than ``batchSize`` rows; returns the sum of what they did.
+    private func untilShort(_ batch: () throws -> (read: Int, done: Int)) throws -> Int {
+        var done = 0
         while true {
-            let (read, added) = try pushBatch()
-            new += added
-            if read < batchSize { return new }
+            let (read, n) = try batch()
+            done += n
+            if read < batchSize { return done }
         }
     }
 
@@ -238,17 +244,11 @@ public final class Mirror {
     /// Applies every remote transaction on the server after the pull cursor, in the server's
     /// order, ``batchSize`` rows at a time; returns how many it applied.
     @discardableResult
-    public func pull() throws -> Int {
-        var applied = 0
-        while true {
-            let (read, n) = try pullBatch()
-            applied += n
-            if read < batchSize { return applied }
-        }
-    }
+    public func pull() throws -> Int { try untilShort(pullBatch) }
 
     private func pullBatch() throws -> (read: Int, applied: Int) {
-        scanned = max(scanned, try container.mirrorValue(MirrorKeys.pullCursor) ?? 0)
+        let cursor = try container.mirrorValue(MirrorKeys.pullCursor) ?? 0
+        scanned = max(scanned, cursor)
         let (remote, through, read) = try server.pull(after: scanned, for: container.storeID, limit: batchSize)
         cleanThrough = max(cleanThrough, try pushedToken()?.value ?? 0)
         var applied = 0
@@ -270,6 +270,13 @@ public final class Mirror {
         // than anything left to pull.
         scanned = through
         if !uploaded.isEmpty { uploaded = uploaded.filter { $0.value > through } }
+        // The stored cursor moves with imports; a store that mostly uploads reads past its own
+        // rows without one. Stored every ``cursorStride`` of them, so that a restart reads back
+        // at most that many of its own uploads (see init), however long it ran.
+        if through - cursor >= cursorStride {
+            try container.advanceMirrorCursor(to: through, ids: pendingIDs)
+            pendingIDs = []
+        }
         return (read, applied)
     }
 

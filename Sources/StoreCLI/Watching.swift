@@ -17,17 +17,7 @@ extension Invocation {
         let view = try ViewContext(container: container(), registry: registry(), consumer: consumer, entities: [])
         let observer = try ChangeObserver(container: container())
         let stop = StopFlag()
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
-        let sources = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler {
-                stop.set()
-                observer.stop()
-            }
-            source.resume()
-            return source
-        }
+        let sources = stop.setOnTerminationSignals { observer.stop() }
         defer { sources.forEach { $0.cancel() } }
         try view.watch(
             observer: observer, duration: seconds, count: count, shouldStop: { stop.isSet },
@@ -52,4 +42,21 @@ public final class StopFlag: Sendable {
     public init() {}
     public func set() { value.store(true, ordering: .relaxed) }
     public var isSet: Bool { value.load(ordering: .relaxed) }
+
+    /// Sets this flag, then runs `wake` (to end the loop's wait), on SIGINT or SIGTERM from now
+    /// on: the process ends its loop and exits 0 instead of dying by the signal. Cancel the
+    /// returned sources when the loop is over.
+    public func setOnTerminationSignals(_ wake: @escaping @Sendable () -> Void) -> [DispatchSourceSignal] {
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        return [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler {
+                self.set()
+                wake()
+            }
+            source.resume()
+            return source
+        }
+    }
 }

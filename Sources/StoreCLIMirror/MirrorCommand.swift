@@ -66,17 +66,7 @@ enum MirrorCommand {
         // SIGINT and SIGTERM end the loop from here on (exit 0), however early they come.
         let stop = StopFlag()
         let wake = try WakePipe()
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
-        let sources = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler {
-                stop.set()
-                wake.ring()
-            }
-            source.resume()
-            return source
-        }
+        let sources = stop.setOnTerminationSignals { wake.ring() }
         defer { sources.forEach { $0.cancel() } }
         let container = try inv.container()
         let registry = try inv.registry()

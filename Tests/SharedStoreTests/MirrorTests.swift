@@ -174,13 +174,7 @@ struct MirrorTests {
         let bContext = try #require(b.container).newContext()
         let swiftOnB = try #require(try bContext.fetch(FetchRequest("Category", where: Key(label) == "Swift")).first)
         let gids = [try context.globalID(of: go.id), try bContext.globalID(of: swiftOnB.id)]
-        if renamePushedLast {
-            _ = try mb.push()
-            _ = try ma.push()
-        } else {
-            _ = try ma.push()
-            _ = try mb.push()
-        }
+        for m in renamePushedLast ? [mb, ma] : [ma, mb] { _ = try m.push() }
         try Self.settle([ma, mb])
         let winner = gids.min { $0.uuidString.lowercased() < $1.uuidString.lowercased() }
         for m in [a, b] {
@@ -265,13 +259,7 @@ struct MirrorTests {
         let idB = try #require(json(try b.run("main-app", ["list"])[0])["id"] as? String)
         _ = try a.run("main-app", ["delete", idA])
         _ = try b.run("main-app", ["mark-read", idB])
-        if deletePushedLast {
-            _ = try mb.push()
-            _ = try ma.push()
-        } else {
-            _ = try ma.push()
-            _ = try mb.push()
-        }
+        for m in deletePushedLast ? [mb, ma] : [ma, mb] { _ = try m.push() }
         try Self.settle([ma, mb])
         let (la, lb) = (try a.list(), try b.list())
         #expect(la == lb)
@@ -325,6 +313,27 @@ struct MirrorTests {
         try Self.settle([ma, try b.mirror()])
         #expect(try b.list() == a.list())
         #expect(try b.list().values.filter { $0.contains("\"isRead\":true") }.count == 1)
+    }
+
+    /// A store that only uploads still moves its pull cursor (every `cursorStride` rows of its
+    /// own), so that a restarted mirror reads back a bounded number of its own uploads.
+    @Test func aStoreThatOnlyUploadsMovesItsCursorAndStillConverges() throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        let container = try #require(a.container)
+        try Fixtures.saveArticles(container.newContext(author: "A"), count: 120)
+        let ma = try a.mirror()
+        ma.batchSize = 25
+        ma.cursorStride = 50
+        _ = try ma.round()
+        #expect(try container.mirrorValue(MirrorKeys.pullCursor) ?? 0 >= 50)
+        // A restart, an update from the other machine: both still end equal.
+        let mb = try b.mirror()
+        try Self.settle([mb])
+        let id = try #require(json(try b.run("main-app", ["list"])[7])["id"] as? String)
+        _ = try b.run("main-app", ["mark-read", id])
+        try Self.settle([try a.mirror(), mb])
+        #expect(try a.list() == b.list() && a.list().count == 120)
     }
 
     /// `storectl mirror --follow` processes killed with SIGKILL at random moments while the

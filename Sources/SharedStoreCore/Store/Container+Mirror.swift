@@ -60,6 +60,18 @@ extension Container {
         try write { s in try SQLStore.createMirrorTables(s.c) }
     }
 
+    /// Moves the pull cursor to `sequence` (when it is further) with `ids` recorded, in one write
+    /// transaction: a mirror read everything through `sequence`, its own uploads past the last
+    /// import (so that a restart does not read them all again).
+    package func advanceMirrorCursor(to sequence: Int64, ids: [(UUID, Int64)]) throws {
+        try write { s in
+            for (gid, pk) in ids { try s.mapID(gid, pk) }
+            if try (s.mirrorValue(MirrorKeys.pullCursor) ?? 0) < sequence {
+                try s.setMirrorValue(MirrorKeys.pullCursor, sequence)
+            }
+        }
+    }
+
     /// Records which row each pushed object is (`ss_mirror_ids`), in one write transaction (a
     /// mirror does it in its next import otherwise).
     package func noteMirrorIDs(_ ids: [(UUID, Int64)]) throws {

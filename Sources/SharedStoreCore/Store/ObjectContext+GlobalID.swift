@@ -9,10 +9,7 @@ extension ObjectContext {
     /// - Throws: `.objectNotFound` when there is no such object (or a foreign tool inserted its
     ///   row without one: `storectl verify` reports those).
     public func globalID(of id: ObjectID) throws -> UUID {
-        guard id.storeID == container.storeID, !id.isTemporary else {
-            throw StoreError(.objectNotFound, "\(id) is not a stored object of this store")
-        }
-        let entity = try model.entity(id.entity)
+        let entity = try storedEntity(id)
         guard let gid = try container.readOneStatement({ s in try s.globalID(entity, id.primaryKey) }) else {
             throw StoreError(.objectNotFound, "no object \(id) with a global id in the store")
         }

@@ -151,6 +151,16 @@ public final class ObjectContext {
         if deleteSet.insert(id).inserted { deletes.append(id) }
     }
 
+    /// The entity of `id` when it can name a stored object of this store.
+    ///
+    /// - Throws: `.objectNotFound` for a temporary id or one of another store.
+    func storedEntity(_ id: ObjectID) throws -> Entity {
+        guard id.storeID == container.storeID, !id.isTemporary else {
+            throw StoreError(.objectNotFound, "\(id) is not a stored object of this store")
+        }
+        return try model.entity(id.entity)
+    }
+
     private func checkID(_ id: ObjectID) throws -> Entity {
         guard id.storeID == container.storeID else { throw StoreError(.foreignID, "\(id) belongs to another store") }
         let entity = try model.entity(id.entity)
@@ -238,10 +248,7 @@ public final class ObjectContext {
     ///
     /// - Throws: `.objectNotFound` when there is none.
     public func object(with id: ObjectID) throws -> Snapshot {
-        guard id.storeID == container.storeID, !id.isTemporary else {
-            throw StoreError(.objectNotFound, "\(id) is not a stored object of this store")
-        }
-        let entity = try model.entity(id.entity)
+        let entity = try storedEntity(id)
         guard let s = try container.read({ s in try s.snapshot(entity, id.primaryKey) }) else {
             throw StoreError(.objectNotFound, "no object \(id) in the store")
         }
