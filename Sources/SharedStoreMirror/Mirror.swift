@@ -16,6 +16,9 @@ public struct MirrorRound: Sendable, Hashable {
     /// The server, or why it could not be reached.
     public var server = ""
     public var error: String?
+    /// Rows that could not be applied here, or local changes that could not go up, still
+    /// quarantined after the round (``Mirror/retryQuarantined()`` applies them again).
+    package var quarantined: [MirrorQuarantine] = []
 
     public init(pushed: Int = 0, pulled: Int = 0, lag: Int64? = nil, server: String = "", error: String? = nil) {
         self.pushed = pushed
@@ -25,12 +28,16 @@ public struct MirrorRound: Sendable, Hashable {
         self.error = error
     }
 
+    /// How many rows stay quarantined after the round.
+    public var quarantinedCount: Int { quarantined.count }
+
     public var json: JSONValue {
         var fields: [(String, JSONValue)] = [
             ("pushed", .number(Double(pushed))), ("pulled", .number(Double(pulled))),
             ("lag", lag.map { .number(Double($0)) } ?? .null), ("server", .string(server)),
         ]
         if let error { fields.append(("error", .string(error))) }
+        if !quarantined.isEmpty { fields.append(("quarantined", .array(quarantined.map(\.json)))) }
         return .object(fields)
     }
 }
@@ -59,24 +66,30 @@ public final class Mirror {
 
     public let container: Container
     public let registry: TokenRegistry
-    private let server: MirrorServer
+    let server: MirrorServer
     /// Transactions per upload or pull batch.
     public var batchSize = 500
     /// How far the server's order may run past the stored pull cursor before it is stored again
     /// without an import (a store that only uploads).
     public var cursorStride: Int64 = 10_000
     /// Local history after this token holds no unpushed change (see ``Container/mirrorImport``).
-    private var cleanThrough: Int64 = 0
+    var cleanThrough: Int64 = 0
     /// The server sequence read through: remote transactions up to it are applied, this store's
     /// own read past (in memory; the pull cursor in the store moves with each import).
     private var scanned: Int64 = 0
     /// The server sequence of this store's last upload of each object, after the pull cursor:
     /// a remote change of one of them ordered before it is older, and is not applied.
-    private var uploaded: [UUID: Int64] = [:]
+    var uploaded: [UUID: Int64] = [:]
     /// Rows of pushed objects not yet in `ss_mirror_ids`: written by the next import (a write
     /// of the store per push would slow the app's saves), or once 10,000 wait. Lost in a crash,
     /// they are read back from this store's uploads after the cursor (their `originKey`).
-    private var pendingIDs: [(UUID, Int64)] = []
+    var pendingIDs: [(UUID, Int64)] = []
+    /// Tokens of this store's own rows on the server that this store no longer holds (it was
+    /// put back to an older copy): pulled back like another store's rows.
+    var reclaim: Set<Int64> = []
+    /// The next push compares every object with the server's state and uploads what differs
+    /// (history to push is gone, lacks global ids, or reuses tokens the server holds).
+    var needsFullUpload = false
     /// One mirror per store at a time (a lock in the group directory, released by the kernel
     /// when the process dies): two would not know of each other's uploads.
     private let lock: FileRangeLock
@@ -98,7 +111,7 @@ public final class Mirror {
         do {
             try lock.acquire(timeout: 0)
         } catch let busy as LockBusy {
-            throw MirrorError("another mirror runs on this store: \(busy.holder); one at a time")
+            throw MirrorError("another mirror runs on this store: \(busy.holder); one at a time", code: .busy)
         }
         self.container = container
         self.registry = registry
@@ -106,14 +119,7 @@ public final class Mirror {
         try server.prepare()
         try container.prepareMirroring()
         try registry.register(Self.consumer)
-        // What this store uploaded after the cursor (before a restart): newer than what is to pull.
-        let cursor = try container.mirrorValue(MirrorKeys.pullCursor) ?? 0
-        for (sequence, payload) in try server.ownTransactions(of: container.storeID, after: cursor) {
-            for change in try MirrorPayload.decode(payload, sequence: sequence).changes {
-                uploaded[change.globalID] = sequence
-                if case .upsert(let o) = change, let pk = o.originKey { pendingIDs.append((o.globalID, pk)) }
-            }
-        }
+        try recoverTimeline()
     }
 
     public var serverDescription: String { server.connection.serverDescription }
@@ -136,6 +142,7 @@ public final class Mirror {
         // that the cleaner is not held back by them.
         if round.pulled > 0 { round.pushed += try push() }
         round.lag = try lag()
+        round.quarantined = try container.quarantinedMirrorRows()
         return round
     }
 
@@ -162,11 +169,18 @@ public final class Mirror {
         }
     }
 
-    private func pushBatch() throws -> (read: Int, new: Int) {
+    private func pushBatch() throws -> (read: Int, done: Int) {
+        if needsFullUpload { return (batchSize, try uploadChanged()) }
         let newest = try container.currentToken()
-        let start = try pushedToken()
-        // Never pushed, and history was cleaned before: what it held is only in the objects.
-        if start == nil, try container.historyDeletedThrough() > 0 { return (batchSize, try uploadEverything()) }
+        let position = try registry.consumer(Self.consumer)
+        let start = position?.token.flatMap { $0.storeID == container.storeID ? $0 : nil }
+        // Evicted (its history may go at any time), or never pushed and history was cleaned
+        // before: what it held is only in the objects.
+        let cleaned = start == nil ? try container.historyDeletedThrough() > 0 : false
+        if position?.isEvicted == true || cleaned {
+            needsFullUpload = true
+            return (batchSize, 0)
+        }
         let transactions: [HistoryTransaction]
         do {
             transactions = try container.fetchHistory(
@@ -174,13 +188,20 @@ public final class Mirror {
                     start: start.map { .after($0) } ?? .beginning, excludingAuthors: [Self.author], limit: batchSize))
         } catch let error as StoreError where error.code == .historyExpired {
             // Cleaned before it was pushed (the mirror was evicted, or its token reset).
-            return (batchSize, try uploadEverything())
+            needsFullUpload = true
+            return (batchSize, 0)
         }
-        let changes = try container.mirrorExport(transactions)
+        // History from before global ids names objects no other store can find.
+        if transactions.contains(where: { $0.changes.contains { $0.globalID == nil } }) {
+            needsFullUpload = true
+            return (batchSize, 0)
+        }
+        let changes = try checked(try container.mirrorExport(transactions), tokens: transactions.map(\.token.value))
         let uploads = zip(transactions, changes).map { t, c in
             MirrorUpload(
                 token: t.token.value, author: t.author,
-                payload: MirrorPayload.encode(c, modelVersion: container.model.version))
+                payload: MirrorPayload.encode(
+                    c, modelVersion: container.model.version, at: t.timestamp.timeIntervalSince1970))
         }
         let results = try server.upload(origin: container.storeID, uploads)
         note(results.map(\.sequence), changes)
@@ -200,7 +221,7 @@ public final class Mirror {
     }
 
     /// Remembers the server sequence of each object's upload (see ``uploaded``).
-    private func note(_ sequences: [Int64], _ changes: [[MirrorChange]]) {
+    func note(_ sequences: [Int64], _ changes: [[MirrorChange]]) {
         for (sequence, c) in zip(sequences, changes) {
             for change in c {
                 uploaded[change.globalID] = max(uploaded[change.globalID] ?? 0, sequence)
@@ -209,63 +230,19 @@ public final class Mirror {
         }
     }
 
-    /// Uploads every object's current state, ``batchSize`` objects per server transaction (keyed
-    /// by negative tokens: they name no local transaction), in ``Container/mirrorUploadOrder``,
-    /// then moves the mirror's token to the newest one from before it read them. Returns how
-    /// many transactions it uploaded.
-    private func uploadEverything() throws -> Int {
-        let newest = try container.currentToken()
-        // Keys of this full upload: -(newest × 2^20 + chunk), never those of another one.
-        let base = -(min(newest.value, Int64(1) << 42) << 20)
-        var chunk: Int64 = 0
-        let (first, again) = container.mirrorUploadOrder
-        for entity in first + again {
-            var after: Int64 = 0
-            while true {
-                let objects = try container.mirrorExportAll(entity, after: after, limit: batchSize)
-                guard let last = objects.last?.originKey else { break }
-                after = last
-                let changes = objects.map(MirrorChange.upsert)
-                chunk += 1
-                let upload = MirrorUpload(
-                    token: base - chunk, author: Self.author,
-                    payload: MirrorPayload.encode(changes, modelVersion: container.model.version))
-                let results = try server.upload(origin: container.storeID, [upload])
-                note(results.map(\.sequence), [changes])
-                try container.noteMirrorIDs(pendingIDs)
-                pendingIDs = []
-            }
-        }
-        try registry.reset(Self.consumer, to: newest)
-        cleanThrough = max(cleanThrough, newest.value)
-        return Int(chunk)
-    }
-
     /// Applies every remote transaction on the server after the pull cursor, in the server's
     /// order, ``batchSize`` rows at a time; returns how many it applied.
     @discardableResult
     public func pull() throws -> Int { try untilShort(pullBatch) }
 
-    private func pullBatch() throws -> (read: Int, applied: Int) {
+    private func pullBatch() throws -> (read: Int, done: Int) {
         let cursor = try container.mirrorValue(MirrorKeys.pullCursor) ?? 0
         scanned = max(scanned, cursor)
-        let (remote, through, read) = try server.pull(after: scanned, for: container.storeID, limit: batchSize)
+        let (remote, through, read) = try server.pull(
+            after: scanned, for: container.storeID, reclaim: reclaim, limit: batchSize)
         cleanThrough = max(cleanThrough, try pushedToken()?.value ?? 0)
         var applied = 0
-        for t in remote {
-            let (model, changes) = try MirrorPayload.decode(t.payload, sequence: t.sequence)
-            guard model <= container.model.version else {
-                throw MirrorError(
-                    "server transaction \(t.sequence) was made with model \(model), newer than this app's "
-                        + "(\(container.model.version)): update the app to pull further")
-            }
-            let result = try container.mirrorImport(
-                sequence: t.sequence, changes: changes, uploaded: uploaded, unpushedAfter: cleanThrough,
-                ids: pendingIDs, author: Self.author, contextName: Self.contextName)
-            pendingIDs = []
-            if result.applied { applied += 1 }
-            if !result.foundUnpushed, let token = result.token { cleanThrough = max(cleanThrough, token.value) }
-        }
+        for t in remote where try apply(t) { applied += 1 }
         // Read through `through`: uploads of this store at or before it can no longer be newer
         // than anything left to pull.
         scanned = through
@@ -278,6 +255,53 @@ public final class Mirror {
             pendingIDs = []
         }
         return (read, applied)
+    }
+
+    /// Applies one remote transaction; a row that cannot be applied is quarantined (the pull
+    /// goes on past it). Returns whether it was applied.
+    private func apply(_ t: MirrorTransaction) throws -> Bool {
+        do {
+            let (model, changes) = try decode(t)
+            let result = try container.mirrorImport(
+                sequence: t.sequence, changes: changes, uploaded: uploaded, unpushedAfter: cleanThrough,
+                ids: pendingIDs, modelVersion: model, author: Self.author, contextName: Self.contextName)
+            pendingIDs = []
+            if !result.foundUnpushed, let token = result.token { cleanThrough = max(cleanThrough, token.value) }
+            return result.applied
+        } catch let error where Self.isRowProblem(error) {
+            try container.quarantineMirrorRow(
+                MirrorQuarantine(
+                    sequence: t.sequence, origin: t.origin, token: t.token, reason: TextSafety.visible("\(error)"),
+                    at: Date().timeIntervalSince1970), ids: pendingIDs)
+            pendingIDs = []
+            return false
+        }
+    }
+
+    /// A payload's model version and changes.
+    ///
+    /// - Throws: ``MirrorError`` `.malformedRow` for a row that cannot be read, `.newerModel` for
+    ///   one made by a newer model (this app must be updated to pull past it).
+    func decode(_ t: MirrorTransaction) throws -> (model: Int, changes: [MirrorChange]) {
+        let (model, changes) = try MirrorPayload.decode(t.payload, sequence: t.sequence)
+        guard model <= container.model.version else {
+            throw MirrorError(
+                "server transaction \(t.sequence) was made with model \(model), newer than this app's "
+                    + "(\(container.model.version)): update the app to pull further", code: .newerModel)
+        }
+        return (model, changes)
+    }
+
+    /// Whether `error` is a row's fault (quarantined) rather than the store's or the system's
+    /// (busy, disk full, an outdated model: the round fails and is tried again).
+    static func isRowProblem(_ error: any Error) -> Bool {
+        if let e = error as? MirrorError { return e.code == .malformedRow }
+        guard let e = error as? StoreError else { return false }
+        let rowCodes: Set<StoreError.Code> = [
+            .validation, .uniqueness, .conflict, .deleteDenied, .objectNotFound, .unknownEntity, .unknownProperty,
+            .malformedID, .foreignID, .invalidArgument,
+        ]
+        return rowCodes.contains(e.code)
     }
 
     /// Local transactions not pushed plus remote ones not applied.

@@ -3,9 +3,12 @@ import SharedStoreCore
 import SharedStoreSupport
 
 /// The JSON of one mirrored transaction on the server:
-/// `{"v":1,"model":3,"changes":[{"k":"u","e":"Article","g":"…","a":{…},"r":{…},"p":"12"},{"k":"d",…}]}`
+/// `{"v":1,"model":3,"at":"1764460828.502",`
+/// `"changes":[{"k":"u","e":"Article","g":"…","a":{…},"r":{…},"p":"12"},{"k":"d",…}]}`
 /// (`r`: to-one relationships; `m`: many-to-many links the object owns, when it has any; `p`:
-/// the object's primary key in the uploading store, for that store's own use).
+/// the object's primary key in the uploading store, for that store's own use; `at`: the local
+/// transaction's timestamp, which tells a transaction from another one with the same token in a
+/// store put back to an older copy).
 ///
 /// Values are tagged and lossless (`["i","9007199254740993"]`, `["f","0.1"]`, `["t","1.5e9"]`,
 /// `["x","base64"]`…): JSON numbers would round 64-bit integers and dates. Any machine can read
@@ -13,7 +16,7 @@ import SharedStoreSupport
 package enum MirrorPayload {
     static let version = 1
 
-    package static func encode(_ changes: [MirrorChange], modelVersion: Int) -> String {
+    package static func encode(_ changes: [MirrorChange], modelVersion: Int, at timestamp: Double? = nil) -> String {
         let items: [JSONValue] = changes.map { change in
             switch change {
             case .delete(let entity, let gid):
@@ -39,9 +42,10 @@ package enum MirrorPayload {
                         + (o.originKey.map { [("p", JSONValue.string(String($0)))] } ?? []))
             }
         }
-        return JSONValue.object([
-            ("v", .number(Double(version))), ("model", .number(Double(modelVersion))), ("changes", .array(items)),
-        ]).serialized
+        return JSONValue.object(
+            [("v", .number(Double(version))), ("model", .number(Double(modelVersion)))]
+                + (timestamp.map { [("at", JSONValue.string(String($0)))] } ?? []) + [("changes", .array(items))]
+        ).serialized
     }
 
     static func text(_ gid: UUID) -> String { GlobalID.text(gid) }
@@ -63,15 +67,39 @@ package enum MirrorPayload {
     ///
     /// - Throws: ``MirrorError`` naming what is malformed (a server row another program wrote).
     package static func decode(_ text: String, sequence: Int64) throws -> (model: Int, changes: [MirrorChange]) {
+        let d = try decodeAll(text, sequence: sequence)
+        return (d.model, d.changes)
+    }
+
+    /// The local transaction's timestamp a payload names (nil: none, or not readable).
+    package static func timestamp(_ text: String) -> Double? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+            return nil
+        }
+        return (object["at"] as? String).flatMap(Double.init)
+    }
+
+    /// A whole number in `range`, exactly (`1e20` or `2.5` is not a model version).
+    static func exactInteger(_ raw: Any?, in range: ClosedRange<Int>) -> Int? {
+        guard let n = raw as? NSNumber else { return nil }
+        let d = n.doubleValue
+        guard d.isFinite, d == d.rounded(), d >= Double(range.lowerBound), d <= Double(range.upperBound) else {
+            return nil
+        }
+        return Int(d)
+    }
+
+    static func decodeAll(_ text: String, sequence: Int64) throws -> (model: Int, changes: [MirrorChange]) {
         func bad(_ what: String) -> MirrorError {
-            MirrorError("server transaction \(sequence) is malformed: \(what)")
+            MirrorError("server transaction \(sequence) is malformed: \(what)", code: .malformedRow)
         }
         guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
             throw bad("not a JSON object")
         }
-        guard (object["v"] as? NSNumber)?.intValue == version else { throw bad("unknown payload version") }
-        guard let model = (object["model"] as? NSNumber)?.intValue, let items = object["changes"] as? [Any] else {
-            throw bad("no model version or changes")
+        guard exactInteger(object["v"], in: 0...1_000_000) == version else { throw bad("unknown payload version") }
+        guard let model = exactInteger(object["model"], in: 1...1_000_000), let items = object["changes"] as? [Any]
+        else {
+            throw bad("no model version (a whole number from 1 to 1000000) or no changes")
         }
         let changes = try items.map { item -> MirrorChange in
             guard let c = item as? [String: Any], let kind = c["k"] as? String, let entity = c["e"] as? String,
@@ -127,8 +155,22 @@ package enum MirrorPayload {
     }
 }
 
-/// A mirror's failure, in words.
+/// A mirror's failure, in words, with what kind it is.
 public struct MirrorError: Error, Sendable, CustomStringConvertible {
+    public enum Code: Sendable, Hashable {
+        /// A server row that cannot be read (another program wrote it): quarantined.
+        case malformedRow
+        /// A server row made by a newer model: this app must be updated to pull past it.
+        case newerModel
+        /// Another mirror runs on this store.
+        case busy
+        /// Anything else (the store cannot be mirrored as it is).
+        case other
+    }
+    public let code: Code
     public let description: String
-    public init(_ description: String) { self.description = description }
+    public init(_ description: String, code: Code = .other) {
+        self.code = code
+        self.description = description
+    }
 }

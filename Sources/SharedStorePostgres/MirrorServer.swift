@@ -114,9 +114,7 @@ public struct MirrorServer {
             {
                 if let t = row[0].flatMap({ Int64($0) }), let s = row[1].flatMap({ Int64($0) }) { known[t] = s }
             }
-            var next =
-                try connection.execute("SELECT coalesce(max(sequence), 0) FROM \(schema).transactions")
-                .first?[0].flatMap { Int64($0) } ?? 0
+            var next = try maxSequence()
             var out: [(Int64, Bool)] = []
             var values: [String] = []
             var parameters: [String?] = []
@@ -125,7 +123,16 @@ public struct MirrorServer {
                     out.append((s, false))
                     continue
                 }
-                next += 1
+                // A sequence at the top of the range (a row another program wrote) ends uploads
+                // with an error, never a trap or a wrapped number.
+                let (following, overflow) = next.addingReportingOverflow(1)
+                guard !overflow else {
+                    throw PostgresError(
+                        sqlState: nil,
+                        message: "the server's sequence is at its largest value (\(next)): nothing more can be uploaded"
+                    )
+                }
+                next = following
                 known[u.token] = next
                 out.append((next, true))
                 let n = parameters.count
@@ -139,6 +146,50 @@ public struct MirrorServer {
             try connection.execute("SELECT pg_notify($1, $2)", [Self.channel, String(next)])
             return out
         }
+    }
+
+    /// The largest sequence on the server (0: none).
+    ///
+    /// - Throws: ``PostgresError`` when the server's answer is not a number.
+    public func maxSequence() throws -> Int64 {
+        try number("SELECT coalesce(max(sequence), 0) FROM \(schema).transactions", [])
+    }
+
+    /// The largest and the smallest token `origin` uploaded (0 when none): a store whose history
+    /// is behind its largest was put back to an older copy, and its full uploads take keys below
+    /// its smallest.
+    public func tokenRange(of origin: UUID) throws -> (min: Int64, max: Int64) {
+        let parameters = [origin.uuidString.lowercased()]
+        return (
+            try number("SELECT coalesce(min(token), 0) FROM \(schema).transactions WHERE origin = $1", parameters),
+            try number("SELECT coalesce(max(token), 0) FROM \(schema).transactions WHERE origin = $1", parameters)
+        )
+    }
+
+    /// The transaction at `sequence` (nil: none).
+    public func transaction(at sequence: Int64) throws -> MirrorTransaction? {
+        try connection.execute(
+            "SELECT sequence, origin, token, author, payload FROM \(schema).transactions WHERE sequence = $1",
+            [String(sequence)]
+        ).compactMap(Self.transaction).first
+    }
+
+    /// One number the server answers with.
+    private func number(_ sql: String, _ parameters: [String?]) throws -> Int64 {
+        guard let text = try connection.execute(sql, parameters).first?[0], let value = Int64(text) else {
+            throw PostgresError(
+                sqlState: nil, message: "the server answered '\(sql)' with something other than a number")
+        }
+        return value
+    }
+
+    /// A row of `sequence, origin, token, author, payload` (nil: not readable as one).
+    static func transaction(_ row: [String?]) -> MirrorTransaction? {
+        guard row.count == 5, let s = row[0].flatMap({ Int64($0) }),
+            let o = row[1].flatMap({ UUID(uuidString: $0) }),
+            let t = row[2].flatMap({ Int64($0) }), let payload = row[4]
+        else { return nil }
+        return MirrorTransaction(sequence: s, origin: o, token: t, author: row[3], payload: payload)
     }
 
     /// How many transactions of other origins are on the server after `sequence`.
@@ -161,27 +212,25 @@ public struct MirrorServer {
             SELECT sequence, origin, token, author, payload FROM \(schema).transactions
             WHERE sequence > $1 AND ($2::uuid IS NULL OR origin <> $2::uuid) ORDER BY sequence LIMIT $3
             """, [String(sequence), origin?.uuidString.lowercased(), String(limit)]
-        ).compactMap { row in
-            guard row.count == 5, let s = row[0].flatMap({ Int64($0) }),
-                let o = row[1].flatMap({ UUID(uuidString: $0) }),
-                let t = row[2].flatMap({ Int64($0) }), let payload = row[4]
-            else { return nil }
-            return MirrorTransaction(sequence: s, origin: o, token: t, author: row[3], payload: payload)
-        }
+        ).compactMap(Self.transaction)
     }
 
     /// The next transactions after `sequence` to apply at `origin`: up to `limit` rows in the
     /// server's order, those of other origins returned, `origin`'s own read past (without their
-    /// payloads). `through` is the last sequence read, `read` how many rows were (fewer than
-    /// `limit`: nothing more was committed).
-    public func pull(after sequence: Int64, for origin: UUID, limit: Int = 500) throws
+    /// payloads) — except those whose token is in `reclaim`: rows of `origin` that its store
+    /// lost (it was put back to an older copy), returned to be applied again. `through` is the
+    /// last sequence read, `read` how many rows were (fewer than `limit`: nothing more was
+    /// committed).
+    public func pull(after sequence: Int64, for origin: UUID, reclaim: Set<Int64> = [], limit: Int = 500) throws
         -> (transactions: [MirrorTransaction], through: Int64, read: Int)
     {
+        let reclaimed = "{" + reclaim.sorted().map(String.init).joined(separator: ",") + "}"
         let rows = try connection.execute(
             """
-            SELECT sequence, origin, token, author, CASE WHEN origin = $2::uuid THEN NULL ELSE payload END
+            SELECT sequence, origin, token, author,
+                CASE WHEN origin = $2::uuid AND token <> ALL($4::bigint[]) THEN NULL ELSE payload END
             FROM \(schema).transactions WHERE sequence > $1 ORDER BY sequence LIMIT $3
-            """, [String(sequence), origin.uuidString.lowercased(), String(limit)])
+            """, [String(sequence), origin.uuidString.lowercased(), String(limit), reclaimed])
         var out: [MirrorTransaction] = []
         var through = sequence
         for row in rows {
@@ -190,23 +239,30 @@ public struct MirrorServer {
                 let t = row[2].flatMap({ Int64($0) })
             else { continue }
             through = s
-            if o != origin, let payload = row[4] {
+            if o != origin || reclaim.contains(t), let payload = row[4] {
                 out.append(MirrorTransaction(sequence: s, origin: o, token: t, author: row[3], payload: payload))
             }
         }
         return (out, through, rows.count)
     }
 
-    /// The sequences and payloads of `origin`'s own transactions after `sequence`.
-    public func ownTransactions(of origin: UUID, after sequence: Int64) throws -> [(sequence: Int64, payload: String)] {
+    /// `origin`'s own transactions after `sequence`, in order.
+    public func ownTransactions(of origin: UUID, after sequence: Int64) throws -> [MirrorTransaction] {
         try connection.execute(
-            "SELECT sequence, payload FROM \(schema).transactions WHERE origin = $1 AND sequence > $2 "
-                + "ORDER BY sequence",
+            "SELECT sequence, origin, token, author, payload FROM \(schema).transactions WHERE origin = $1 "
+                + "AND sequence > $2 ORDER BY sequence",
             [origin.uuidString.lowercased(), String(sequence)]
-        ).compactMap { row in
-            guard row.count == 2, let s = row[0].flatMap({ Int64($0) }), let payload = row[1] else { return nil }
-            return (s, payload)
-        }
+        ).compactMap(Self.transaction)
+    }
+
+    /// Up to `limit` transactions of every origin after `sequence` through `through`, in order.
+    public func log(after sequence: Int64, through: Int64, limit: Int = 500) throws -> [MirrorTransaction] {
+        try connection.execute(
+            """
+            SELECT sequence, origin, token, author, payload FROM \(schema).transactions
+            WHERE sequence > $1 AND sequence <= $2 ORDER BY sequence LIMIT $3
+            """, [String(sequence), String(through), String(limit)]
+        ).compactMap(Self.transaction)
     }
 
     /// Starts receiving the wake-ups of uploads on this connection.

@@ -36,6 +36,31 @@ public final class PostgresConnection {
 
     deinit { PQfinish(handle) }
 
+    /// The options `conninfo` sets (a URL or `key=value` string), read by libpq's own parser
+    /// (`PQconninfoParse`): however a password is spelled (`password = x`, `pass%77ord=x` in a
+    /// URL's query, `user:secret@` in a URL), it comes back as `password`.
+    ///
+    /// - Throws: ``PostgresError`` with libpq's message when the string cannot be parsed.
+    public static func options(of conninfo: String) throws -> [String: String] {
+        var message: UnsafeMutablePointer<CChar>?
+        guard let parsed = PQconninfoParse(conninfo, &message) else {
+            let text = message.map { String(cString: $0) } ?? "out of memory"
+            if let message { PQfreemem(message) }
+            throw PostgresError(
+                sqlState: nil,
+                message: "the connection string cannot be read: \(text.trimmingCharacters(in: .whitespacesAndNewlines))"
+            )
+        }
+        defer { PQconninfoFree(parsed) }
+        var out: [String: String] = [:]
+        var option = parsed
+        while let keyword = option.pointee.keyword {
+            if let value = option.pointee.val { out[String(cString: keyword)] = String(cString: value) }
+            option += 1
+        }
+        return out
+    }
+
     /// The server's version number (150004 for 15.4).
     public var serverVersion: Int { Int(PQserverVersion(handle)) }
 

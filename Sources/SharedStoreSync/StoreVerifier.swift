@@ -63,6 +63,7 @@ public enum StoreVerifier {
             )
         }
         run("global-ids") { try globalIDs(container) }
+        run("mirror-quarantine") { try quarantine(container) }
         run("values") {
             let (n, bad) = try container.invalidValues()
             return (bad.isEmpty, bad.isEmpty ? "\(n) objects obey the model's rules" : bad.joined(separator: "; "))
@@ -82,14 +83,36 @@ public enum StoreVerifier {
         return checks
     }
 
-    /// Every object has a global id (a unique one: the mirror's index, or construction).
+    /// Every object has a global id, and no two objects (of one entity or of two) share one.
     private static func globalIDs(_ container: Container) throws -> (Bool, String) {
         let missing = try container.objectsWithoutGlobalID()
+        let shared = try container.duplicateGlobalIDs()
+        var problems: [String] = []
+        if !missing.isEmpty {
+            problems.append("no global id: " + missing.joined(separator: ", ") + " (inserted by a foreign tool?)")
+        }
+        if !shared.isEmpty {
+            problems.append(
+                "global ids held by more than one object: "
+                    + shared.map { "\(GlobalID.text($0.0)) (\($0.1) objects)" }.joined(separator: ", "))
+        }
         return (
-            missing.isEmpty,
-            missing.isEmpty
-                ? "every object has its own global id"
-                : "no global id: " + missing.joined(separator: ", ") + " (inserted by a foreign tool?)"
+            problems.isEmpty, problems.isEmpty ? "every object has its own global id" : problems.joined(separator: "; ")
+        )
+    }
+
+    /// No mirrored row waits in quarantine (a server row not applied here, or a local change
+    /// that did not go up: this store and the others differ until it is applied).
+    private static func quarantine(_ container: Container) throws -> (Bool, String) {
+        let rows = try container.quarantinedMirrorRows()
+        guard !rows.isEmpty else { return (true, "no mirrored row is quarantined") }
+        let shown = rows.prefix(5).map { q in
+            (q.sequence.map { "server transaction \($0)" } ?? "local token \(q.token)") + ": " + q.reason
+        }
+        return (
+            false,
+            "\(rows.count) quarantined: " + shown.joined(separator: "; ")
+                + " ('storectl mirror --retry-quarantined' applies them again)"
         )
     }
 

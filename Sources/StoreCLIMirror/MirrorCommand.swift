@@ -24,35 +24,65 @@ enum MirrorCommand {
         .flag("once", "push and pull until nothing is left, print one line, exit (the default)"),
         .flag("follow", "stay up: mirror every local save and every remote upload as it happens"),
         .value("for", "SECONDS", "with --follow: stop after this many seconds"),
+        .flag("verify", "compare every object with the state the server's log determines; exit 1 when any differs"),
+        .flag("retry-quarantined", "apply the quarantined server rows again before the round"),
     ]
 
     static func run(_ inv: Invocation) throws {
         let conninfo = try connectionString(inv)
-        if inv.arguments.has("once") && inv.arguments.has("follow") {
-            throw UsageError("--once and --follow exclude each other")
+        let modes = ["once", "follow", "verify"].filter { inv.arguments.has($0) }
+        if modes.count > 1 {
+            throw UsageError(modes.map { "--" + $0 }.joined(separator: " and ") + " exclude each other")
+        }
+        if inv.arguments.has("retry-quarantined") && !modes.isEmpty && modes != ["once"] {
+            throw UsageError("--retry-quarantined goes with --once only")
         }
         guard inv.arguments.has("follow") else {
             let mirror = try Mirror(
                 container: inv.container(), registry: inv.registry(), connection: try PostgresConnection(conninfo))
-            inv.output.record(try mirror.round().json)
+            if inv.arguments.has("verify") { return try verify(inv, mirror) }
+            if inv.arguments.has("retry-quarantined") { _ = try mirror.retryQuarantined() }
+            let round = try mirror.round()
+            inv.output.record(round.json)
+            try failIfQuarantined(round)
             return
         }
         try follow(inv, conninfo: conninfo, seconds: try inv.arguments.seconds("for", in: 0...31_536_000))
     }
 
-    /// The connection string: libpq's environment, or `--postgres` when it carries no password
-    /// (a command line is visible to every user in `ps`).
+    /// A round that leaves rows in quarantine fails (exit 1), naming how many.
+    static func failIfQuarantined(_ round: MirrorRound) throws {
+        let count = round.quarantinedCount
+        guard count == 0 else {
+            throw MirrorError(
+                "\(count) mirrored row(s) quarantined (listed above; "
+                    + "'storectl mirror --retry-quarantined' applies them again)")
+        }
+    }
+
+    /// `--verify`: one line per object that differs from the server's state; exit 1 when any.
+    static func verify(_ inv: Invocation, _ mirror: Mirror) throws {
+        let differences = try mirror.verify()
+        for d in differences { inv.output.record(d.json) }
+        guard differences.isEmpty else {
+            throw StoreError(
+                .verificationFailed,
+                "\(differences.count) object(s) differ from the state the server's log determines "
+                    + "(run 'storectl mirror' until the lag is 0 first, then compare again)")
+        }
+    }
+
+    /// The connection string: libpq's environment, or `--postgres` when it sets no password
+    /// (a command line is visible to every user in `ps`), as libpq itself reads the string.
     static func connectionString(_ inv: Invocation) throws -> String {
         guard let text = inv.arguments.value("postgres") else { return "" }
-        let lower = text.lowercased()
-        // postgresql://user:password@host/db: a colon in the part before "@".
-        var urlPassword = false
-        if lower.hasPrefix("postgres://") || lower.hasPrefix("postgresql://"), let scheme = text.range(of: "://") {
-            let rest = text[scheme.upperBound...]
-            let authority = rest.prefix { $0 != "/" && $0 != "?" }
-            if let at = authority.lastIndex(of: "@") { urlPassword = authority[..<at].contains(":") }
+        let options: [String: String]
+        do {
+            options = try PostgresConnection.options(of: text)
+        } catch let error as PostgresError {
+            throw UsageError("--postgres: \(error.message)")
         }
-        if lower.contains("password=") || urlPassword {
+        if let password = options["password"], !password.isEmpty {
             throw UsageError(
                 "--postgres must not carry a password (other users see it in ps): put it in PGPASSFILE (~/.pgpass)")
         }
@@ -92,6 +122,9 @@ enum MirrorCommand {
             watch.drainEvents()
             let wait = loop.step()
             loop.lastRound = Monotonic.seconds()
+            // A store migrated by a newer app, or rows only a newer app can read: retrying cannot
+            // help, so the follower ends (exit 1) as the targets' watchers do.
+            if let fatal = loop.fatal { throw fatal }
             if stop.isSet { break }
             // Without inotify (a file system without it), a round every second catches changes.
             loop.wait(min(wait, remaining, watch.usesInotify ? 3600 : 1), wake: wake, watch: watch.descriptor)
@@ -112,6 +145,10 @@ private struct FollowLoop {
     var lastRound: Double = 0
     var lastWork = 0
     var printedFirst = false
+    /// How many rows were quarantined after the last round (a change is printed).
+    var lastQuarantined = 0
+    /// An error that retrying cannot mend (the loop ends with it).
+    var fatal: (any Error)?
 
     init(container: Container, registry: TokenRegistry, conninfo: String, output: Output) {
         self.container = container
@@ -133,18 +170,27 @@ private struct FollowLoop {
             let round = try mirror.round()
             lastWork = round.pushed + round.pulled
             // The first round is always printed: the mirror is up, and where it stands.
-            if lastWork > 0 || lastError != nil || !printedFirst { output.record(round.json) }
+            if lastWork > 0 || lastError != nil || !printedFirst || round.quarantinedCount != lastQuarantined {
+                output.record(round.json)
+            }
+            lastQuarantined = round.quarantinedCount
             printedFirst = true
             lastError = nil
             backoff = 0.1
             return 5
         } catch {
-            // The server went away or refused: start again with a new connection, later.
+            if Self.isFatal(error) {
+                fatal = error
+                return 0
+            }
+            // The server went away or refused, another mirror holds the store, or a round failed:
+            // start again with a new connection, later.
             mirror = nil
-            let text = TextSafety.visible("\(error)")
+            let text = TextSafety.visible("\(error)".split(whereSeparator: \.isNewline).joined(separator: " "))
             printedFirst = true
             if text != lastError {
-                output.record(MirrorRound(server: "unreachable, retrying in \(backoff) s", error: text).json)
+                output.record(
+                    MirrorRound(server: "\(Self.state(of: error)), retrying in \(backoff) s", error: text).json)
             }
             lastError = text
             keepAlive()
@@ -152,6 +198,24 @@ private struct FollowLoop {
             backoff = min(backoff * 2, 5)
             return wait
         }
+    }
+
+    /// Whether retrying cannot mend `error`: the store was migrated by a newer app, or the
+    /// server holds rows only a newer app can read.
+    static func isFatal(_ error: any Error) -> Bool {
+        if let e = error as? MirrorError { return e.code == .newerModel }
+        if let e = error as? StoreError { return e.code == .modelOutdated || e.code == .modelNewer }
+        return false
+    }
+
+    /// What kept the round from running, in a few words.
+    static func state(of error: any Error) -> String {
+        if let e = error as? MirrorError, e.code == .busy { return "another mirror runs on this store" }
+        if let e = error as? PostgresError, e.sqlState == nil || e.message.hasPrefix("cannot connect") {
+            return "unreachable"
+        }
+        if let e = error as? StoreError, e.code == .busy { return "the store is busy" }
+        return "the round failed"
     }
 
     /// Tells the registry the mirror is alive while the server is away, so that a cleaner that

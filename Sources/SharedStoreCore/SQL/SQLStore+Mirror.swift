@@ -11,6 +11,8 @@ import SharedStoreSupport
 ///   a batch per push.)
 /// - `ss_mirror_alias`: global ids that name another object here (the loser of a collision of
 ///   uniqueness constraints, pointing at the winner).
+/// - `ss_mirror_quarantine`: server rows that could not be applied here (with the server's
+///   sequence) and local changes that could not go up (without one), each with its reason.
 extension SQLStore {
     static let mirrorTable = "ss_mirror"
 
@@ -20,7 +22,80 @@ extension SQLStore {
             CREATE TABLE IF NOT EXISTS ss_mirror(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS ss_mirror_ids(gid BLOB PRIMARY KEY, pk INTEGER NOT NULL) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS ss_mirror_alias(gid BLOB PRIMARY KEY, target BLOB NOT NULL) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS ss_mirror_quarantine(
+                id INTEGER PRIMARY KEY, sequence INTEGER UNIQUE, origin TEXT NOT NULL, token INTEGER NOT NULL,
+                gid BLOB, reason TEXT NOT NULL, at REAL NOT NULL);
             """)
+    }
+
+    /// Records a row that could not be applied (`sequence` non-nil: a server row) or a local
+    /// change that could not go up (`gid`: its object); a server row is recorded once.
+    func quarantine(_ row: MirrorQuarantine) throws {
+        try c.cached(
+            "INSERT INTO ss_mirror_quarantine(sequence, origin, token, gid, reason, at) VALUES (?, ?, ?, ?, ?, ?) "
+                + "ON CONFLICT(sequence) DO UPDATE SET reason = excluded.reason, at = excluded.at"
+        ).execute([
+            row.sequence.map(SQLValue.integer) ?? .null, .text(row.origin.uuidString.lowercased()),
+            .integer(row.token), row.globalID.map { .blob(GlobalID.bytes($0)) } ?? .null, .text(row.reason),
+            .double(row.at),
+        ])
+    }
+
+    /// Every quarantined row, server rows first in the server's order.
+    func quarantined() throws -> [MirrorQuarantine] {
+        try c.cached(
+            "SELECT sequence, origin, token, gid, reason, at FROM ss_mirror_quarantine "
+                + "ORDER BY sequence IS NULL, sequence, id"
+        ).rows([]) { row in
+            MirrorQuarantine(
+                sequence: row.isNull(0) ? nil : row.int64(0), origin: UUID(uuidString: row.text(1)) ?? UUID(),
+                token: row.int64(2), globalID: row.isNull(3) ? nil : GlobalID.uuid(row.blob(3)), reason: row.text(4),
+                at: row.double(5))
+        }
+    }
+
+    /// Removes the quarantined server row `sequence`.
+    func unquarantine(sequence: Int64) throws {
+        try c.cached("DELETE FROM ss_mirror_quarantine WHERE sequence = ?").execute([.integer(sequence)])
+    }
+
+    /// Removes what was quarantined of local changes to `gid` (it went up since).
+    func unquarantine(globalID gid: UUID) throws {
+        try c.cached("DELETE FROM ss_mirror_quarantine WHERE sequence IS NULL AND gid = ?").execute([
+            .blob(GlobalID.bytes(gid))
+        ])
+    }
+
+    /// Every row of the global id column `gid` names, entity by entity (more than one: two
+    /// objects share a global id).
+    func objects(withGlobalID gid: UUID) throws -> [(Entity, Int64)] {
+        var out: [(Entity, Int64)] = []
+        for e in model.entities {
+            let sql = "SELECT Z_PK FROM \(SQLMapping.quote(e.name)) WHERE \(Self.globalIDColumn) = ?"
+            for pk in try c.cached(sql).rows([.blob(GlobalID.bytes(gid))], { $0.int64(0) }) { out.append((e, pk)) }
+        }
+        return out
+    }
+
+    /// Where the mirror's map names `gid` as a row of another entity than `e`: that entity's name.
+    func mappedEntity(_ gid: UUID, other e: Entity) throws -> String? {
+        guard
+            let pk = try c.cached("SELECT pk FROM ss_mirror_ids WHERE gid = ?").firstRow(
+                [.blob(GlobalID.bytes(gid))], { $0.int64(0) })
+        else { return nil }
+        for x in model.entities where x.name != e.name {
+            if try globalID(x, pk) == gid { return x.name }
+        }
+        return nil
+    }
+
+    /// Global ids held by more than one object (of one entity or of several), with how many.
+    func duplicateGlobalIDs(limit: Int) throws -> [(UUID, Int64)] {
+        let union = model.entities.map { "SELECT \(Self.globalIDColumn) AS g FROM \(SQLMapping.quote($0.name))" }
+            .joined(separator: " UNION ALL ")
+        return try c.cached(
+            "SELECT g, count(*) FROM (\(union)) WHERE g IS NOT NULL GROUP BY g HAVING count(*) > 1 LIMIT ?"
+        ).rows([.integer(Int64(limit))]) { row in (GlobalID.uuid(row.blob(0)) ?? UUID(), row.int64(1)) }
     }
 
     func hasMirrorTables() throws -> Bool {

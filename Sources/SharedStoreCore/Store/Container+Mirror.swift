@@ -158,7 +158,7 @@ extension Container {
 
     /// One object's state; `targets` remembers the global ids of to-one targets read so far (a
     /// batch of articles names few categories).
-    private func exportObject(_ s: SQLStore, _ e: Entity, _ pk: Int64, _ targets: inout [ObjectID: UUID]) throws
+    func exportObject(_ s: SQLStore, _ e: Entity, _ pk: Int64, _ targets: inout [ObjectID: UUID]) throws
         -> MirrorObject?
     {
         guard let (snapshot, gid) = try s.snapshotWithGlobalID(e, pk) else { return nil }
@@ -194,21 +194,30 @@ extension Container {
     /// and so wins later, everywhere.
     ///
     /// `ids` (objects this store pushed, by row) are recorded in `ss_mirror_ids` in the same
-    /// transaction, before anything is looked up.
+    /// transaction, before anything is looked up. `again`: a quarantined row applied again,
+    /// behind the cursor (which stays where it is).
+    ///
+    /// A payload of an older model (`modelVersion`) is read as this model names things: an
+    /// entity or attribute renamed since is found under its old name; an attribute added since
+    /// keeps its default (an insert) or its value here (an update).
+    ///
+    /// - Throws: ``StoreError`` when the changes cannot be applied (a value the model refuses, a
+    ///   global id that names an object of another entity here); nothing is written then.
     package func mirrorImport(
         sequence: Int64, changes: [MirrorChange], uploaded: [UUID: Int64], unpushedAfter: Int64,
-        ids: [(UUID, Int64)] = [], author: String, contextName: String
+        ids: [(UUID, Int64)] = [], modelVersion: Int? = nil, again: Bool = false, author: String, contextName: String
     ) throws -> MirrorImportResult {
         let result = try write { s -> MirrorImportResult in
             for (gid, pk) in ids { try s.mapID(gid, pk) }
-            if let cursor = try s.mirrorValue(MirrorKeys.pullCursor), cursor >= sequence {
+            if !again, let cursor = try s.mirrorValue(MirrorKeys.pullCursor), cursor >= sequence {
                 return MirrorImportResult(token: nil, applied: false, foundUnpushed: false)
             }
             let unpushed = try unpushedObjects(s, after: unpushedAfter, author: author)
             var importer = MirrorImporter(s: s, sequence: sequence, unpushed: unpushed, uploaded: uploaded)
+            importer.older = (modelVersion ?? model.version) < model.version
             for change in changes { try importer.apply(change) }
             try importer.relate()
-            try s.setMirrorValue(MirrorKeys.pullCursor, sequence)
+            if !again { try s.setMirrorValue(MirrorKeys.pullCursor, sequence) }
             let token = try importer.w.writeHistory(author: author, contextName: contextName)
             return MirrorImportResult(token: token, applied: true, foundUnpushed: !unpushed.isEmpty)
         }
@@ -237,7 +246,7 @@ package enum MirrorKeys {
 }
 
 /// Applies one remote transaction's changes inside the import's write transaction.
-private struct MirrorImporter {
+struct MirrorImporter {
     let s: SQLStore
     let sequence: Int64
     let unpushed: Set<UUID>
@@ -245,6 +254,9 @@ private struct MirrorImporter {
     var w: ChangeWriter
     /// Objects whose relationships wait for the rest of the transaction (``relate()``).
     var related: [(Entity, Int64, MirrorObject)] = []
+    /// The payload was made with an older model: names renamed since are read under their old
+    /// names.
+    var older = false
 
     init(s: SQLStore, sequence: Int64, unpushed: Set<UUID>, uploaded: [UUID: Int64]) {
         self.s = s
@@ -256,8 +268,22 @@ private struct MirrorImporter {
 
     var model: Model { s.model }
 
+    /// The entity a payload names (an older payload may name it as it was called before).
+    func entity(named name: String) -> Entity? {
+        if let e = model.entity(named: name) { return e }
+        return older ? model.entities.first { $0.renamedFrom == name } : nil
+    }
+
+    /// The value of `a` a payload holds (an older payload may hold it under its former name).
+    func value(_ object: MirrorObject, _ a: Attribute) -> Value? {
+        if let v = object.values[a.name] { return v }
+        return older ? a.renamedFrom.flatMap { object.values[$0] } : nil
+    }
+
     /// The object `gid` stands for here (following aliases left by collisions).
-    func resolve(_ gid: UUID) throws -> UUID {
+    func resolve(_ gid: UUID) throws -> UUID { try Self.resolve(s, gid) }
+
+    static func resolve(_ s: SQLStore, _ gid: UUID) throws -> UUID {
         var current = gid
         for _ in 0..<8 {
             guard let next = try s.alias(of: current), next != current else { return current }
@@ -275,17 +301,24 @@ private struct MirrorImporter {
         switch change {
         case .delete(let entity, let remote):
             // An entity this model does not have (a newer machine's): nothing to delete.
-            guard let e = model.entity(named: entity) else { return }
+            guard let e = self.entity(named: entity) else { return }
             let gid = try resolve(remote)
             guard !isNewerHere(gid), let pk = try s.mirroredKey(e, gid) else { return }
             try w.delete(e, pks: [pk])
         case .upsert(let object):
-            guard let e = model.entity(named: object.entity) else { return }
+            guard let e = self.entity(named: object.entity) else { return }
             let gid = try resolve(object.globalID)
             guard !isNewerHere(gid) else { return }
             let changes = try propertyChanges(e, object)
             let applied: Int64?
-            if let pk = try s.mirroredKey(e, gid) {
+            let known = try s.mirroredKey(e, gid)
+            // One global id never names two objects, not even of two entities.
+            if known == nil, let other = try s.mappedEntity(gid, other: e) {
+                throw StoreError(
+                    .validation,
+                    "global id \(GlobalID.text(gid)) names a \(other) here, and the row makes it a \(e.name)")
+            }
+            if let pk = known {
                 if let other = try w.existingUnique(e, changes, object: "\(e.name) \(gid)"), other != pk {
                     applied = try merge(e, pk, gid, colliding: other, changes)
                 } else {
@@ -387,7 +420,7 @@ private struct MirrorImporter {
     func propertyChanges(_ e: Entity, _ object: MirrorObject) throws -> PropertyChanges {
         var changes = PropertyChanges(values: [:], relationships: [:])
         for a in e.attributes where !a.isDerived {
-            if let v = object.values[a.name] { changes.values[a.name] = v }
+            if let v = value(object, a) { changes.values[a.name] = v }
         }
         for r in e.toOneRelationships {
             let target = try object.toOne[r.name].map { try resolve($0) }

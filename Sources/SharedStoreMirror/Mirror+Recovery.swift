@@ -1,0 +1,178 @@
+import Foundation
+import SharedStoreCore
+import SharedStorePostgres
+import SharedStoreSupport
+import SharedStoreSync
+
+/// The keys of the full upload's state in the store.
+enum FullUploadKeys {
+    /// The lowest server key this store's full uploads used (0: none). A row of this store on
+    /// the server below it was made by a copy of the store this one does not hold.
+    static let floor = "full_upload_floor"
+}
+
+/// How a mirror keeps the rule of issue 19 — no change made on any machine is lost or reverted
+/// except by a later change in the server's order — when its own history cannot say what it
+/// changed: after an eviction, a reset, a restore, or with history from before global ids.
+///
+/// The server's log determines every object's state (``serverState(through:then:)`` replays
+/// it). A store compares its objects with the state the log gave them as of its pull cursor
+/// (plus its own later uploads): only what differs is its own change, and only that goes up —
+/// deletions included. A change another machine made after the cursor is not outranked: this
+/// store did not upload the object, and pulls the change next.
+extension Mirror {
+    // MARK: - A store put back to an older copy
+
+    /// Finds what a restore lost (called when the mirror starts): the registry's high-water
+    /// mark (a restored `Store.sqlite`) and the server's (a restored group directory) move the
+    /// token sequence past every number handed out before, and this store's rows on the server
+    /// that it no longer holds are pulled back (``reclaim``) like another store's. When local
+    /// transactions reuse a number the server holds, the next push is a full comparison.
+    func recoverTimeline() throws {
+        _ = try registry.reconcile(container)
+        let highest = try server.tokenRange(of: container.storeID).max
+        if highest > 0 { try container.adoptHighWater(highest) }
+        let cursor = try container.mirrorValue(MirrorKeys.pullCursor) ?? 0
+        let lost = try container.lostTokenRanges()
+        let floor = try container.mirrorValue(FullUploadKeys.floor) ?? 0
+        for t in try server.ownTransactions(of: container.storeID, after: cursor) {
+            if try isLost(t, lost: lost, floor: floor) {
+                reclaim.insert(t.token)
+                continue
+            }
+            // What this store uploaded after the cursor: newer than anything before it to pull.
+            // (An unreadable row of its own was not made by it; the pull quarantines it.)
+            guard let changes = try? MirrorPayload.decode(t.payload, sequence: t.sequence).changes else { continue }
+            for change in changes {
+                uploaded[change.globalID] = t.sequence
+                if case .upsert(let o) = change, let pk = o.originKey { pendingIDs.append((o.globalID, pk)) }
+            }
+        }
+        if !reclaim.isEmpty { needsFullUpload = true }
+    }
+
+    /// Whether row `t` of this store is one it no longer holds: a token it lost, one whose
+    /// transaction here is another (another timestamp: the number was handed out again before
+    /// the mirror saw the restore), or a full upload below the lowest this store made.
+    private func isLost(_ t: MirrorTransaction, lost: [ClosedRange<Int64>], floor: Int64) throws -> Bool {
+        if t.token < 0 { return t.token < floor }
+        if lost.contains(where: { $0.contains(t.token) }) { return true }
+        guard let at = MirrorPayload.timestamp(t.payload), let here = try container.historyTimestamp(of: t.token)
+        else { return false }
+        return at != here
+    }
+
+    // MARK: - Checks before an upload
+
+    /// `changes` without the objects whose state the model refuses (a foreign tool wrote around
+    /// it): those are quarantined here as local changes that cannot go up, and every machine
+    /// keeps what it had until the object is saved valid again.
+    func checked(_ changes: [[MirrorChange]], tokens: [Int64]) throws -> [[MirrorChange]] {
+        var out: [[MirrorChange]] = []
+        for (c, token) in zip(changes, tokens) {
+            var kept: [MirrorChange] = []
+            for change in c {
+                if case .upsert(let o) = change, let problem = container.mirrorUploadProblem(o) {
+                    try container.quarantineMirrorRow(
+                        MirrorQuarantine(
+                            sequence: nil, origin: container.storeID, token: token, globalID: o.globalID,
+                            reason: "not uploaded: " + TextSafety.visible(problem), at: Date().timeIntervalSince1970))
+                } else {
+                    kept.append(change)
+                }
+            }
+            out.append(kept)
+        }
+        let wentUp = out.flatMap { $0.map(\.globalID) }
+        if try !container.quarantinedMirrorRows().isEmpty { try container.releaseQuarantine(globalIDs: wentUp) }
+        return out
+    }
+
+    // MARK: - Full upload by comparison
+
+    /// Uploads every object whose state differs from the server's as of the pull cursor (this
+    /// store's own changes), and a deletion for every object the server has that this store
+    /// deleted, then moves the mirror's token to the newest read. Returns how many server
+    /// transactions it made.
+    func uploadChanged() throws -> Int {
+        let cursor = try container.mirrorValue(MirrorKeys.pullCursor) ?? 0
+        let own = try server.ownTransactions(of: container.storeID, after: cursor).filter {
+            !reclaim.contains($0.token)
+        }
+        let base = try serverState(through: cursor, then: own)
+        let (newest, local) = try container.mirrorExportEverything()
+        var chunks: [[MirrorChange]] = []
+        let (first, again) = container.mirrorUploadOrder
+        for entity in first + again {
+            let changed = local.values.filter { o in
+                o.entity == entity && base[o.globalID].map(MirrorState.init) != MirrorState(o)
+            }.sorted { $0.originKey ?? 0 < $1.originKey ?? 0 }
+            for start in stride(from: 0, to: changed.count, by: batchSize) {
+                chunks.append(changed[start..<min(start + batchSize, changed.count)].map(MirrorChange.upsert))
+            }
+        }
+        var deletions: [MirrorChange] = []
+        // An object merged into another here (a collision) is not deleted: its id is an alias.
+        for (gid, o) in base where local[gid] == nil {
+            if try container.mirrorResolve(gid) == gid { deletions.append(.delete(entity: o.entity, globalID: gid)) }
+        }
+        for start in stride(from: 0, to: deletions.count, by: batchSize) {
+            chunks.append(Array(deletions[start..<min(start + batchSize, deletions.count)]))
+        }
+        try upload(chunks)
+        try registry.reset(Self.consumer, to: newest)
+        cleanThrough = max(cleanThrough, newest.value)
+        needsFullUpload = false
+        return chunks.count
+    }
+
+    /// Uploads `chunks` under keys below every key of this store on the server (negative: they
+    /// name no local transaction), the lowest recorded in the store first.
+    private func upload(_ chunks: [[MirrorChange]]) throws {
+        guard !chunks.isEmpty else { return }
+        let stored = try container.mirrorValue(FullUploadKeys.floor) ?? 0
+        let lowest = min(try server.tokenRange(of: container.storeID).min, stored, 0)
+        let (floor, overflow) = lowest.subtractingReportingOverflow(Int64(chunks.count))
+        guard !overflow else { throw MirrorError("this store's full uploads have used every key") }
+        try container.setMirrorValue(FullUploadKeys.floor, floor)
+        let checkedChunks = try checked(chunks, tokens: chunks.indices.map { lowest - 1 - Int64($0) })
+        for (i, changes) in checkedChunks.enumerated() {
+            let upload = MirrorUpload(
+                token: lowest - 1 - Int64(i), author: Self.author,
+                payload: MirrorPayload.encode(changes, modelVersion: container.model.version))
+            let results = try server.upload(origin: container.storeID, [upload])
+            note(results.map(\.sequence), [changes])
+            try container.noteMirrorIDs(pendingIDs)
+            pendingIDs = []
+        }
+    }
+
+    // MARK: - The server's state
+
+    /// Every object's state as the server's log determines it: its rows through `through`, in
+    /// order, then `own` (rows of this store after them), applied to an empty store in memory
+    /// by the same importer every pull uses. A row that cannot be applied is left out, as a
+    /// pull quarantines it.
+    func serverState(through: Int64, then own: [MirrorTransaction] = []) throws -> [UUID: MirrorObject] {
+        var options = Container.Options()
+        options.inMemory = true
+        let shadow = try Container(group: "", model: container.model, options: options)
+        try shadow.prepareMirroring()
+        var after: Int64 = 0
+        while after < through {
+            let rows = try server.log(after: after, through: through, limit: 1000)
+            for t in rows { replay(t, into: shadow) }
+            guard rows.count == 1000, let last = rows.last else { break }
+            after = last.sequence
+        }
+        for t in own { replay(t, into: shadow) }
+        return try shadow.mirrorExportEverything().objects
+    }
+
+    private func replay(_ t: MirrorTransaction, into shadow: Container) {
+        guard let (model, changes) = try? decode(t) else { return }
+        _ = try? shadow.mirrorImport(
+            sequence: t.sequence, changes: changes, uploaded: [:], unpushedAfter: Int64.max, modelVersion: model,
+            author: Self.author, contextName: Self.contextName)
+    }
+}

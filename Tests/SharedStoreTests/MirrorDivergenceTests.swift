@@ -1,0 +1,147 @@
+import Foundation
+import ReadLater
+import SharedStore
+import SharedStoreMirror
+import SharedStorePostgres
+import SharedStoreSQLite
+import Testing
+
+@testable import SharedStoreCore
+
+/// The mirror never diverges silently (issue 19): each reproduction of the issue, against the
+/// real server. Every test ends with the stores equal and `Mirror.verify()` finding nothing.
+@Suite(.enabled(if: ProcessInfo.processInfo.environment["PGHOST"] != nil, "no PostgreSQL server (PGHOST)"))
+struct MirrorDivergenceTests {
+    typealias Machine = MirrorTests.Machine
+    typealias Database = MirrorTests.Database
+
+    /// Runs A's cleaner with `--evict-after 1` until it evicts the mirror (a deadline, no sleep).
+    static func evictMirror(_ m: Machine) throws {
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            let line = try m.run("history-cleaner", ["--evict-after", "1"]).last ?? "{}"
+            if (json(line)["evicted"] as? [String])?.contains(Mirror.consumer) == true { return }
+        }
+        Issue.record("the cleaner did not evict the mirror within 30 s")
+    }
+
+    /// Every mirror settled, every store equal and equal to the server's state.
+    static func expectConverged(_ machines: [Machine], count: Int? = nil) throws {
+        let mirrors = try machines.map { try $0.mirror() }
+        try MirrorTests.settle(mirrors)
+        let lists = try machines.map { try $0.list() }
+        for l in lists.dropFirst() { #expect(l == lists[0]) }
+        if let count { #expect(lists[0].count == count) }
+        for m in mirrors {
+            let differences = try m.verify()
+            #expect(differences.isEmpty, "mirror --verify: \(differences.map(\.json.serialized))")
+        }
+    }
+
+    static func share(_ m: Machine, _ title: String, category: String? = nil) throws -> String {
+        let out = try m.run(
+            "share-extension",
+            ["share", "--url", "https://\(title).example", "--title", title]
+                + (category.map { ["--category", $0] } ?? []))
+        let last = try #require(out.last)
+        return try #require(json(last)["id"] as? String)
+    }
+
+    /// Reproduction 1: a delete made before the mirror was evicted reaches every machine.
+    @Test func aDeleteMadeBeforeAnEvictionIsNotLost() throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        let gone = try Self.share(a, "x-del")
+        _ = try Self.share(a, "keep")
+        try MirrorTests.settle([try a.mirror(), try b.mirror()])
+        _ = try a.run("main-app", ["delete", gone])
+        try Self.evictMirror(a)
+        try Self.expectConverged([a, b], count: 1)
+        #expect(try b.list().values.allSatisfy { !$0.contains("x-del") })
+    }
+
+    /// Reproduction 2: a full upload after an eviction does not revert another machine's newer
+    /// change to an object this store did not change.
+    @Test func aFullUploadDoesNotRevertAnotherMachinesNewerChange() throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        _ = try Self.share(a, "shared")
+        let mb = try b.mirror()
+        try MirrorTests.settle([try a.mirror(), mb])
+        // A saves something else; its mirror is evicted before pushing it.
+        _ = try Self.share(a, "unrelated")
+        try Self.evictMirror(a)
+        let onB = try #require(json(try b.run("main-app", ["list"])[0])["id"] as? String)
+        _ = try b.run("main-app", ["mark-read", onB])
+        _ = try mb.round()
+        _ = try a.mirror().round()
+        try Self.expectConverged([a, b], count: 2)
+        let shared = try a.list().values.filter { $0.contains("\"title\":\"shared\"") }
+        #expect(shared.count == 1 && shared[0].contains("\"isRead\":true"), "B's change was reverted")
+    }
+
+    /// Copies a group directory's store and registry (a backup) into `to`.
+    static func copyGroup(_ from: Machine, to: String, registry: Bool = true) throws {
+        let fm = FileManager.default
+        try fm.createDirectory(atPath: to, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        // Nothing writes meanwhile: the file and its WAL are one consistent copy.
+        for suffix in ["", "-wal"] where fm.fileExists(atPath: from.group.storePath + suffix) {
+            try fm.copyItem(atPath: from.group.storePath + suffix, toPath: to + "/" + Container.storeFileName + suffix)
+        }
+        if registry { try fm.copyItem(atPath: from.group.path + "/tokens.lmdb", toPath: to + "/tokens.lmdb") }
+    }
+
+    /// Reproduction 3: a group directory restored whole from a backup takes back its own
+    /// transactions from after the backup, and its new saves (which reuse token numbers the
+    /// server holds) reach every machine.
+    @Test(arguments: [true, false])
+    func aRestoredGroupTakesItsRowsBackAndLosesNoNewSave(whole: Bool) throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        _ = try Self.share(a, "before")
+        try MirrorTests.settle([try a.mirror(), try b.mirror()])
+        let backup = a.group.root + "/backup"
+        try Self.copyGroup(a, to: backup)
+        _ = try Self.share(a, "after-backup")
+        _ = try Self.share(b, "from-b")
+        try MirrorTests.settle([try a.mirror(), try b.mirror()])
+        // The restore: a machine whose group directory is the backup (whole) or whose store is.
+        let restored = Machine(db)
+        let fm = FileManager.default
+        if whole {
+            try fm.createDirectory(atPath: restored.group.root, withIntermediateDirectories: true)
+            try fm.moveItem(atPath: backup, toPath: restored.group.path)
+        } else {
+            // The store from the backup, the registry as it is now.
+            try Self.copyGroup(a, to: restored.group.path + ".now")
+            try fm.createDirectory(
+                atPath: restored.group.path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            for suffix in ["", "-wal"] where fm.fileExists(atPath: backup + "/" + Container.storeFileName + suffix) {
+                try fm.copyItem(
+                    atPath: backup + "/" + Container.storeFileName + suffix, toPath: restored.group.storePath + suffix)
+            }
+            try fm.copyItem(
+                atPath: restored.group.path + ".now/tokens.lmdb", toPath: restored.group.path + "/tokens.lmdb")
+        }
+        _ = try Self.share(restored, "after-restore")
+        try Self.expectConverged([restored, b], count: 4)
+        let titles = Set(try b.list().values.compactMap { json($0)["title"] as? String })
+        #expect(titles == ["before", "after-backup", "from-b", "after-restore"])
+    }
+
+    /// Reproduction 4: a store whose history predates global ids uploads its objects.
+    @Test func aStoreFromBeforeGlobalIDsUploadsItsObjects() throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        do {
+            let container = try a.group.open()
+            try Fixtures.saveArticles(container.newContext(author: "A"), count: 5)
+        }
+        let c = try SQLiteConnection(path: a.group.storePath, busyTimeoutMilliseconds: 1000)
+        for table in ["Article", "Category", "Highlight"] {
+            try c.execute("ALTER TABLE \"\(table)\" DROP COLUMN Z_GID")
+        }
+        try c.execute("UPDATE ss_meta SET value = '3' WHERE key = 'format'")
+        try Self.expectConverged([a, b], count: 5)
+    }
+}
