@@ -1,0 +1,170 @@
+import Foundation
+import ReadLater
+import SharedStore
+import SharedStoreMirror
+import SharedStorePostgres
+import SharedStoreSQLite
+import Testing
+
+@testable import SharedStoreCore
+
+/// Rows that cannot be applied, from whatever source, are quarantined and reported; nothing
+/// wedges, traps or wraps (issue 19, reproductions 5 to 8).
+@Suite(.enabled(if: ProcessInfo.processInfo.environment["PGHOST"] != nil, "no PostgreSQL server (PGHOST)"))
+struct MirrorQuarantineTests {
+    typealias Machine = MirrorTests.Machine
+    typealias Database = MirrorTests.Database
+
+    /// Writes a row on the server as another program would (no mirror involved).
+    static func plant(_ db: Database, sequence: Int64? = nil, payload: String, token: Int64 = 1) throws -> Int64 {
+        let c = try PostgresConnection(db.conninfo)
+        let rows = try c.execute(
+            """
+            INSERT INTO sharedstore_mirror.transactions(sequence, origin, token, author, payload)
+            VALUES (coalesce($1::bigint, (SELECT coalesce(max(sequence), 0) + 1 FROM sharedstore_mirror.transactions)),
+                    $2::uuid, $3, 'Hostile', $4) RETURNING sequence
+            """, [sequence.map(String.init), UUID().uuidString.lowercased(), String(token), payload])
+        return try #require(rows.first?[0].flatMap { Int64($0) })
+    }
+
+    static func categoryPayload(model: Int, gid: UUID = UUID(), entity: String = "Category", values: String) -> String {
+        #"{"v":1,"model":\#(model),"changes":[{"k":"u","e":"\#(entity)","g":"\#(gid.uuidString.lowercased())","a":"#
+            + values + #","r":{}}]}"#
+    }
+
+    /// Reproduction 5: a payload of an older model is read through the renames since; rows that
+    /// cannot be applied (malformed, a value the model refuses, a model number that would
+    /// wrap) are quarantined, pulls go on past them, every round and `storectl verify` report
+    /// them, and `--retry-quarantined` applies a mended row.
+    @Test func badRowsAreQuarantinedAndTheRestIsApplied() throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        var mb: Mirror? = try b.mirror()
+        _ = try mb?.round()
+        // A machine on model 1 (Category.name, later renamed label) shares a category.
+        let old = TemporaryGroup()
+        let v1 = try old.open(try ReadLater.model(version: 1))
+        let context = v1.newContext(author: "Old")
+        let swift = try context.insert("Category", ["name": "Swift"])
+        _ = try context.insert(
+            "Article", ["title": "old", "url": "https://old.example", "createdAt": .date(Date())],
+            relationships: ["category": swift])
+        try context.save()
+        _ = try Mirror(
+            container: v1, registry: try TokenRegistry(group: old.path), connection: try PostgresConnection(db.conninfo)
+        ).round()
+        let hostile = [
+            try Self.plant(db, payload: "not json"),
+            try Self.plant(db, payload: Self.categoryPayload(model: 1, values: #"{"name":null}"#)),
+            try Self.plant(db, payload: #"{"v":1,"model":1e20,"changes":[]}"#),
+        ]
+        _ = try Self.share(a, "after-the-bad-rows")
+        _ = try a.mirror().round()
+        let round = try #require(try mb?.round())
+        #expect(round.quarantined.compactMap(\.sequence) == hostile)
+        let titles = Set(try b.list().values.compactMap { json($0)["title"] as? String })
+        #expect(titles == ["old", "after-the-bad-rows"], "the pull stopped at a bad row")
+        let label = try #require(try b.container).newContext().fetch(FetchRequest("Category")).first?["label"]
+        #expect(label == .string("Swift"), "model 1's name is model 3's label")
+        // The command line says so, and fails, as does verify (one mirror per store at a time).
+        mb = nil
+        let cli = try Child(
+            "storectl", ["mirror", "--group", b.group.path, "--json"], environment: db.environment)
+        #expect(try cli.waitForExit() == 1)
+        #expect(cli.lines.last?.contains("\"quarantined\":[{\"sequence\":\(hostile[0])") == true)
+        let verify = try Child("storectl", ["verify", "--group", b.group.path, "--json"])
+        #expect(try verify.waitForExit() == 1)
+        #expect(verify.lines.contains { $0.contains("\"check\":\"mirror-quarantine\",\"ok\":false") })
+        // Mended on the server, the rows apply again; removed, they are forgotten.
+        let c = try PostgresConnection(db.conninfo)
+        try c.execute(
+            "UPDATE sharedstore_mirror.transactions SET payload = $1 WHERE sequence = $2",
+            [Self.categoryPayload(model: 3, values: #"{"label":["s","Mended"]}"#), String(hostile[1])])
+        try c.execute("DELETE FROM sharedstore_mirror.transactions WHERE sequence = $1", [String(hostile[0])])
+        let again = try b.mirror()
+        #expect(try again.retryQuarantined() == 1)
+        #expect(try again.round().quarantined.compactMap(\.sequence) == [hostile[2]])
+        let names = try #require(try b.container).newContext().fetch(FetchRequest("Category")).map(\.["label"])
+        #expect(Set(names) == [.string("Swift"), .string("Mended")])
+    }
+
+    static func share(_ m: Machine, _ title: String) throws -> String {
+        try MirrorDivergenceTests.share(m, title)
+    }
+
+    /// Reproduction 6: a row at the largest sequence neither traps nor wraps: the pull reads
+    /// it, and the next upload fails with an error naming the problem.
+    @Test func aRowAtTheLargestSequenceEndsUploadsWithAnError() throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        _ = try a.mirror().round()
+        _ = try Self.plant(db, sequence: Int64.max, payload: #"{"v":1,"model":1,"changes":[]}"#)
+        _ = try Self.share(a, "x")
+        let cli = try Child("storectl", ["mirror", "--group", a.group.path, "--json"], environment: db.environment)
+        #expect(try cli.waitForExit() == 1)
+        #expect(try b.mirror().round().pulled == 1)
+    }
+
+    /// Reproduction 7: a payload that names an Article's global id as a Category is refused
+    /// (quarantined): one global id never names two objects; verify checks it.
+    @Test func aGlobalIDNamingAnotherEntityIsRefused() throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        _ = try Self.share(a, "article")
+        try MirrorTests.settle([try a.mirror(), try b.mirror()])
+        let container = try #require(b.container)
+        let context = container.newContext()
+        let article = try #require(try context.fetch(FetchRequest("Article")).first)
+        let gid = try context.globalID(of: article.id)
+        let bad = try Self.plant(db, payload: Self.categoryPayload(model: 3, gid: gid, values: #"{"label":["s","X"]}"#))
+        #expect(try b.mirror().round().quarantined.compactMap(\.sequence) == [bad])
+        #expect(try context.fetch(FetchRequest("Category")).isEmpty)
+        #expect(try container.duplicateGlobalIDs().isEmpty)
+        // Two objects made to share an id by a foreign tool: verify names it.
+        let c = try SQLiteConnection(path: b.group.storePath, busyTimeoutMilliseconds: 5000)
+        try c.execute(
+            "INSERT INTO Category(label, articleCount, Z_GID) SELECT 'forged', 0, Z_GID FROM Article LIMIT 1")
+        let verify = StoreVerifier.verify(container: container, registry: try TokenRegistry(group: b.group.path))
+        let check = try #require(verify.first { $0.name == "global-ids" })
+        #expect(!check.ok && check.detail.contains(GlobalID.text(gid)))
+    }
+
+    /// A row a foreign tool made invalid (`title` NULL) is not uploaded when a save of another
+    /// property sends the object up: it is quarantined as a local change, the other machines
+    /// keep what they had, and a save that makes it valid sends it up.
+    @Test func anInvalidLocalRowIsNotUploaded() throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        let id = try Self.share(a, "valid")
+        let (ma, mb) = (try a.mirror(), try b.mirror())
+        try MirrorTests.settle([ma, mb])
+        let pk = try #require(Int64(id.split(separator: "/").last ?? ""))
+        let c = try SQLiteConnection(path: a.group.storePath, busyTimeoutMilliseconds: 5000)
+        try c.execute("UPDATE Article SET title = NULL WHERE Z_PK = \(pk)")
+        _ = try a.run("main-app", ["mark-read", id])
+        let round = try ma.round()
+        #expect(round.quarantined.count == 1 && round.quarantined.first?.sequence == nil)
+        #expect(round.quarantined.first?.reason.contains("title is required") == true)
+        _ = try mb.round()
+        #expect(try b.list().values.first?.contains("\"title\":\"valid\"") == true)
+        let container = try #require(a.container)
+        let writer = container.newContext(author: "MainApp")
+        try writer.update(ObjectID(storeID: container.storeID, entity: "Article", primaryKey: pk), ["title": "mended"])
+        try writer.save()
+        try MirrorTests.settle([ma, mb])
+        #expect(try container.quarantinedMirrorRows().isEmpty)
+        #expect(try a.list() == b.list())
+        #expect(try b.list().values.first?.contains("\"title\":\"mended\"") == true)
+    }
+
+    /// Reproduction 8: a password on the command line is refused however libpq would read it.
+    @Test(arguments: [
+        "password = x", "host=/tmp password='x y'", "postgresql://u@localhost/db?pass%77ord=x",
+        "postgresql://u:secret@localhost/db", "postgres://u:@localhost/db?password=x",
+    ])
+    func aPasswordOnTheCommandLineIsRefused(conninfo: String) throws {
+        let group = TemporaryGroup()
+        let cli = try Child("storectl", ["mirror", "--group", group.path, "--postgres", conninfo])
+        #expect(try cli.waitForExit() == 2)
+    }
+}
