@@ -34,5 +34,10 @@ for n, block in enumerate(re.findall(r"```swift\n(.*?)```", readme, re.S), 1):
 PY
 )
 [ -z "$readme" ] || fail "$readme"
-[ "$status" -eq 0 ] && echo "lint: formatted; no line over 120, no function over 60 lines; SQL and C calls in their layers; README blocks tested"
+# A compiler warning is a defect: the sources build with warnings as errors (a build of their
+# own, so that the everyday build is not rebuilt with other flags).
+if ! warnings=$(swift build --build-path .build/lint -Xswiftc -warnings-as-errors 2>&1); then
+    fail "the sources do not build without warnings:"$'\n'"$(grep -E 'error:|warning:' <<<"$warnings" | sort -u | head -20)"
+fi
+[ "$status" -eq 0 ] && echo "lint: no compiler warning; formatted; no line over 120, no function over 60 lines; SQL and C calls in their layers; README blocks tested"
 exit "$status"

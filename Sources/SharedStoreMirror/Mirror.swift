@@ -107,6 +107,14 @@ public final class Mirror {
         }
         let path = (container.storePath as NSString).deletingLastPathComponent + "/mirror.lock"
         try GroupDirectory.prepareFile(path)
+        // Another user able to write the lock file could take it and stop this store's mirror.
+        var st = stat()
+        if lstat(path, &st) == 0, st.st_mode & 0o022 != 0 || st.st_uid != geteuid() {
+            throw MirrorError(
+                "\(TextSafety.visible(path)) is mode \(String(st.st_mode & 0o777, radix: 8)) owned by uid "
+                    + "\(st.st_uid): others could take the mirror's lock; "
+                    + "make it yours and private (chmod 600) or remove it")
+        }
         lock = try FileRangeLock(path: path)
         do {
             try lock.acquire(timeout: 0)

@@ -52,11 +52,17 @@ public enum JSONValue: Sendable, Hashable {
         }
     }
 
+    @inline(__always) static func mayNeedEscape(_ byte: UInt8) -> Bool {
+        byte == 0x22 || byte == 0x5C || byte < 0x20 || byte == 0x7F || byte == 0xC2 || byte == 0xE2
+    }
+
     static func writeString(_ s: String, to out: inout String) {
         out += "\""
         // Most strings need no escape: append them whole (a list of a million rows writes
         // several strings per row).
-        guard s.utf8.contains(where: { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 }) else {
+        // 0x7F, 0xC2 and 0xE2 start DEL, C1 controls and U+2028/U+2029/bidi controls: escaped
+        // too, so that no line of output holds a line break or reorders a terminal's text.
+        guard s.utf8.contains(where: Self.mayNeedEscape) else {
             out += s
             out += "\""
             return
@@ -68,7 +74,7 @@ public enum JSONValue: Sendable, Hashable {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case _ where u.value < 0x20:
+            case _ where TextSafety.isControl(u):
                 let hex = String(u.value, radix: 16)
                 out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             default: out.unicodeScalars.append(u)

@@ -3,12 +3,18 @@
 /// Stored values and arguments reach terminals: an escape sequence in a title could retitle the
 /// window or clear the screen of whoever lists it, and a newline could forge a table row or an
 /// `error:` line (invariant 8). Control characters — C0 (U+0000–U+001F), DEL (U+007F) and C1
-/// (U+0080–U+009F) — are shown visibly escaped instead: `\n`, `\r`, `\t`, `\e`, else `\u{…}`.
-/// JSON output needs none of this: its encoder escapes control characters itself.
+/// (U+0080–U+009F), the line and paragraph separators (U+2028, U+2029: a line break to
+/// JavaScript and many viewers) and the bidirectional controls (U+202A–U+202E, U+2066–U+2069:
+/// they reorder what follows, so a listed name can read as another) — are shown visibly escaped
+/// instead: `\n`, `\r`, `\t`, `\e`, else `\u{…}`. JSON output escapes the same characters as
+/// `\uXXXX` (``JSONValue``).
 public enum TextSafety {
-    /// True for C0, DEL and C1 control characters.
+    /// True for C0, DEL and C1 control characters, U+2028, U+2029 and the bidi controls.
     public static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+        let v = scalar.value
+        if v < 0x20 || (0x7F...0x9F).contains(v) { return true }
+        guard v >= 0x2028 else { return false }
+        return (0x2028...0x202E).contains(v) || (0x2066...0x2069).contains(v)
     }
 
     /// True when `text` holds a control character (`allowingTab`: other than a tab).

@@ -162,6 +162,11 @@ public enum StoreVerifier {
             let lost = try container.lostTokenRanges()
             var problems: [String] = []
             let consumers = try registry.consumers()
+            if consumers.isEmpty, try registry.repairedAt() == nil, try container.registryWasInUse() {
+                problems.append(
+                    "the registry is empty, but it held this store's consumers before (a 0-byte or deleted "
+                        + "tokens.lmdb started anew): run 'storectl repair-registry'")
+            }
             for c in consumers {
                 guard let t = c.token else { continue }
                 if t.storeID != container.storeID {

@@ -21,8 +21,19 @@ extension TokenRegistry {
     ///
     /// - Returns: the token numbers recorded as lost now, or nil.
     @discardableResult
+    ///
+    /// - Throws: `.registryDamaged` when the registry is empty although it held consumers of
+    ///   this store before (a 0-byte or deleted `tokens.lmdb` started anew) and was not
+    ///   repaired: the consumers' positions and the restore detection are gone.
     public func reconcile(_ container: Container) throws -> ClosedRange<Int64>? {
-        try container.adoptHighWater(try highWater(storeID: container.storeID))
+        let highWater = try highWater(storeID: container.storeID)
+        if try !consumers().isEmpty {
+            try container.noteRegistryInUse()
+        } else if highWater == 0, try repairedAt() == nil, try container.registryWasInUse() {
+            throw Self.damaged(
+                path, "it is empty, but it held this store's consumers before (a 0-byte or deleted file started anew)")
+        }
+        return try container.adoptHighWater(highWater)
     }
 
     /// Checks `tokens.lmdb` of `group` page by page and reads every entry; nil when it is healthy.
@@ -43,6 +54,16 @@ extension TokenRegistry {
         }
     }
 
+    /// Why a healthy but empty registry is a lost one: the store beside it says a registry held
+    /// its consumers, and this one was not started by a repair (nil: it is not lost).
+    static func lostBeside(group: String) -> String? {
+        guard (try? Container.describeStore(group: group))??.registryInUse == true,
+            let registry = try? TokenRegistry(group: group), (try? registry.consumers())?.isEmpty == true,
+            (try? registry.repairedAt()) == nil
+        else { return nil }
+        return "it is empty, but it held this store's consumers before (a 0-byte or deleted file started anew)"
+    }
+
     /// Moves a damaged `tokens.lmdb` aside as `tokens.lmdb.damaged-<UTC time>` and starts an
     /// empty registry that records when it was repaired: every consumer's next sync then
     /// reloads in full and reports `expired`. A healthy registry is left alone unless `force`.
@@ -57,7 +78,8 @@ extension TokenRegistry {
             return RegistryRepair(moved: nil, consumersLost: 0, damage: nil)
         }
         let damage =
-            (st.st_mode & S_IFMT == S_IFREG) ? Self.damage(group: group) : GroupDirectory.describe(st.st_mode & S_IFMT)
+            (st.st_mode & S_IFMT == S_IFREG)
+            ? Self.damage(group: group) ?? lostBeside(group: group) : GroupDirectory.describe(st.st_mode & S_IFMT)
         guard damage != nil || force else { return RegistryRepair(moved: nil, consumersLost: 0, damage: nil) }
         let lost = LMDBFileCheck.entries(path: path, database: "consumers") ?? 0
         let stamp = ISO8601.string(Date()).replacingOccurrences(of: ":", with: "")

@@ -245,8 +245,10 @@ extension Targets {
                 .object([("migrated", .bool(false)), ("version", version.map { .number(Double($0)) } ?? .null)]))
             return
         }
-        for step in plan.steps { inv.output.record(.object([("step", .string(step))])) }
-        for reason in plan.refusals { inv.output.record(.object([("refused", .string(reason))])) }
+        if plan.isRefused || inv.arguments.has("dry-run") {
+            for step in plan.steps { inv.output.record(.object([("step", .string(step))])) }
+            for reason in plan.refusals { inv.output.record(.object([("refused", .string(reason))])) }
+        }
         if plan.isRefused {
             throw StoreError(
                 .migrationRefused,
@@ -254,11 +256,20 @@ extension Targets {
         }
         if inv.arguments.has("dry-run") { return }
         let container = try inv.container()
+        // Another process may have migrated the store between the plan and the open: the steps
+        // are printed only when this process ran them (its migration's transaction says so).
+        let current = try container.currentToken()
+        let recent = HistoryToken(storeID: container.storeID, value: max(0, current.value - 64))
+        let last = (try? container.fetchHistory(HistoryRequest(after: recent)))?.last { $0.author == "Migration" }
+        let ranHere = last?.processID == Int64(getpid())
+        if ranHere { for step in plan.steps { inv.output.record(.object([("step", .string(step))])) } }
         inv.output.record(
-            .object([
-                ("migrated", .bool(true)), ("from", .number(Double(plan.fromVersion))),
-                ("to", .number(Double(plan.toVersion))), ("token", .string(try container.currentToken().description)),
-            ]))
+            .object(
+                [
+                    ("migrated", .bool(ranHere)), ("from", .number(Double(plan.fromVersion))),
+                    ("to", .number(Double(plan.toVersion))),
+                    ("token", .string(current.description)),
+                ] + (ranHere ? [] : [("by", .string("another process, at the same time"))])))
     }
 
     static func stats(_ inv: Invocation) throws {

@@ -167,4 +167,51 @@ struct MirrorQuarantineTests {
         let cli = try Child("storectl", ["mirror", "--group", group.path, "--postgres", conninfo])
         #expect(try cli.waitForExit() == 2)
     }
+
+    /// A `mirror.lock` others can write is refused, with the fix.
+    @Test func aMirrorLockOthersCanWriteIsRefused() throws {
+        let db = try Database()
+        let a = Machine(db)
+        _ = try #require(a.container)
+        let lock = a.group.path + "/mirror.lock"
+        #expect(FileManager.default.createFile(atPath: lock, contents: nil))
+        #expect(chmod(lock, 0o666) == 0)
+        let error = #expect(throws: MirrorError.self) { try a.mirror() }
+        #expect(error?.description.contains("chmod 600") == true)
+    }
+
+    /// `storectl mirror --follow` says why a round cannot run: another mirror holds the store
+    /// (not "unreachable"), and the line holds no escaped escape.
+    @Test func aFollowerSaysAnotherMirrorHoldsTheStore() throws {
+        let db = try Database()
+        let a = Machine(db)
+        var holder: Mirror? = try a.mirror()
+        let follower = try Child(
+            "storectl", ["mirror", "--follow", "--group", a.group.path, "--json"], environment: db.environment)
+        let line = try follower.waitForLine { $0.contains("\"server\"") }
+        #expect(line.contains("another mirror runs on this store") && !line.contains("\\\\n"))
+        holder = nil
+        try follower.waitForLine { json($0)["lag"] as? Int == 0 }
+        kill(follower.process.processIdentifier, SIGTERM)
+        #expect(try follower.waitForExit() == 0)
+        _ = holder
+    }
+
+    /// A follower of an older model stops (exit 1) once a newer app migrated the store, as the
+    /// targets' watchers do, instead of retrying for ever.
+    @Test func anOlderFollowerStopsWhenTheStoreIsMigrated() throws {
+        let db = try Database()
+        let a = Machine(db)
+        let path = a.group.path
+        do { _ = try Container(group: path, model: try ReadLater.model(version: 1)) }
+        let follower = try Child(
+            "storectl", ["mirror", "--follow", "--model-version", "1", "--group", path, "--json"],
+            environment: db.environment)
+        try follower.waitForLine { json($0)["lag"] != nil }
+        #expect(try Child("storectl", ["migrate", "--group", path]).waitForExit() == 0)
+        #expect(
+            try Child("share-extension", ["share", "--group", path, "--url", "https://n.example", "--title", "n"])
+                .waitForExit() == 0)
+        #expect(try follower.waitForExit(timeout: 30) == 1)
+    }
 }

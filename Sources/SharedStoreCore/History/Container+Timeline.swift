@@ -54,6 +54,18 @@ extension Container {
         return nil
     }
 
+    /// Whether a token registry has held consumers of this store (``noteRegistryInUse()``).
+    public func registryWasInUse() throws -> Bool {
+        try read { s in try s.meta(.registryInUse) != nil }
+    }
+
+    /// Records, once, that a token registry holds consumers of this store: from then on an
+    /// empty registry beside the store is a lost one, not a new one.
+    public func noteRegistryInUse() throws {
+        guard try !registryWasInUse() else { return }
+        try write { s in try s.setMeta(.registryInUse, "1") }
+    }
+
     /// Moves the token sequence past `highWater`, the highest token known elsewhere (the token
     /// registry) to have been handed out by this store. Does nothing when the store is there
     /// already. Otherwise, in one write transaction: the numbers after the store's newest

@@ -65,6 +65,9 @@ enum MetaKey: String, CaseIterable {
     case historyDeletedTime = "history_deleted_time"
     /// Token numbers lost when the store was put back to an older copy.
     case lostTokens = "lost_tokens"
+    /// Set once a token registry held consumers of this store: an empty registry beside it
+    /// since (not repaired) lost them.
+    case registryInUse = "registry_in_use"
 }
 
 extension SQLStore {
@@ -75,6 +78,10 @@ extension SQLStore {
         var meta: [String: String] = [:]
         try c.cached("SELECT key, value FROM ss_meta").forEachRow { meta[$0.text(0)] = $0.text(1) }
         return meta
+    }
+
+    func meta(_ key: MetaKey) throws -> String? {
+        try c.cached("SELECT value FROM ss_meta WHERE key = ?").firstRow([.text(key.rawValue)]) { $0.text(0) }
     }
 
     func setMeta(_ key: MetaKey, _ value: String) throws {

@@ -9,6 +9,8 @@ package struct StoreDescription: Sendable {
     package let format: String
     /// The stored schema (for a store of format 2, version 0, read from its description).
     package let schema: StoredSchema
+    /// Whether a token registry held consumers of the store (``Container/noteRegistryInUse()``).
+    package var registryInUse = false
 }
 
 extension Container {
@@ -40,7 +42,10 @@ extension Container {
                     return StoreDescription(storeID: id, version: 0, format: format, schema: schema)
                 }
                 let state = try Schema.state(meta, id: id, path: path)
-                return StoreDescription(storeID: id, version: state.version, format: format, schema: state.schema)
+                var description = StoreDescription(
+                    storeID: id, version: state.version, format: format, schema: state.schema)
+                description.registryInUse = meta[MetaKey.registryInUse.rawValue] != nil
+                return description
             }
         }
     }
