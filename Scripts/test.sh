@@ -23,7 +23,14 @@ sharedstore_postgres_start
 trap sharedstore_postgres_stop EXIT
 
 echo "== swift tests"
-swift test --skip-build
+env -u SHAREDSTORE_CHAOS_SECONDS swift test --skip-build
+
+# It stops and starts the server: alone, after the others. A short run of the steps that hold
+# today (Scripts/stress.sh --mirror runs every kind for 10 minutes; see README, "Beyond one
+# machine", for what the full mix still finds).
+echo "== the mirror's randomized convergence test (${SHAREDSTORE_CHAOS_SECONDS:-15} s; it prints its seed)"
+SHAREDSTORE_CHAOS_SECONDS="${SHAREDSTORE_CHAOS_SECONDS:-15}" SHAREDSTORE_CHAOS_SKIP="${SHAREDSTORE_CHAOS_SKIP-rename,restore}" \
+    swift test --skip-build --filter MirrorChaosTests
 
 echo "== storebench smoke run (a few hundred operations; no timing is asserted)"
 bin="$(swift build --show-bin-path)"

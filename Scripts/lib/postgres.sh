@@ -45,6 +45,8 @@ sharedstore_postgres_start() {
     SHAREDSTORE_PG_BIN="$bin"
     SHAREDSTORE_PG_AS="${as[*]}"
     export PGHOST="$SHAREDSTORE_PG_DIR" PGPORT=5432 PGUSER="$user" PGDATABASE=postgres
+    # For tests that stop and start the server (the mirror's randomized convergence test).
+    export SHAREDSTORE_PG_BIN SHAREDSTORE_PG_AS SHAREDSTORE_PG_DIR
     echo "PostgreSQL $("$bin/pg_ctl" --version | awk '{print $3}') on $PGHOST" >&2
 }
 

@@ -9,6 +9,11 @@ enum FullUploadKeys {
     /// The lowest server key this store's full uploads used (0: none). A row of this store on
     /// the server below it was made by a copy of the store this one does not hold.
     static let floor = "full_upload_floor"
+    /// While a restored store pulls back its lost rows: the server sequence through which it
+    /// must pull before it pushes anything, and the newest token of its own from before the
+    /// restore (its later transactions are the only changes it has not pushed).
+    static let restoreThrough = "restore_through"
+    static let restoreFloor = "restore_floor"
 }
 
 /// How a mirror keeps the rule of issue 19 — no change made on any machine is lost or reverted
@@ -26,18 +31,28 @@ extension Mirror {
     /// Finds what a restore lost (called when the mirror starts): the registry's high-water
     /// mark (a restored `Store.sqlite`) and the server's (a restored group directory) move the
     /// token sequence past every number handed out before, and this store's rows on the server
-    /// that it no longer holds are pulled back (``reclaim``) like another store's. When local
-    /// transactions reuse a number the server holds, the next push is a full comparison.
+    /// that it no longer holds are pulled back (``reclaim``) like another store's. A local
+    /// transaction that reuses a number the server holds (saved after the restore, before the
+    /// mirror saw it) goes up under a fresh key (``keys(for:)``).
     func recoverTimeline() throws {
         _ = try registry.reconcile(container)
-        let highest = try server.tokenRange(of: container.storeID).max
-        if highest > 0 { try container.adoptHighWater(highest) }
         let cursor = try container.mirrorValue(MirrorKeys.pullCursor) ?? 0
+        let own = try server.ownTransactions(of: container.storeID, after: cursor)
+        // The highest token any copy of this store used: its uploads' tokens, and the newest
+        // token its full uploads name.
+        let highest = max(
+            try server.tokenRange(of: container.storeID).max,
+            own.compactMap { $0.token < 0 ? MirrorPayload.highWater($0.payload) : nil }.max() ?? 0)
+        if highest > 0 { try container.adoptHighWater(highest) }
         let lost = try container.lostTokenRanges()
         let floor = try container.mirrorValue(FullUploadKeys.floor) ?? 0
-        for t in try server.ownTransactions(of: container.storeID, after: cursor) {
-            if try isLost(t, lost: lost, floor: floor) {
+        var reused: [Int64] = []
+        var through: Int64 = 0
+        for t in own {
+            if let why = try isLost(t, lost: lost, floor: floor) {
                 reclaim.insert(t.token)
+                if why == .reused { reused.append(t.token) }
+                through = max(through, t.sequence)
                 continue
             }
             // What this store uploaded after the cursor: newer than anything before it to pull.
@@ -48,18 +63,56 @@ extension Mirror {
                 if case .upsert(let o) = change, let pk = o.originKey { pendingIDs.append((o.globalID, pk)) }
             }
         }
-        if !reclaim.isEmpty { needsFullUpload = true }
+        try notePullBack(through: through, reused: reused, marker: lost.last.map { $0.upperBound + 1 })
     }
+
+    /// Starts (or goes on with) pulling back a restored store's lost rows: until the pull
+    /// reaches `through`, nothing is pushed — what this copy holds from before the restore was
+    /// pushed by the copy it replaced, and those rows (and every later change) come back first —
+    /// and only transactions after the restore floor count as this store's unpushed changes.
+    private func notePullBack(through: Int64, reused: [Int64], marker: Int64?) throws {
+        if let stored = try container.mirrorValue(FullUploadKeys.restoreThrough),
+            stored > (try container.mirrorValue(MirrorKeys.pullCursor) ?? 0)
+        {
+            pullBack = (max(stored, through), try container.mirrorValue(FullUploadKeys.restoreFloor) ?? 0)
+            return
+        }
+        guard through > 0 else { return }
+        // The restore's own transaction (``Container/adoptHighWater(_:)``) marks where this
+        // copy's new saves start; saves before it that reuse numbers the server holds, too.
+        let newest = try container.currentToken().value
+        let floor = min(reused.min().map { $0 - 1 } ?? newest, marker ?? newest, newest)
+        try container.setMirrorValue(FullUploadKeys.restoreFloor, floor)
+        try container.setMirrorValue(FullUploadKeys.restoreThrough, through)
+        pullBack = (through, floor)
+    }
+
+    /// Ends the pull-back once the pull went past its last lost row: the mirror's position
+    /// becomes the restore floor (what is before it went up from the replaced copy).
+    func endPullBackIfDone(scanned: Int64) throws {
+        guard let (through, floor) = pullBack, scanned >= through else { return }
+        let position = try registry.consumer(Self.consumer)
+        let token = HistoryToken(storeID: container.storeID, value: floor)
+        if position?.isEvicted == true || (position?.token?.value ?? 0) < floor || position?.token == nil {
+            try registry.reset(Self.consumer, to: token)
+        }
+        cleanThrough = max(cleanThrough, floor)
+        try container.setMirrorValue(FullUploadKeys.restoreThrough, 0)
+        pullBack = nil
+    }
+
+    /// Why a row of this store is one it no longer holds.
+    enum Lost { case token, reused, fullUpload }
 
     /// Whether row `t` of this store is one it no longer holds: a token it lost, one whose
     /// transaction here is another (another timestamp: the number was handed out again before
     /// the mirror saw the restore), or a full upload below the lowest this store made.
-    private func isLost(_ t: MirrorTransaction, lost: [ClosedRange<Int64>], floor: Int64) throws -> Bool {
-        if t.token < 0 { return t.token < floor }
-        if lost.contains(where: { $0.contains(t.token) }) { return true }
+    private func isLost(_ t: MirrorTransaction, lost: [ClosedRange<Int64>], floor: Int64) throws -> Lost? {
+        if t.token < 0 { return t.token < floor ? .fullUpload : nil }
+        if lost.contains(where: { $0.contains(t.token) }) { return .token }
         guard let at = MirrorPayload.timestamp(t.payload), let here = try container.historyTimestamp(of: t.token)
-        else { return false }
-        return at != here
+        else { return nil }
+        return at != here ? .reused : nil
     }
 
     // MARK: - Checks before an upload
@@ -119,27 +172,44 @@ extension Mirror {
         for start in stride(from: 0, to: deletions.count, by: batchSize) {
             chunks.append(Array(deletions[start..<min(start + batchSize, deletions.count)]))
         }
-        try upload(chunks)
+        try upload(chunks, highWater: newest.value)
         try registry.reset(Self.consumer, to: newest)
         cleanThrough = max(cleanThrough, newest.value)
         needsFullUpload = false
         return chunks.count
     }
 
-    /// Uploads `chunks` under keys below every key of this store on the server (negative: they
-    /// name no local transaction), the lowest recorded in the store first.
-    private func upload(_ chunks: [[MirrorChange]]) throws {
-        guard !chunks.isEmpty else { return }
+    /// `count` server keys below every key of this store on the server (negative: they name no
+    /// local transaction), the lowest recorded in the store before any is used.
+    func freshKeys(_ count: Int) throws -> [Int64] {
+        guard count > 0 else { return [] }
         let stored = try container.mirrorValue(FullUploadKeys.floor) ?? 0
         let lowest = min(try server.tokenRange(of: container.storeID).min, stored, 0)
-        let (floor, overflow) = lowest.subtractingReportingOverflow(Int64(chunks.count))
+        let (floor, overflow) = lowest.subtractingReportingOverflow(Int64(count))
         guard !overflow else { throw MirrorError("this store's full uploads have used every key") }
         try container.setMirrorValue(FullUploadKeys.floor, floor)
-        let checkedChunks = try checked(chunks, tokens: chunks.indices.map { lowest - 1 - Int64($0) })
+        return (1...count).map { lowest - Int64($0) }
+    }
+
+    /// The server key of each local transaction: its token, or a fresh key for a token the
+    /// server holds from a copy of this store that was lost (``reclaim``).
+    func keys(for transactions: [HistoryTransaction]) throws -> [Int64] {
+        let reused = transactions.filter { reclaim.contains($0.token.value) }.count
+        var fresh = try freshKeys(reused)[...]
+        return transactions.map { t in
+            reclaim.contains(t.token.value) ? fresh.popFirst() ?? t.token.value : t.token.value
+        }
+    }
+
+    /// Uploads `chunks` under fresh keys (``freshKeys(_:)``).
+    private func upload(_ chunks: [[MirrorChange]], highWater: Int64) throws {
+        guard !chunks.isEmpty else { return }
+        let keys = try freshKeys(chunks.count)
+        let checkedChunks = try checked(chunks, tokens: keys)
         for (i, changes) in checkedChunks.enumerated() {
             let upload = MirrorUpload(
-                token: lowest - 1 - Int64(i), author: Self.author,
-                payload: MirrorPayload.encode(changes, modelVersion: container.model.version))
+                token: keys[i], author: Self.author,
+                payload: MirrorPayload.encode(changes, modelVersion: container.model.version, highWater: highWater))
             let results = try server.upload(origin: container.storeID, [upload])
             note(results.map(\.sequence), [changes])
             try container.noteMirrorIDs(pendingIDs)

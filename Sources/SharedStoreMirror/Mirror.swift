@@ -67,6 +67,9 @@ public final class Mirror {
     public let container: Container
     public let registry: TokenRegistry
     let server: MirrorServer
+    /// Asked between batches: true ends the round early (a follower asked to stop); what was
+    /// done is kept, and the next round goes on from there.
+    public var isCancelled: @Sendable () -> Bool = { false }
     /// Transactions per upload or pull batch.
     public var batchSize = 500
     /// How far the server's order may run past the stored pull cursor before it is stored again
@@ -90,6 +93,9 @@ public final class Mirror {
     /// The next push compares every object with the server's state and uploads what differs
     /// (history to push is gone, lacks global ids, or reuses tokens the server holds).
     var needsFullUpload = false
+    /// A restored store pulling back its lost rows (see ``notePullBack(through:reused:)``):
+    /// the sequence to pull through before anything is pushed, and the restore floor.
+    var pullBack: (through: Int64, floor: Int64)?
     /// One mirror per store at a time (a lock in the group directory, released by the kernel
     /// when the process dies): two would not know of each other's uploads.
     private let lock: FileRangeLock
@@ -146,6 +152,12 @@ public final class Mirror {
         var round = MirrorRound(server: serverDescription)
         round.pushed = try push()
         round.pulled = try pull()
+        // A pull that found unpushed history deleted meanwhile (an eviction during the round)
+        // stopped: the full upload goes first, then the pull again.
+        for _ in 0..<3 where needsFullUpload && !isCancelled() {
+            round.pushed += try push()
+            round.pulled += try pull()
+        }
         // Moves the mirror's token past its own imports (and pushes what came meanwhile), so
         // that the cleaner is not held back by them.
         if round.pulled > 0 { round.pushed += try push() }
@@ -173,11 +185,13 @@ public final class Mirror {
         while true {
             let (read, n) = try batch()
             done += n
-            if read < batchSize { return done }
+            if read < batchSize || isCancelled() { return done }
         }
     }
 
     private func pushBatch() throws -> (read: Int, done: Int) {
+        // A restored store pushes nothing before its lost rows are back.
+        if pullBack != nil { return (0, 0) }
         if needsFullUpload { return (batchSize, try uploadChanged()) }
         let newest = try container.currentToken()
         let position = try registry.consumer(Self.consumer)
@@ -205,9 +219,11 @@ public final class Mirror {
             return (batchSize, 0)
         }
         let changes = try checked(try container.mirrorExport(transactions), tokens: transactions.map(\.token.value))
-        let uploads = zip(transactions, changes).map { t, c in
-            MirrorUpload(
-                token: t.token.value, author: t.author,
+        let keys = reclaim.isEmpty ? transactions.map(\.token.value) : try keys(for: transactions)
+        let uploads = zip(zip(transactions, keys), changes).map { tk, c in
+            let (t, key) = tk
+            return MirrorUpload(
+                token: key, author: t.author,
                 payload: MirrorPayload.encode(
                     c, modelVersion: container.model.version, at: t.timestamp.timeIntervalSince1970))
         }
@@ -249,11 +265,22 @@ public final class Mirror {
         let (remote, through, read) = try server.pull(
             after: scanned, for: container.storeID, reclaim: reclaim, limit: batchSize)
         cleanThrough = max(cleanThrough, try pushedToken()?.value ?? 0)
+        if let (_, floor) = pullBack {
+            // Only what was saved after the restore is this copy's own unpushed change.
+            cleanThrough = max(floor, try container.historyDeletedThrough())
+        }
         var applied = 0
-        for t in remote where try apply(t) { applied += 1 }
+        do {
+            for t in remote where try apply(t) { applied += 1 }
+        } catch let error as StoreError where error.code == .historyExpired {
+            // Unpushed history is gone: the pull stops here until a full upload went first.
+            needsFullUpload = true
+            return (0, applied)
+        }
         // Read through `through`: uploads of this store at or before it can no longer be newer
         // than anything left to pull.
         scanned = through
+        try endPullBackIfDone(scanned: through)
         if !uploaded.isEmpty { uploaded = uploaded.filter { $0.value > through } }
         // The stored cursor moves with imports; a store that mostly uploads reads past its own
         // rows without one. Stored every ``cursorStride`` of them, so that a restart reads back

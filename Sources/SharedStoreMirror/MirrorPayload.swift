@@ -16,7 +16,9 @@ import SharedStoreSupport
 package enum MirrorPayload {
     static let version = 1
 
-    package static func encode(_ changes: [MirrorChange], modelVersion: Int, at timestamp: Double? = nil) -> String {
+    package static func encode(
+        _ changes: [MirrorChange], modelVersion: Int, at timestamp: Double? = nil, highWater: Int64? = nil
+    ) -> String {
         let items: [JSONValue] = changes.map { change in
             switch change {
             case .delete(let entity, let gid):
@@ -44,7 +46,8 @@ package enum MirrorPayload {
         }
         return JSONValue.object(
             [("v", .number(Double(version))), ("model", .number(Double(modelVersion)))]
-                + (timestamp.map { [("at", JSONValue.string(String($0)))] } ?? []) + [("changes", .array(items))]
+                + (timestamp.map { [("at", JSONValue.string(String($0)))] } ?? [])
+                + (highWater.map { [("hw", JSONValue.string(String($0)))] } ?? []) + [("changes", .array(items))]
         ).serialized
     }
 
@@ -77,6 +80,15 @@ package enum MirrorPayload {
             return nil
         }
         return (object["at"] as? String).flatMap(Double.init)
+    }
+
+    /// The newest local token when a full upload was made (`hw`; nil: none): a copy of the store
+    /// older than that lost transactions, whatever keys they went up under.
+    package static func highWater(_ text: String) -> Int64? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+            return nil
+        }
+        return (object["hw"] as? String).flatMap { Int64($0) }
     }
 
     /// A whole number in `range`, exactly (`1e20` or `2.5` is not a model version).

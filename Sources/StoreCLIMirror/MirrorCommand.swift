@@ -108,6 +108,7 @@ enum MirrorCommand {
         // burst of saves is one wake-up (a thread per change cost the processor per save).
         let watch = try ChangeSignalWatch(path: ChangeSignal.path(of: container))
         var loop = FollowLoop(container: container, registry: registry, conninfo: conninfo, output: inv.output)
+        loop.isCancelled = { stop.isSet }
         while !stop.isSet {
             let remaining = deadline.map { $0 - Monotonic.seconds() } ?? 3600
             if remaining <= 0 { break }
@@ -149,6 +150,8 @@ private struct FollowLoop {
     var lastQuarantined = 0
     /// An error that retrying cannot mend (the loop ends with it).
     var fatal: (any Error)?
+    /// Whether the loop was asked to stop (a round ends between batches then).
+    var isCancelled: @Sendable () -> Bool = { false }
 
     init(container: Container, registry: TokenRegistry, conninfo: String, output: Output) {
         self.container = container
@@ -164,6 +167,7 @@ private struct FollowLoop {
                 let m = try Mirror(
                     container: container, registry: registry, connection: try PostgresConnection(conninfo))
                 try m.listen()
+                m.isCancelled = isCancelled
                 mirror = m
             }
             guard let mirror else { return backoff }

@@ -208,7 +208,9 @@ final class Child: @unchecked Sendable {
             if !condition.wait(until: deadline) {
                 condition.unlock()
                 process.terminate()
-                throw Timeout(what: "exit of \(process.executableURL?.lastPathComponent ?? "?")")
+                let name = process.executableURL?.lastPathComponent ?? "?"
+                let arguments = (process.arguments ?? []).prefix(4).joined(separator: " ")
+                throw Timeout(what: "exit of \(name) \(arguments) (last lines: \(received.suffix(3)))")
             }
         }
         condition.unlock()

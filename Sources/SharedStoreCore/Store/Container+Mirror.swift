@@ -212,6 +212,16 @@ extension Container {
             if !again, let cursor = try s.mirrorValue(MirrorKeys.pullCursor), cursor >= sequence {
                 return MirrorImportResult(token: nil, applied: false, foundUnpushed: false)
             }
+            // Local changes not pushed must not be overwritten by older remote ones: when the
+            // history that names them is gone (the mirror was evicted or reset and the cleaner
+            // went on), nothing here can tell them apart, so nothing is applied until a full
+            // upload by comparison has sent them.
+            if try s.historyMeta().floor > unpushedAfter {
+                throw StoreError(
+                    .historyExpired,
+                    "history this store has not pushed was deleted (its mirror was evicted or reset): "
+                        + "its changes go up by comparison before anything is pulled")
+            }
             let unpushed = try unpushedObjects(s, after: unpushedAfter, author: author)
             var importer = MirrorImporter(s: s, sequence: sequence, unpushed: unpushed, uploaded: uploaded)
             importer.older = (modelVersion ?? model.version) < model.version
