@@ -116,18 +116,6 @@ extension Container {
         }
     }
 
-    /// Up to `limit` objects of `entity` after primary key `after`, in key order, as upserts: a
-    /// mirror's full upload, when the history it needed is gone.
-    package func mirrorExportAll(_ entity: String, after: Int64, limit: Int) throws -> [MirrorObject] {
-        let e = try model.entity(entity)
-        return try read { s in
-            var targets: [ObjectID: UUID] = [:]
-            return try s.primaryKeys(after: after, of: e, limit: limit).compactMap { pk in
-                try exportObject(s, e, pk, &targets)
-            }
-        }
-    }
-
     /// The order of a full upload: an entity after those its to-one relationships point to, so
     /// that a receiver has each target before what refers to it; then, again, the entities
     /// whose references that order cannot settle (cycles, references within the entity,
