@@ -246,9 +246,8 @@ struct Chaos {
                 let gdb = Process()
                 gdb.executableURL = URL(fileURLWithPath: "/usr/bin/gdb")
                 gdb.arguments = ["-p", String(f.process.processIdentifier), "-batch", "-ex", "thread apply all bt 25"]
+                _ = FileManager.default.createFile(atPath: dump + ".gdb", contents: nil)
                 gdb.standardOutput = FileHandle(forWritingAtPath: dump + ".gdb") ?? FileHandle.nullDevice
-                FileManager.default.createFile(atPath: dump + ".gdb", contents: nil)
-                gdb.standardOutput = FileHandle(forWritingAtPath: dump + ".gdb")
                 try? gdb.run()
                 gdb.waitUntilExit()
             }

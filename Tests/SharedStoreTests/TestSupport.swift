@@ -117,7 +117,12 @@ final class Child: @unchecked Sendable {
     private let condition = NSCondition()
     private var buffer = Data()
     private var received: [String] = []
-    private var ended = false
+    /// The process exited, and its output was read to the end (or its pipe stayed open, held
+    /// by a process it started, for 5 s after it exited).
+    private var ended: Bool { exited && (outputClosed || Date() > exitTime.addingTimeInterval(5)) }
+    private var exited = false
+    private var exitTime = Date.distantFuture
+    private var outputClosed = false
 
     init(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws {
         process.executableURL = Self.directory.appendingPathComponent(name)
@@ -128,22 +133,33 @@ final class Child: @unchecked Sendable {
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.standardError
-        out.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            self?.append(data)
+        // One thread reads the output to its end, in order: a reader and the termination
+        // handler both reading the pipe raced, and an exit could be announced before the last
+        // lines were appended (a test then saw a list with rows missing, under load).
+        let reading = out.fileHandleForReading
+        let reader = Thread { [weak self] in
+            while true {
+                let data = reading.availableData
+                if data.isEmpty { break }
+                self?.append(data)
+            }
+            self?.mark { $0.outputClosed = true }
         }
         process.terminationHandler = { [weak self] _ in
-            guard let self else { return }
-            // Collect what is left in the pipe before announcing the end.
-            let rest = out.fileHandleForReading.readDataToEndOfFile()
-            out.fileHandleForReading.readabilityHandler = nil
-            self.append(rest)
-            self.condition.lock()
-            self.ended = true
-            self.condition.broadcast()
-            self.condition.unlock()
+            self?.mark {
+                $0.exited = true
+                $0.exitTime = Date()
+            }
         }
         try process.run()
+        reader.start()
+    }
+
+    private func mark(_ change: (Child) -> Void) {
+        condition.lock()
+        change(self)
+        condition.broadcast()
+        condition.unlock()
     }
 
     private func append(_ data: Data) {
@@ -205,12 +221,15 @@ final class Child: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(timeout)
         condition.lock()
         while !ended {
-            if !condition.wait(until: deadline) {
+            // After the exit, wake in time to stop waiting for a pipe a grandchild holds open.
+            let until = exited ? min(deadline, exitTime.addingTimeInterval(5.1)) : deadline
+            if !condition.wait(until: until), Date() >= deadline {
+                let last = received.suffix(3)
                 condition.unlock()
                 process.terminate()
                 let name = process.executableURL?.lastPathComponent ?? "?"
                 let arguments = (process.arguments ?? []).prefix(4).joined(separator: " ")
-                throw Timeout(what: "exit of \(name) \(arguments) (last lines: \(received.suffix(3)))")
+                throw Timeout(what: "exit of \(name) \(arguments) (last lines: \(last))")
             }
         }
         condition.unlock()
