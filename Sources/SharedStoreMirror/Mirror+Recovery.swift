@@ -226,6 +226,9 @@ extension Mirror {
     func serverState(through: Int64, then own: [MirrorTransaction] = []) throws -> [UUID: MirrorObject] {
         var options = Container.Options()
         options.inMemory = true
+        // Only the objects' states count: no history is kept of the replay (it would grow with
+        // the log, in memory).
+        options.historyTracking = false
         let shadow = try Container(group: "", model: container.model, options: options)
         try shadow.prepareMirroring()
         var after: Int64 = 0

@@ -150,6 +150,7 @@ public final class Mirror {
     /// Pushes, then pulls, until both are done; returns what it did and the lag after.
     public func round() throws -> MirrorRound {
         var round = MirrorRound(server: serverDescription)
+        try checkServerLog()
         round.pushed = try push()
         round.pulled = try pull()
         // A pull that found unpushed history deleted meanwhile (an eviction during the round)
@@ -227,7 +228,7 @@ public final class Mirror {
                 payload: MirrorPayload.encode(
                     c, modelVersion: container.model.version, at: t.timestamp.timeIntervalSince1970))
         }
-        let results = try server.upload(origin: container.storeID, uploads)
+        let results = try rekeyClashes(uploads, try server.upload(origin: container.storeID, uploads))
         note(results.map(\.sequence), changes)
         if pendingIDs.count >= 10_000 {
             try container.noteMirrorIDs(pendingIDs)
@@ -242,6 +243,23 @@ public final class Mirror {
             try registry.advance(Self.consumer, to: start ?? newest)
         }
         return (transactions.count, results.filter(\.isNew).count)
+    }
+
+    /// The server had a row of this origin at an uploaded token already: the same transaction
+    /// sent again after a crash (same timestamp), or another one — a copy of this store that was
+    /// lost, or a row another program planted. Another one is not this save: it goes up again
+    /// under a fresh key, never dropped as a duplicate.
+    private func rekeyClashes(_ uploads: [MirrorUpload], _ results: [(sequence: Int64, isNew: Bool)]) throws
+        -> [(sequence: Int64, isNew: Bool)]
+    {
+        var out = results
+        for (i, (u, r)) in zip(uploads, results).enumerated() where !r.isNew {
+            let there = try server.transaction(at: r.sequence).flatMap { MirrorPayload.timestamp($0.payload) }
+            guard there == nil || there != MirrorPayload.timestamp(u.payload) else { continue }
+            let again = MirrorUpload(token: try freshKeys(1)[0], author: u.author, payload: u.payload)
+            out[i] = try server.upload(origin: container.storeID, [again])[0]
+        }
+        return out
     }
 
     /// Remembers the server sequence of each object's upload (see ``uploaded``).
@@ -337,6 +355,19 @@ public final class Mirror {
             .malformedID, .foreignID, .invalidArgument,
         ]
         return rowCodes.contains(e.code)
+    }
+
+    /// Fails when the server's log ends before this store's pull cursor: rows it applied were
+    /// removed from the server (an administrator, a restore of the server), and new rows would
+    /// take sequence numbers it has read past — it would never pull them.
+    private func checkServerLog() throws {
+        let cursor = max(scanned, try container.mirrorValue(MirrorKeys.pullCursor) ?? 0)
+        guard cursor > 0 else { return }
+        let last = try server.maxSequence()
+        guard last < cursor else { return }
+        throw MirrorError(
+            "the server's log ends at sequence \(last), before this store's pull cursor \(cursor): rows were "
+                + "removed from the server, and new ones would be skipped; nothing was pushed or pulled")
     }
 
     /// Local transactions not pushed plus remote ones not applied.

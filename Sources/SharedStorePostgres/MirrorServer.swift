@@ -127,8 +127,9 @@ public struct MirrorServer {
                 // with an error, never a trap or a wrapped number.
                 let (following, overflow) = next.addingReportingOverflow(1)
                 guard !overflow else {
+                    // 22003, numeric_value_out_of_range: the server answered, this is no outage.
                     throw PostgresError(
-                        sqlState: nil,
+                        sqlState: "22003",
                         message: "the server's sequence is at its largest value (\(next)): nothing more can be uploaded"
                     )
                 }

@@ -111,7 +111,7 @@ public enum StoreVerifier {
         }
         return (
             false,
-            "\(rows.count) quarantined: " + shown.joined(separator: "; ")
+            "\(rows.count) quarantined: " + shown.joined(separator: "; ") + (rows.count > shown.count ? "; …" : "")
                 + " ('storectl mirror --retry-quarantined' applies them again)"
         )
     }

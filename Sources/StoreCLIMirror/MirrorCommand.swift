@@ -82,7 +82,8 @@ enum MirrorCommand {
         } catch let error as PostgresError {
             throw UsageError("--postgres: \(error.message)")
         }
-        if let password = options["password"], !password.isEmpty {
+        // `sslpassword` is a secret too (the client key's passphrase).
+        if options["password"].map({ !$0.isEmpty }) == true || options["sslpassword"].map({ !$0.isEmpty }) == true {
             throw UsageError(
                 "--postgres must not carry a password (other users see it in ps): put it in PGPASSFILE (~/.pgpass)")
         }

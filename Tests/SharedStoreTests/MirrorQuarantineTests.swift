@@ -64,7 +64,7 @@ struct MirrorQuarantineTests {
         #expect(round.quarantined.compactMap(\.sequence) == hostile)
         let titles = Set(try b.list().values.compactMap { json($0)["title"] as? String })
         #expect(titles == ["old", "after-the-bad-rows"], "the pull stopped at a bad row")
-        let label = try #require(try b.container).newContext().fetch(FetchRequest("Category")).first?["label"]
+        let label = try #require(b.container).newContext().fetch(FetchRequest("Category")).first?["label"]
         #expect(label == .string("Swift"), "model 1's name is model 3's label")
         // The command line says so, and fails, as does verify (one mirror per store at a time).
         mb = nil
@@ -84,7 +84,7 @@ struct MirrorQuarantineTests {
         let again = try b.mirror()
         #expect(try again.retryQuarantined() == 1)
         #expect(try again.round().quarantined.compactMap(\.sequence) == [hostile[2]])
-        let names = try #require(try b.container).newContext().fetch(FetchRequest("Category")).map(\.["label"])
+        let names = try #require(b.container).newContext().fetch(FetchRequest("Category")).map(\.["label"])
         #expect(Set(names) == [.string("Swift"), .string("Mended")])
     }
 
@@ -117,7 +117,13 @@ struct MirrorQuarantineTests {
         let article = try #require(try context.fetch(FetchRequest("Article")).first)
         let gid = try context.globalID(of: article.id)
         let bad = try Self.plant(db, payload: Self.categoryPayload(model: 3, gid: gid, values: #"{"label":["s","X"]}"#))
-        #expect(try b.mirror().round().quarantined.compactMap(\.sequence) == [bad])
+        // An article whose category names that article: refused too.
+        let article2 =
+            #"{"v":1,"model":3,"changes":[{"k":"u","e":"Article","g":"\#(UUID().uuidString.lowercased())","#
+            + #""a":{"title":["s","x"],"url":["s","https://x.example"],"createdAt":["t","1"],"isRead":["b",false]},"#
+            + #""r":{"category":"\#(gid.uuidString.lowercased())"}}]}"#
+        let bad2 = try Self.plant(db, payload: article2)
+        #expect(try b.mirror().round().quarantined.compactMap(\.sequence) == [bad, bad2])
         #expect(try context.fetch(FetchRequest("Category")).isEmpty)
         #expect(try container.duplicateGlobalIDs().isEmpty)
         // Two objects made to share an id by a foreign tool: verify names it.
@@ -161,6 +167,7 @@ struct MirrorQuarantineTests {
     @Test(arguments: [
         "password = x", "host=/tmp password='x y'", "postgresql://u@localhost/db?pass%77ord=x",
         "postgresql://u:secret@localhost/db", "postgres://u:@localhost/db?password=x",
+        "postgresql:///db?sslpassword=x",
     ])
     func aPasswordOnTheCommandLineIsRefused(conninfo: String) throws {
         let group = TemporaryGroup()
@@ -213,5 +220,41 @@ struct MirrorQuarantineTests {
             try Child("share-extension", ["share", "--group", path, "--url", "https://n.example", "--title", "n"])
                 .waitForExit() == 0)
         #expect(try follower.waitForExit(timeout: 30) == 1)
+    }
+
+    /// A row planted under this store's origin at the token its next save takes is not taken
+    /// for that save (another timestamp, or none): the save goes up under a fresh key.
+    @Test func aPlantedRowAtTheNextTokenDoesNotSwallowTheNextSave() throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        let (ma, mb) = (try a.mirror(), try b.mirror())
+        try MirrorTests.settle([ma, mb])
+        let container = try #require(a.container)
+        let next = try container.currentToken().value + 1
+        let c = try PostgresConnection(db.conninfo)
+        try c.execute(
+            """
+            INSERT INTO sharedstore_mirror.transactions(sequence, origin, token, author, payload)
+            SELECT coalesce(max(sequence), 0) + 1, $1::uuid, $2, 'Hostile', '{"v":1,"model":3,"changes":[]}'
+            FROM sharedstore_mirror.transactions
+            """, [container.storeID.uuidString.lowercased(), String(next)])
+        _ = try Self.share(a, "after-the-plant")
+        try MirrorTests.settle([ma, mb])
+        #expect(try b.list().values.contains { $0.contains("after-the-plant") })
+    }
+
+    /// A store whose pull cursor is past the end of the server's log (rows it applied were
+    /// removed) says so instead of skipping every new row with lag 0.
+    @Test func aCursorPastTheEndOfTheServersLogIsAnError() throws {
+        let db = try Database()
+        let a = Machine(db)
+        let ma = try a.mirror()
+        _ = try ma.round()
+        let top = try Self.plant(db, sequence: Int64.max, payload: #"{"v":1,"model":3,"changes":[]}"#)
+        _ = try ma.round()
+        try PostgresConnection(db.conninfo).execute(
+            "DELETE FROM sharedstore_mirror.transactions WHERE sequence = $1", [String(top)])
+        let error = #expect(throws: MirrorError.self) { try ma.round() }
+        #expect(error?.description.contains("before this store's pull cursor") == true)
     }
 }

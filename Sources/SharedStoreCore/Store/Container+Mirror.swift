@@ -422,7 +422,14 @@ struct MirrorImporter {
         }
         for r in e.toOneRelationships {
             let target = try object.toOne[r.name].map { try resolve($0) }
-            let pk = try target.flatMap { try s.mirroredKey(try model.entity(r.destination), $0) }
+            let destination = try model.entity(r.destination)
+            let pk = try target.flatMap { try s.mirroredKey(destination, $0) }
+            if pk == nil, let target, let other = try s.mappedEntity(target, other: destination) {
+                throw StoreError(
+                    .validation,
+                    "\(e.name) \(GlobalID.text(object.globalID)).\(r.name) names \(GlobalID.text(target)), "
+                        + "a \(other) here, not a \(destination.name)")
+            }
             changes.relationships[r.name] = .some(pk)
         }
         return changes
