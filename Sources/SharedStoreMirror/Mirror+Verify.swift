@@ -5,7 +5,9 @@ import SharedStoreSupport
 
 /// One object whose state here differs from the state the server's log determines.
 public struct MirrorDifference: Sendable, Hashable {
+    /// The object, by global id (the same on every machine).
     public let globalID: UUID
+    /// Its entity (on the side that has it).
     public let entity: String
     /// Each side's state in short (nil: the object is absent there).
     public let local: String?

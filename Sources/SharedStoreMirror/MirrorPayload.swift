@@ -179,8 +179,11 @@ public struct MirrorError: Error, Sendable, CustomStringConvertible {
         /// Anything else (the store cannot be mirrored as it is).
         case other
     }
+    /// What kind of failure it is (whether a row is quarantined, a follower stops or retries).
     public let code: Code
+    /// The failure in words, naming what failed.
     public let description: String
+    /// A failure described as `description`, of kind `code`.
     public init(_ description: String, code: Code = .other) {
         self.code = code
         self.description = description

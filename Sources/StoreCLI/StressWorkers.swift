@@ -2,23 +2,13 @@ import Dispatch
 import Foundation
 import ReadLater
 import SharedStore
+import SharedStoreSupport
 
 /// The processes `storectl stress` spawns: writers that log every acknowledged save to a file
 /// they fsync, and consumers that log every transaction they merge.
 enum StressWorkers {
-    /// A small seeded generator (SplitMix64), so that a run can be replayed from its seed.
-    struct Random {
-        var state: UInt64
-        init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { n <= 0 ? 0 : Int(next() % UInt64(n)) }
-    }
+    /// The stress run's seeded generator, so that a run can be replayed from its seed.
+    typealias Random = SeededRandom
 
     /// Appends lines to a log; `sync` makes each line durable before it counts as written.
     final class Log {

@@ -3,6 +3,7 @@ import ReadLater
 import SharedStore
 import SharedStoreMirror
 import SharedStorePostgres
+import SharedStoreSupport
 import Testing
 
 @testable import SharedStoreCore
@@ -36,18 +37,6 @@ struct MirrorChaosTests {
         while Date() < deadline { try chaos.step(progress: 1 - deadline.timeIntervalSinceNow / seconds) }
         try chaos.finish()
         print("mirror chaos: seed \(seed): \(chaos.counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" })")
-    }
-}
-
-/// A reproducible generator (SplitMix64): one seed, one run.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 
