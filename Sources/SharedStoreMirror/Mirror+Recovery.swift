@@ -154,24 +154,40 @@ extension Mirror {
         }
         let base = try serverState(through: cursor, then: own)
         let (newest, local) = try container.mirrorExportEverything()
+        // A reference to an object merged here into another (a collision) names the same
+        // object as one to the winner: not a change of the referring object.
+        let aliases = try container.mirrorAliases()
         var chunks: [[MirrorChange]] = []
+        func add(_ changes: [MirrorChange]) {
+            for start in stride(from: 0, to: changes.count, by: batchSize) {
+                chunks.append(Array(changes[start..<min(start + batchSize, changes.count)]))
+            }
+        }
         let (first, again) = container.mirrorUploadOrder
         for entity in first + again {
             let changed = local.values.filter { o in
-                o.entity == entity && base[o.globalID].map(MirrorState.init) != MirrorState(o)
+                o.entity == entity && base[o.globalID].map { MirrorState($0).resolved(aliases) } != MirrorState(o)
             }.sorted { $0.originKey ?? 0 < $1.originKey ?? 0 }
-            for start in stride(from: 0, to: changed.count, by: batchSize) {
-                chunks.append(changed[start..<min(start + batchSize, changed.count)].map(MirrorChange.upsert))
+            add(changed.map(MirrorChange.upsert))
+        }
+        var merged: [MirrorChange] = []
+        var deletions: [MirrorChange] = []
+        for (gid, o) in base.sorted(by: { $0.key.uuidString < $1.key.uuidString }) where local[gid] == nil {
+            if let winner = aliases[gid] {
+                // Merged here into `winner` by a collision the server's log does not hold yet
+                // (a rename whose history is gone): the loser goes up with the winner's state,
+                // so that every machine merges the two alike.
+                if var state = local[winner], state.entity == o.entity {
+                    state.globalID = gid
+                    state.originKey = nil
+                    merged.append(.upsert(state))
+                }
+            } else {
+                deletions.append(.delete(entity: o.entity, globalID: gid))
             }
         }
-        var deletions: [MirrorChange] = []
-        // An object merged into another here (a collision) is not deleted: its id is an alias.
-        for (gid, o) in base where local[gid] == nil {
-            if try container.mirrorResolve(gid) == gid { deletions.append(.delete(entity: o.entity, globalID: gid)) }
-        }
-        for start in stride(from: 0, to: deletions.count, by: batchSize) {
-            chunks.append(Array(deletions[start..<min(start + batchSize, deletions.count)]))
-        }
+        add(merged)
+        add(deletions)
         try upload(chunks, highWater: newest.value)
         try registry.reset(Self.consumer, to: newest)
         cleanThrough = max(cleanThrough, newest.value)

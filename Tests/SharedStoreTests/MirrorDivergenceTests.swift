@@ -129,6 +129,59 @@ struct MirrorDivergenceTests {
         #expect(titles == ["before", "after-backup", "from-b", "after-restore"])
     }
 
+    /// Found by the randomized test: an object this store uploaded whose row its mirror never
+    /// recorded (killed before it did) is still the object another machine's changes name —
+    /// not a second row with the same global id, and not one that later deletions miss.
+    @Test func anUploadWhoseRowWasNotRecordedStillTakesRemoteChanges() throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        _ = try Self.share(a, "mine")
+        try MirrorTests.settle([try a.mirror(), try b.mirror()])
+        let c = try SQLiteConnection(path: a.group.storePath, busyTimeoutMilliseconds: 1000)
+        try c.execute("DELETE FROM ss_mirror_ids")
+        let onB = try #require(json(try b.run("main-app", ["list"])[0])["id"] as? String)
+        _ = try b.run("main-app", ["mark-read", onB])
+        try Self.expectConverged([a, b], count: 1)
+        #expect(try a.list().values.allSatisfy { $0.contains("\"isRead\":true") })
+        try c.execute("DELETE FROM ss_mirror_ids")
+        _ = try b.run("main-app", ["delete", onB])
+        try Self.expectConverged([a, b], count: 0)
+    }
+
+    /// Renames `name`'s category on `m` to `to`.
+    static func rename(_ m: Machine, _ name: String, to: String) throws {
+        let container = try #require(m.container)
+        let context = container.newContext(author: "MainApp")
+        let label = ReadLater.categoryName(container.model)
+        let found = try #require(try context.fetch(FetchRequest("Category", where: Key(label) == .string(name))).first)
+        try context.update(found.id, [label: .string(to)])
+        try context.save()
+    }
+
+    /// Found by the randomized test: a remote change that this store's newer change of the
+    /// object overrides still merges what it merges everywhere. C renames "news" onto "tech",
+    /// a category B made that C has not pulled yet; A renames "news" to "misc" meanwhile.
+    /// Everywhere else the two categories became one, which A's rename then renamed; A kept
+    /// two.
+    @Test func anOverriddenRenameStillMergesAsEverywhere() throws {
+        let db = try Database()
+        let (a, b, c) = (Machine(db), Machine(db), Machine(db))
+        _ = try Self.share(a, "in-news", category: "news")
+        try MirrorTests.settle([try a.mirror(), try b.mirror(), try c.mirror()])
+        _ = try Self.share(b, "in-tech", category: "tech")
+        _ = try b.mirror().round()
+        try Self.rename(c, "news", to: "tech")
+        _ = try c.mirror().round()
+        try Self.rename(a, "news", to: "misc")
+        try Self.expectConverged([a, b, c], count: 2)
+        for m in [a, b, c] {
+            let container = try #require(m.container)
+            let label = ReadLater.categoryName(container.model)
+            let names = try container.newContext().fetch(FetchRequest("Category")).compactMap { $0[label].stringValue }
+            #expect(names == ["misc"], "categories: \(names)")
+        }
+    }
+
     /// Reproduction 4: a store whose history predates global ids uploads its objects.
     @Test func aStoreFromBeforeGlobalIDsUploadsItsObjects() throws {
         let db = try Database()

@@ -77,14 +77,11 @@ extension SQLStore {
         return out
     }
 
-    /// Where the mirror's map names `gid` as a row of another entity than `e`: that entity's name.
+    /// The entity other than `e` that has an object with global id `gid`, if any.
     func mappedEntity(_ gid: UUID, other e: Entity) throws -> String? {
-        guard
-            let pk = try c.cached("SELECT pk FROM ss_mirror_ids WHERE gid = ?").firstRow(
-                [.blob(GlobalID.bytes(gid))], { $0.int64(0) })
-        else { return nil }
         for x in model.entities where x.name != e.name {
-            if try globalID(x, pk) == gid { return x.name }
+            let sql = "SELECT 1 FROM \(SQLMapping.quote(x.name)) WHERE \(Self.globalIDColumn) = ? LIMIT 1"
+            if try c.cached(sql).firstRow([.blob(GlobalID.bytes(gid))], { _ in true }) == true { return x.name }
         }
         return nil
     }
@@ -119,17 +116,37 @@ extension SQLStore {
             .execute([.blob(GlobalID.bytes(gid)), .integer(pk)])
     }
 
-    /// The object of `e` the mirror knows as `gid` (checked against the row: a deleted object's
-    /// entry, or one of another entity, finds nothing).
+    /// An index on each entity's global id column (idempotent; a migration that rebuilds a
+    /// table drops it, and the next mirror makes it again): a mirror finds objects by global id
+    /// whether or not its map (`ss_mirror_ids`) has them yet.
+    func createGlobalIDIndexes() throws {
+        for e in model.entities {
+            try c.execute(
+                "CREATE INDEX IF NOT EXISTS \(SQLMapping.quote("ss_gid_\(e.name)")) ON "
+                    + "\(SQLMapping.quote(e.name))(\(Self.globalIDColumn))")
+        }
+    }
+
+    /// The object of `e` whose global id is `gid` (nil: none here, deleted, or one of another
+    /// entity). The mirror's map is tried first; an object it lacks or names wrongly (an upload
+    /// whose row was not recorded before a crash) is found by its global id column.
     func mirroredKey(_ e: Entity, _ gid: UUID) throws -> Int64? {
-        guard
-            let pk = try c.cached("SELECT pk FROM ss_mirror_ids WHERE gid = ?").firstRow(
-                [.blob(GlobalID.bytes(gid))],
-                {
-                    $0.int64(0)
-                })
-        else { return nil }
-        return try globalID(e, pk) == gid ? pk : nil
+        let bytes = SQLValue.blob(GlobalID.bytes(gid))
+        if let pk = try c.cached("SELECT pk FROM ss_mirror_ids WHERE gid = ?").firstRow([bytes], { $0.int64(0) }),
+            try globalID(e, pk) == gid
+        {
+            return pk
+        }
+        return try c.cached(
+            "SELECT Z_PK FROM \(SQLMapping.quote(e.name)) WHERE \(Self.globalIDColumn) = ? ORDER BY Z_PK LIMIT 1"
+        ).firstRow([bytes]) { $0.int64(0) }
+    }
+
+    /// Every alias and the id it names (one step; ``MirrorImporter/resolve(_:_:)`` follows chains).
+    func aliases() throws -> [(UUID, UUID)] {
+        try c.cached("SELECT gid, target FROM ss_mirror_alias").rows([]) { row in
+            (GlobalID.uuid(row.blob(0)), GlobalID.uuid(row.blob(1)))
+        }.compactMap { pair in pair.0.flatMap { a in pair.1.map { (a, $0) } } }
     }
 
     func alias(of gid: UUID) throws -> UUID? {
@@ -138,11 +155,18 @@ extension SQLStore {
         } ?? nil
     }
 
+    /// Makes `gid` name `target` (the winner of a collision), and every id that named `gid`
+    /// name `target` too: a chain of aliases stays one step long.
     func setAlias(_ gid: UUID, to target: UUID) throws {
+        guard gid != target else { return }
+        let (from, to) = (SQLValue.blob(GlobalID.bytes(gid)), SQLValue.blob(GlobalID.bytes(target)))
         try c.cached(
             "INSERT INTO ss_mirror_alias(gid, target) VALUES (?, ?) "
                 + "ON CONFLICT(gid) DO UPDATE SET target = excluded.target"
-        ).execute([.blob(GlobalID.bytes(gid)), .blob(GlobalID.bytes(target))])
+        ).execute([from, to])
+        try c.cached("UPDATE ss_mirror_alias SET target = ? WHERE target = ?").execute([to, from])
+        // The winner itself is no alias any more (it was one of an object since merged into it).
+        try c.cached("DELETE FROM ss_mirror_alias WHERE gid = ?").execute([to])
     }
 
     /// Gives object `pk` of `e` global id `gid` (the winner of a collision takes over the loser).

@@ -74,8 +74,9 @@ extension SQLStore {
         ]) { GlobalID.uuid($0.blob(0)) } ?? nil
     }
 
-    /// The primary key of the object of `e` whose global id is `id`: through the mirror's table
-    /// in a mirrored store, else by reading the table (there is no index on global ids).
+    /// The primary key of the object of `e` whose global id is `id`: through the mirror's map
+    /// and index in a mirrored store, else by reading the table (only a mirror indexes global
+    /// ids).
     func primaryKey(_ e: Entity, globalID id: UUID) throws -> Int64? {
         if try hasMirrorTables(), let pk = try mirroredKey(e, id) { return pk }
         return try c.cached("SELECT Z_PK FROM \(table(e)) WHERE \(Self.globalIDColumn) = ?").firstRow([

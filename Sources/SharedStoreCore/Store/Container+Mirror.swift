@@ -57,7 +57,10 @@ package struct MirrorImportResult: Sendable {
 extension Container {
     /// Makes the mirror's tables (idempotent).
     package func prepareMirroring() throws {
-        try write { s in try SQLStore.createMirrorTables(s.c) }
+        try write { s in
+            try SQLStore.createMirrorTables(s.c)
+            try s.createGlobalIDIndexes()
+        }
     }
 
     /// Moves the pull cursor to `sequence` (when it is further) with `ids` recorded, in one write
@@ -103,9 +106,27 @@ extension Container {
                     guard let gid = change.globalID, seen.insert(change.objectID).inserted,
                         let e = model.entity(named: change.objectID.entity)
                     else { continue }
-                    if change.kind != .delete,
-                        let object = try exportObject(s, e, change.objectID.primaryKey, &targets)
-                    {
+                    guard change.kind != .delete else {
+                        out.append(.delete(entity: e.name, globalID: gid))
+                        continue
+                    }
+                    // Rows are never reused (AUTOINCREMENT). When the row is gone, the object
+                    // may live on under its global id: merged into another by a collision (the
+                    // id is an alias now), or deleted and made again by an import that put this
+                    // store's newer state back over a remote delete.
+                    if let object = try exportObject(s, e, change.objectID.primaryKey, &targets) {
+                        out.append(.upsert(object))
+                        continue
+                    }
+                    // Merged into another: the change goes up under its own id with the state of
+                    // the object it became, so that every machine merges the two alike (its
+                    // uniqueness values are the winner's now).
+                    let current = try MirrorImporter.resolve(s, gid)
+                    if let pk = try s.mirroredKey(e, current), var object = try exportObject(s, e, pk, &targets) {
+                        if current != gid {
+                            object.globalID = gid
+                            object.originKey = nil
+                        }
                         out.append(.upsert(object))
                     } else {
                         out.append(.delete(entity: e.name, globalID: gid))
@@ -175,11 +196,13 @@ extension Container {
     /// Applies remote transaction `sequence` in one local transaction of `author`, with the pull
     /// cursor moved to it in the same transaction: applied exactly once, even across kill -9.
     ///
-    /// An object's change is skipped when this store holds a newer state of it in the server's
-    /// order: an upload of its own with a higher sequence (`uploaded`: the sequence of this
-    /// store's last upload of each object after the cursor), or a local change not pushed yet
-    /// (history after `unpushedAfter` by other authors than `author`) — that one is pushed later
-    /// and so wins later, everywhere.
+    /// When this store holds a newer state of an object in the server's order — an upload of
+    /// its own with a higher sequence (`uploaded`: the sequence of this store's last upload of
+    /// each object after the cursor), or a local change not pushed yet (history after
+    /// `unpushedAfter` by other authors than `author`) — the remote change is applied all the
+    /// same, and then this store's state is put back on top: what the change does beyond the
+    /// object (a collision that makes two objects one) happens here as it does everywhere, and
+    /// the object ends as this store's later upload makes it everywhere.
     ///
     /// `ids` (objects this store pushed, by row) are recorded in `ss_mirror_ids` in the same
     /// transaction, before anything is looked up. `again`: a quarantined row applied again,
@@ -213,7 +236,13 @@ extension Container {
             let unpushed = try unpushedObjects(s, after: unpushedAfter, author: author)
             var importer = MirrorImporter(s: s, sequence: sequence, unpushed: unpushed, uploaded: uploaded)
             importer.older = (modelVersion ?? model.version) < model.version
+            // Every change applies, also to objects this store holds a newer state of, so that
+            // what it does beyond the object (a collision that makes two objects one, a delete
+            // rule on what refers to it) happens here as everywhere else; then this store's
+            // newer states go back on top, as its later upload will put them everywhere.
+            let newer = try newerStates(s, changes, importer)
             for change in changes { try importer.apply(change) }
+            for state in newer { try importer.apply(state, again: true) }
             try importer.relate()
             if !again { try s.setMirrorValue(MirrorKeys.pullCursor, sequence) }
             let token = try importer.w.writeHistory(author: author, contextName: contextName)
@@ -223,7 +252,8 @@ extension Container {
         return result
     }
 
-    /// The global ids local transactions after `token` (not `author`'s) changed.
+    /// The global ids local transactions after `token` (not `author`'s) changed, each also as
+    /// the object it became here (a collision made it another's alias).
     private func unpushedObjects(_ s: SQLStore, after token: Int64, author: String) throws -> Set<UUID> {
         let query = SQLStore.historyQuery(HistoryFilter(authors: nil, excludedAuthors: [author]))
         var out = Set<UUID>()
@@ -231,9 +261,38 @@ extension Container {
         while true {
             let batch = try s.historyTransactions(query, after: after, limit: 512, entities: nil)
             for t in batch.transactions { for c in t.changes { if let g = c.globalID { out.insert(g) } } }
-            if batch.scanned < 512 { return out }
+            if batch.scanned < 512 { break }
             after = batch.last
         }
+        for g in out { out.insert(try MirrorImporter.resolve(s, g)) }
+        return out
+    }
+
+    /// The states here of the objects `changes` name that this store holds newer (its own
+    /// changes not pushed yet, or pushed past the transaction): each object's whole state, or
+    /// its deletion when it is gone.
+    private func newerStates(_ s: SQLStore, _ changes: [MirrorChange], _ importer: MirrorImporter) throws
+        -> [MirrorChange]
+    {
+        var out: [MirrorChange] = []
+        var seen = Set<UUID>()
+        var targets: [ObjectID: UUID] = [:]
+        for change in changes {
+            let name: String
+            switch change {
+            case .upsert(let o): name = o.entity
+            case .delete(let entity, _): name = entity
+            }
+            guard let e = importer.entity(named: name) else { continue }
+            let gid = try importer.resolve(change.globalID)
+            guard importer.isNewerHere(gid), seen.insert(gid).inserted else { continue }
+            if let pk = try s.mirroredKey(e, gid), let object = try exportObject(s, e, pk, &targets) {
+                out.append(.upsert(object))
+            } else {
+                out.append(.delete(entity: e.name, globalID: gid))
+            }
+        }
+        return out
     }
 }
 
@@ -282,8 +341,10 @@ struct MirrorImporter {
     func resolve(_ gid: UUID) throws -> UUID { try Self.resolve(s, gid) }
 
     static func resolve(_ s: SQLStore, _ gid: UUID) throws -> UUID {
+        // Chains are kept one step long (``SQLStore/setAlias(_:to:)``); a longer one, from a
+        // store made before that, is followed for a while.
         var current = gid
-        for _ in 0..<8 {
+        for _ in 0..<64 {
             guard let next = try s.alias(of: current), next != current else { return current }
             current = next
         }
@@ -295,18 +356,19 @@ struct MirrorImporter {
         unpushed.contains(gid) || (uploaded[gid] ?? 0) > sequence
     }
 
-    mutating func apply(_ change: MirrorChange) throws {
+    /// Applies one change. `again`: this store's own newer state of the object, put back after
+    /// the transaction's changes (its relationships are set last, whatever the transaction did).
+    mutating func apply(_ change: MirrorChange, again: Bool = false) throws {
         switch change {
         case .delete(let entity, let remote):
             // An entity this model does not have (a newer machine's): nothing to delete.
             guard let e = self.entity(named: entity) else { return }
             let gid = try resolve(remote)
-            guard !isNewerHere(gid), let pk = try s.mirroredKey(e, gid) else { return }
+            guard let pk = try s.mirroredKey(e, gid) else { return }
             try w.delete(e, pks: [pk])
         case .upsert(let object):
             guard let e = self.entity(named: object.entity) else { return }
             let gid = try resolve(object.globalID)
-            guard !isNewerHere(gid) else { return }
             let changes = try propertyChanges(e, object)
             let applied: Int64?
             let known = try s.mirroredKey(e, gid)
@@ -331,7 +393,8 @@ struct MirrorImporter {
                 applied = pk
             }
             if let applied,
-                !object.toMany.isEmpty || object.toOne.count > changes.relationships.values.count(where: { $0 != nil })
+                again || !object.toMany.isEmpty
+                    || object.toOne.count > changes.relationships.values.count(where: { $0 != nil })
             {
                 related.append((e, applied, object))
             }
@@ -342,12 +405,15 @@ struct MirrorImporter {
     /// later in it, and the many-to-many links.
     mutating func relate() throws {
         for (e, pk, object) in related {
+            // Gone since (a later change of the transaction deleted it, or merged it away).
+            guard try s.globalID(e, pk) != nil else { continue }
             var changes = PropertyChanges(values: [:], relationships: [:])
-            for (name, target) in object.toOne {
-                guard let r = e.relationship(named: name), !r.isToMany,
-                    let key = try s.mirroredKey(try model.entity(r.destination), try resolve(target))
-                else { continue }
-                changes.relationships[name] = key
+            // Every to-one, absent ones too: a later entry of the same object (this store's
+            // newer state) settles what an earlier one set.
+            for r in e.toOneRelationships {
+                let target = try object.toOne[r.name].map { try resolve($0) }
+                changes.relationships[r.name] = .some(
+                    try target.flatMap { try s.mirroredKey(try model.entity(r.destination), $0) })
             }
             if !changes.relationships.isEmpty {
                 try w.update(e, pk: pk, changes, object: "\(e.name) \(object.globalID)")

@@ -41,6 +41,16 @@ package struct MirrorState: Sendable, Hashable {
         toMany = o.toMany.mapValues(Set.init)
     }
 
+    /// The state with every object it names taken as the object it stands for here
+    /// (`aliases`: ids merged into others by collisions).
+    package func resolved(_ aliases: [UUID: UUID]) -> MirrorState {
+        guard !aliases.isEmpty else { return self }
+        var out = self
+        out.toOne = toOne.mapValues { aliases[$0] ?? $0 }
+        out.toMany = toMany.mapValues { Set($0.map { aliases[$0] ?? $0 }) }
+        return out
+    }
+
     /// A short text of the state, for a report (values as JSON-like text, ids in full).
     package var summary: String {
         let parts =
@@ -104,6 +114,20 @@ extension Container {
                 }
             }
             return (HistoryToken(storeID: storeID, value: try s.currentToken()), out)
+        }
+    }
+
+    /// Every global id that names another object here after collisions, with the object it
+    /// names (chains followed).
+    package func mirrorAliases() throws -> [UUID: UUID] {
+        try read { s in
+            guard try s.hasMirrorTables() else { return [:] }
+            var out: [UUID: UUID] = [:]
+            for (gid, _) in try s.aliases() {
+                let target = try MirrorImporter.resolve(s, gid)
+                if target != gid { out[gid] = target }
+            }
+            return out
         }
     }
 
