@@ -370,11 +370,26 @@ extension Chaos {
         }
         #expect(quiet, "the mirrors did not settle within 120 s")
         let states = try machines.map { try articles($0) }
-        for s in states.dropFirst() { #expect(s == states[0], "two stores differ") }
+        for (i, m) in machines.enumerated() {
+            print("mirror chaos: store \(i) is \(try m.open().storeID) in \(m.group.path)")
+        }
+        for (i, s) in states.enumerated().dropFirst() {
+            #expect(s == states[0], "stores 0 and \(i) differ: \(Self.difference(states[0], s))")
+        }
         let names = try machines.map { try categoryNames($0) }
-        for n in names.dropFirst() { #expect(n == names[0], "two stores' categories differ") }
+        for (i, n) in names.enumerated().dropFirst() {
+            #expect(n == names[0], "categories of stores 0 and \(i) differ: \(Self.difference(names[0], n))")
+        }
         for m in machines { try mirrorOnce(m, verify: true) }
         try checkAcknowledged(final: states[0])
+    }
+
+    /// What two states hold differently (a failure names only those entries).
+    static func difference<V: Equatable>(_ a: [UUID: V], _ b: [UUID: V]) -> String {
+        let keys = Set(a.keys).union(b.keys).filter { a[$0] != b[$0] }.sorted { $0.uuidString < $1.uuidString }
+        func text(_ v: V?) -> String { v.map { String("\($0)".prefix(60)) } ?? "-" }
+        return keys.prefix(20).map { "\($0): \(text(a[$0])) / \(text(b[$0]))" }
+            .joined(separator: "; ") + (keys.count > 20 ? " … (\(keys.count) in all)" : "")
     }
 
     /// Every article of `m`'s store: global id → "title|isRead".
@@ -388,9 +403,24 @@ extension Chaos {
         return out
     }
 
-    func categoryNames(_ m: ChaosMachine) throws -> [String] {
+    /// Every category of `m`'s store by global id, with its name and the articles in it (by
+    /// global id): what a rename onto another's name merges.
+    func categoryNames(_ m: ChaosMachine) throws -> [UUID: String] {
         let context = try m.open().newContext()
-        return try context.fetch(FetchRequest("Category")).compactMap { $0["label"].stringValue }.sorted()
+        let label = ReadLater.categoryName(context.container.model)
+        var members: [ObjectID: [String]] = [:]
+        for a in try context.fetch(FetchRequest("Article")) {
+            if let c = a.relationships["category"] {
+                members[c, default: []].append(GlobalID.text(try context.globalID(of: a.id)))
+            }
+        }
+        var out: [UUID: String] = [:]
+        for c in try context.fetch(FetchRequest("Category")) {
+            out[try context.globalID(of: c.id)] =
+                "\(c[label].stringValue ?? "")|\(members[c.id]?.count ?? 0)|"
+                + (members[c.id] ?? []).sorted().joined(separator: ",")
+        }
+        return out
     }
 
     /// Every save a machine's app was told succeeded is in the final state, or another machine
@@ -398,16 +428,21 @@ extension Chaos {
     func checkAcknowledged(final: [UUID: String]) throws {
         let rows = try PostgresConnection(database.conninfo).execute(
             "SELECT sequence, origin, payload, token FROM sharedstore_mirror.transactions ORDER BY sequence")
-        var touched: [UUID: [(Int64, String)]] = [:]
+        // Each row's change of each article: its sequence, origin and the state it carries
+        // ("title|isRead", nil: a deletion).
+        var touched: [UUID: [(Int64, String, String?)]] = [:]
         for row in rows {
             guard let s = row[0].flatMap({ Int64($0) }), let origin = row[1], let payload = row[2],
                 let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any],
                 let changes = object["changes"] as? [[String: Any]]
             else { continue }
             for c in changes {
-                if let g = (c["g"] as? String).flatMap(UUID.init(uuidString:)) {
-                    touched[g, default: []].append((s, origin))
-                }
+                guard let g = (c["g"] as? String).flatMap(UUID.init(uuidString:)) else { continue }
+                let values = c["a"] as? [String: Any]
+                let title = (values?["title"] as? [Any])?.last as? String
+                let read = (values?["isRead"] as? [Any])?.last as? Bool
+                let state = c["k"] as? String == "d" ? nil : "\(title ?? "")|\(read ?? false)"
+                touched[g, default: []].append((s, origin, state))
             }
         }
         var lost: [String] = []
@@ -415,8 +450,10 @@ extension Chaos {
             let origin = try m.open().storeID.uuidString.lowercased()
             for (gid, state) in m.acknowledged where final[gid] != state {
                 let rowsOf = touched[gid] ?? []
-                let lastOwn = rowsOf.filter { $0.1 == origin }.map(\.0).max() ?? -1
-                if !rowsOf.contains(where: { $0.1 != origin && $0.0 > lastOwn }) {
+                // The save went up in a row of this machine that carries it; a row of another
+                // machine after the last of those overwrote it.
+                let carried = rowsOf.filter { $0.1 == origin && $0.2 == state }.map(\.0).max()
+                if carried == nil || !rowsOf.contains(where: { $0.1 != origin && $0.0 > carried ?? 0 }) {
                     lost.append(
                         "\(GlobalID.text(gid)) saved on \(origin.prefix(4)): \(state ?? "deleted"), "
                             + "now \(final[gid] ?? "absent"); rows \(rowsOf.map { "\($0.0)@\($0.1.prefix(4))" })")

@@ -15,7 +15,12 @@ final class TemporaryGroup {
         path = base.appendingPathComponent("group").path
     }
 
-    deinit { try? FileManager.default.removeItem(atPath: root) }
+    /// Removed at the end, unless `SHAREDSTORE_KEEP_GROUPS` is set (to look at a failure).
+    deinit {
+        if ProcessInfo.processInfo.environment["SHAREDSTORE_KEEP_GROUPS"] == nil {
+            try? FileManager.default.removeItem(atPath: root)
+        }
+    }
 
     /// Opens the store as a target does, with the change signal attached (`signal: false`:
     /// without it, as a writer whose signals are lost).
