@@ -77,11 +77,14 @@ extension SQLStore {
         return out
     }
 
-    /// The entity other than `e` that has an object with global id `gid`, if any.
+    /// Where the mirror's map names `gid` as a row of another entity than `e`: that entity's name.
     func mappedEntity(_ gid: UUID, other e: Entity) throws -> String? {
+        guard
+            let pk = try c.cached("SELECT pk FROM ss_mirror_ids WHERE gid = ?").firstRow(
+                [.blob(GlobalID.bytes(gid))], { $0.int64(0) })
+        else { return nil }
         for x in model.entities where x.name != e.name {
-            let sql = "SELECT 1 FROM \(SQLMapping.quote(x.name)) WHERE \(Self.globalIDColumn) = ? LIMIT 1"
-            if try c.cached(sql).firstRow([.blob(GlobalID.bytes(gid))], { _ in true }) == true { return x.name }
+            if try globalID(x, pk) == gid { return x.name }
         }
         return nil
     }
@@ -116,27 +119,15 @@ extension SQLStore {
             .execute([.blob(GlobalID.bytes(gid)), .integer(pk)])
     }
 
-    /// An index on each entity's global id column (idempotent; a migration that rebuilds a
-    /// table drops it, and the next mirror makes it again): a mirror finds objects by global id
-    /// whether or not its map (`ss_mirror_ids`) has them yet.
-    func createGlobalIDIndexes() throws {
-        for e in model.entities {
-            try c.execute(
-                "CREATE INDEX IF NOT EXISTS \(SQLMapping.quote("ss_gid_\(e.name)")) ON "
-                    + "\(SQLMapping.quote(e.name))(\(Self.globalIDColumn))")
-        }
-    }
-
     /// The object of `e` whose global id is `gid` (nil: none here, deleted, or one of another
-    /// entity). The mirror's map is tried first; an object it lacks or names wrongly (an upload
-    /// whose row was not recorded before a crash) is found by its global id column.
+    /// entity), through the mirror's map. An entry that names a row which is no longer that
+    /// object (its row was recorded wrongly: the object was made again since) is corrected by
+    /// reading the table; global ids have no index (it would slow every save of the app).
     func mirroredKey(_ e: Entity, _ gid: UUID) throws -> Int64? {
         let bytes = SQLValue.blob(GlobalID.bytes(gid))
-        if let pk = try c.cached("SELECT pk FROM ss_mirror_ids WHERE gid = ?").firstRow([bytes], { $0.int64(0) }),
-            try globalID(e, pk) == gid
-        {
-            return pk
-        }
+        guard let pk = try c.cached("SELECT pk FROM ss_mirror_ids WHERE gid = ?").firstRow([bytes], { $0.int64(0) })
+        else { return nil }
+        if try globalID(e, pk) == gid { return pk }
         return try c.cached(
             "SELECT Z_PK FROM \(SQLMapping.quote(e.name)) WHERE \(Self.globalIDColumn) = ? ORDER BY Z_PK LIMIT 1"
         ).firstRow([bytes]) { $0.int64(0) }

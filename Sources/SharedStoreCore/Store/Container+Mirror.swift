@@ -57,10 +57,7 @@ package struct MirrorImportResult: Sendable {
 extension Container {
     /// Makes the mirror's tables (idempotent).
     package func prepareMirroring() throws {
-        try write { s in
-            try SQLStore.createMirrorTables(s.c)
-            try s.createGlobalIDIndexes()
-        }
+        try write { s in try SQLStore.createMirrorTables(s.c) }
     }
 
     /// Moves the pull cursor to `sequence` (when it is further) with `ids` recorded, in one write
@@ -199,10 +196,11 @@ extension Container {
     /// When this store holds a newer state of an object in the server's order — an upload of
     /// its own with a higher sequence (`uploaded`: the sequence of this store's last upload of
     /// each object after the cursor), or a local change not pushed yet (history after
-    /// `unpushedAfter` by other authors than `author`) — the remote change is applied all the
+    /// `unpushedAfter` by other authors than `author`) — a remote update is applied all the
     /// same, and then this store's state is put back on top: what the change does beyond the
     /// object (a collision that makes two objects one) happens here as it does everywhere, and
-    /// the object ends as this store's later upload makes it everywhere.
+    /// the object ends as this store's later upload makes it everywhere. A remote delete of it
+    /// is not applied (what it did to other objects travels as their own changes).
     ///
     /// `ids` (objects this store pushed, by row) are recorded in `ss_mirror_ids` in the same
     /// transaction, before anything is looked up. `again`: a quarantined row applied again,
@@ -234,7 +232,8 @@ extension Container {
                         + "its changes go up by comparison before anything is pulled")
             }
             let unpushed = try unpushedObjects(s, after: unpushedAfter, author: author)
-            var importer = MirrorImporter(s: s, sequence: sequence, unpushed: unpushed, uploaded: uploaded)
+            var importer = MirrorImporter(s: s, sequence: sequence, unpushed: unpushed.gids, uploaded: uploaded)
+            importer.unpushedRows = unpushed.rows
             importer.older = (modelVersion ?? model.version) < model.version
             // Every change applies, also to objects this store holds a newer state of, so that
             // what it does beyond the object (a collision that makes two objects one, a delete
@@ -246,26 +245,36 @@ extension Container {
             try importer.relate()
             if !again { try s.setMirrorValue(MirrorKeys.pullCursor, sequence) }
             let token = try importer.w.writeHistory(author: author, contextName: contextName)
-            return MirrorImportResult(token: token, applied: true, foundUnpushed: !unpushed.isEmpty)
+            return MirrorImportResult(token: token, applied: true, foundUnpushed: !unpushed.gids.isEmpty)
         }
         if result.applied { didCommit(result.token) }
         return result
     }
 
     /// The global ids local transactions after `token` (not `author`'s) changed, each also as
-    /// the object it became here (a collision made it another's alias).
-    private func unpushedObjects(_ s: SQLStore, after token: Int64, author: String) throws -> Set<UUID> {
+    /// the object it became here (a collision made it another's alias); and the row each names
+    /// (the mirror's map may not have it yet: it is recorded after the upload).
+    private func unpushedObjects(_ s: SQLStore, after token: Int64, author: String) throws
+        -> (gids: Set<UUID>, rows: [UUID: ObjectID])
+    {
         let query = SQLStore.historyQuery(HistoryFilter(authors: nil, excludedAuthors: [author]))
         var out = Set<UUID>()
+        var rows: [UUID: ObjectID] = [:]
         var after = token
         while true {
             let batch = try s.historyTransactions(query, after: after, limit: 512, entities: nil)
-            for t in batch.transactions { for c in t.changes { if let g = c.globalID { out.insert(g) } } }
+            for t in batch.transactions {
+                for c in t.changes {
+                    guard let g = c.globalID else { continue }
+                    out.insert(g)
+                    rows[g] = c.objectID
+                }
+            }
             if batch.scanned < 512 { break }
             after = batch.last
         }
         for g in out { out.insert(try MirrorImporter.resolve(s, g)) }
-        return out
+        return (out, rows)
     }
 
     /// The states here of the objects `changes` name that this store holds newer (its own
@@ -277,16 +286,13 @@ extension Container {
         var out: [MirrorChange] = []
         var seen = Set<UUID>()
         var targets: [ObjectID: UUID] = [:]
-        for change in changes {
-            let name: String
-            switch change {
-            case .upsert(let o): name = o.entity
-            case .delete(let entity, _): name = entity
-            }
-            guard let e = importer.entity(named: name) else { continue }
-            let gid = try importer.resolve(change.globalID)
+        // A remote delete of such an object is not applied at all: what it did to other objects
+        // (a delete rule) is in the same transaction, as their own changes.
+        for case .upsert(let remote) in changes {
+            guard let e = importer.entity(named: remote.entity) else { continue }
+            let gid = try importer.resolve(remote.globalID)
             guard importer.isNewerHere(gid), seen.insert(gid).inserted else { continue }
-            if let pk = try s.mirroredKey(e, gid), let object = try exportObject(s, e, pk, &targets) {
+            if let pk = try importer.key(e, gid), let object = try exportObject(s, e, pk, &targets) {
                 out.append(.upsert(object))
             } else {
                 out.append(.delete(entity: e.name, globalID: gid))
@@ -308,6 +314,8 @@ struct MirrorImporter {
     let sequence: Int64
     let unpushed: Set<UUID>
     let uploaded: [UUID: Int64]
+    /// The rows this store's unpushed history names, by global id (``key(_:_:)``).
+    var unpushedRows: [UUID: ObjectID] = [:]
     var w: ChangeWriter
     /// Objects whose relationships wait for the rest of the transaction (``relate()``).
     var related: [(Entity, Int64, MirrorObject)] = []
@@ -351,6 +359,17 @@ struct MirrorImporter {
         return current
     }
 
+    /// The row of the object `gid` of `e` here: through the mirror's map, or for an object this
+    /// store changed and has not recorded in it yet, the row its history names (recorded now).
+    func key(_ e: Entity, _ gid: UUID) throws -> Int64? {
+        if let pk = try s.mirroredKey(e, gid) { return pk }
+        guard let row = unpushedRows[gid], row.entity == e.name, try s.globalID(e, row.primaryKey) == gid else {
+            return nil
+        }
+        try s.mapID(gid, row.primaryKey)
+        return row.primaryKey
+    }
+
     /// Whether this store holds a state of `gid` newer in the server's order.
     func isNewerHere(_ gid: UUID) -> Bool {
         unpushed.contains(gid) || (uploaded[gid] ?? 0) > sequence
@@ -364,14 +383,14 @@ struct MirrorImporter {
             // An entity this model does not have (a newer machine's): nothing to delete.
             guard let e = self.entity(named: entity) else { return }
             let gid = try resolve(remote)
-            guard let pk = try s.mirroredKey(e, gid) else { return }
+            guard again || !isNewerHere(gid), let pk = try key(e, gid) else { return }
             try w.delete(e, pks: [pk])
         case .upsert(let object):
             guard let e = self.entity(named: object.entity) else { return }
             let gid = try resolve(object.globalID)
             let changes = try propertyChanges(e, object)
             let applied: Int64?
-            let known = try s.mirroredKey(e, gid)
+            let known = try key(e, gid)
             // One global id never names two objects, not even of two entities.
             if known == nil, let other = try s.mappedEntity(gid, other: e) {
                 throw StoreError(
@@ -413,7 +432,7 @@ struct MirrorImporter {
             for r in e.toOneRelationships {
                 let target = try object.toOne[r.name].map { try resolve($0) }
                 changes.relationships[r.name] = .some(
-                    try target.flatMap { try s.mirroredKey(try model.entity(r.destination), $0) })
+                    try target.flatMap { try key(try model.entity(r.destination), $0) })
             }
             if !changes.relationships.isEmpty {
                 try w.update(e, pk: pk, changes, object: "\(e.name) \(object.globalID)")
@@ -428,7 +447,7 @@ struct MirrorImporter {
         for (name, targets) in object.toMany {
             guard let r = e.relationship(named: name), let join = model.joinTable(e, r), join.isOwner else { continue }
             let destination = try model.entity(r.destination)
-            let wanted = Set(try targets.compactMap { try s.mirroredKey(destination, try resolve($0)) })
+            let wanted = Set(try targets.compactMap { try key(destination, try resolve($0)) })
             let current = Set(try s.linked(join, to: pk))
             for t in current.subtracting(wanted).sorted() { try w.link(e, pk, r, t, linked: false) }
             for t in wanted.subtracting(current).sorted() { try w.link(e, pk, r, t, linked: true) }
@@ -489,7 +508,7 @@ struct MirrorImporter {
         for r in e.toOneRelationships {
             let target = try object.toOne[r.name].map { try resolve($0) }
             let destination = try model.entity(r.destination)
-            let pk = try target.flatMap { try s.mirroredKey(destination, $0) }
+            let pk = try target.flatMap { try key(destination, $0) }
             if pk == nil, let target, let other = try s.mappedEntity(target, other: destination) {
                 throw StoreError(
                     .validation,
