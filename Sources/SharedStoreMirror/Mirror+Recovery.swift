@@ -175,13 +175,8 @@ extension Mirror {
         for (gid, o) in base.sorted(by: { $0.key.uuidString < $1.key.uuidString }) where local[gid] == nil {
             if let winner = aliases[gid] {
                 // Merged here into `winner` by a collision the server's log does not hold yet
-                // (a rename whose history is gone): the loser goes up with the winner's state,
-                // so that every machine merges the two alike.
-                if var state = local[winner], state.entity == o.entity {
-                    state.globalID = gid
-                    state.originKey = nil
-                    merged.append(.upsert(state))
-                }
+                // (a rename whose history is gone): the merge goes up.
+                merged.append(.merge(entity: o.entity, loser: gid, winner: winner))
             } else {
                 deletions.append(.delete(entity: o.entity, globalID: gid))
             }

@@ -193,6 +193,7 @@ public final class Mirror {
     private func pushBatch() throws -> (read: Int, done: Int) {
         // A restored store pushes nothing before its lost rows are back.
         if pullBack != nil { return (0, 0) }
+        try pushMerges()
         if needsFullUpload { return (batchSize, try uploadChanged()) }
         let newest = try container.currentToken()
         let position = try registry.consumer(Self.consumer)
@@ -243,6 +244,22 @@ public final class Mirror {
             try registry.advance(Self.consumer, to: start ?? newest)
         }
         return (transactions.count, results.filter(\.isNew).count)
+    }
+
+    /// Uploads the merges this store made where its own newer changes collided with another
+    /// machine's (``MirrorChange/merge(entity:loser:winner:)``), before those changes: every
+    /// machine then makes the same objects one, even where the collision no longer holds when
+    /// they read this store's changes.
+    func pushMerges() throws {
+        let merges = try container.recordedMirrorMerges()
+        guard !merges.isEmpty else { return }
+        let key = try freshKeys(1)[0]
+        let upload = MirrorUpload(
+            token: key, author: Self.author,
+            payload: MirrorPayload.encode(merges, modelVersion: container.model.version))
+        let results = try server.upload(origin: container.storeID, [upload])
+        note(results.map(\.sequence), [merges])
+        try container.forgetMirrorMerges(merges.map(\.globalID))
     }
 
     /// The server had a row of this origin at an uploaded token already: the same transaction

@@ -5,6 +5,7 @@ import SharedStoreSupport
 /// The JSON of one mirrored transaction on the server:
 /// `{"v":1,"model":3,"at":"1764460828.502",`
 /// `"changes":[{"k":"u","e":"Article","g":"…","a":{…},"r":{…},"p":"12"},{"k":"d",…}]}`
+/// (`"k":"m"` with `"w"`: the object `g` was merged into `w`, on a collision)
 /// (`r`: to-one relationships; `m`: many-to-many links the object owns, when it has any; `p`:
 /// the object's primary key in the uploading store, for that store's own use; `at`: the local
 /// transaction's timestamp, which tells a transaction from another one with the same token in a
@@ -23,6 +24,11 @@ package enum MirrorPayload {
             switch change {
             case .delete(let entity, let gid):
                 return .object([("k", .string("d")), ("e", .string(entity)), ("g", .string(text(gid)))])
+            case .merge(let entity, let loser, let winner):
+                return .object([
+                    ("k", .string("m")), ("e", .string(entity)), ("g", .string(text(loser))),
+                    ("w", .string(text(winner))),
+                ])
             case .upsert(let o):
                 return .object(
                     [
@@ -118,6 +124,12 @@ package enum MirrorPayload {
                 let g = (c["g"] as? String).flatMap(UUID.init(uuidString:))
             else { throw bad("a change lacks its kind, entity or global id") }
             if kind == "d" { return .delete(entity: entity, globalID: g) }
+            if kind == "m" {
+                guard let w = (c["w"] as? String).flatMap(UUID.init(uuidString:)) else {
+                    throw bad("a merge lacks the global id it merges into")
+                }
+                return .merge(entity: entity, loser: g, winner: w)
+            }
             guard kind == "u", let a = c["a"] as? [String: Any], let r = c["r"] as? [String: Any] else {
                 throw bad("change kind '\(kind)'")
             }

@@ -183,6 +183,34 @@ struct MirrorDivergenceTests {
         }
     }
 
+    /// Found by the randomized test: a merge this store made before the server's order met the
+    /// collision (its own rename, not pushed yet, onto the name of a category another machine
+    /// made) goes up itself. Without it, another machine renamed that category away meanwhile,
+    /// the other machines never met the collision, and they kept two categories where this
+    /// store had one.
+    @Test func aMergeMadeHereBeforeTheLogMeetsItGoesUp() throws {
+        let db = try Database()
+        let (a, b, c) = (Machine(db), Machine(db), Machine(db))
+        _ = try Self.share(a, "in-news", category: "news")
+        try MirrorTests.settle([try a.mirror(), try b.mirror(), try c.mirror()])
+        _ = try Self.share(b, "in-tech", category: "tech")
+        _ = try b.mirror().round()
+        try Self.rename(a, "news", to: "tech")
+        // A pulls before it pushes: "tech" meets its own "tech" here first.
+        try a.mirror().pull()
+        _ = try c.mirror().round()
+        try Self.rename(c, "tech", to: "misc")
+        _ = try c.mirror().round()
+        try Self.expectConverged([a, b, c], count: 2)
+        var seen: [[String]] = []
+        for m in [a, b, c] {
+            let container = try #require(m.container)
+            let label = ReadLater.categoryName(container.model)
+            seen.append(try container.newContext().fetch(FetchRequest("Category")).compactMap { $0[label].stringValue })
+        }
+        #expect(seen[1] == seen[0] && seen[2] == seen[0] && seen[0].count == 1, "categories: \(seen)")
+    }
+
     /// Reproduction 4: a store whose history predates global ids uploads its objects.
     @Test func aStoreFromBeforeGlobalIDsUploadsItsObjects() throws {
         let db = try Database()

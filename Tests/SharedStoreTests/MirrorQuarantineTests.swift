@@ -57,6 +57,11 @@ struct MirrorQuarantineTests {
             try Self.plant(db, payload: "not json"),
             try Self.plant(db, payload: Self.categoryPayload(model: 1, values: #"{"name":null}"#)),
             try Self.plant(db, payload: #"{"v":1,"model":1e20,"changes":[]}"#),
+            // A merge that does not say into what.
+            try Self.plant(
+                db,
+                payload: #"{"v":1,"model":3,"changes":[{"k":"m","e":"Category","g":"\#(GlobalID.text(UUID()))"}]}"#
+            ),
         ]
         _ = try Self.share(a, "after-the-bad-rows")
         _ = try a.mirror().round()
@@ -83,7 +88,7 @@ struct MirrorQuarantineTests {
         try c.execute("DELETE FROM sharedstore_mirror.transactions WHERE sequence = $1", [String(hostile[0])])
         let again = try b.mirror()
         #expect(try again.retryQuarantined() == 1)
-        #expect(try again.round().quarantined.compactMap(\.sequence) == [hostile[2]])
+        #expect(try again.round().quarantined.compactMap(\.sequence) == [hostile[2], hostile[3]])
         let names = try #require(b.container).newContext().fetch(FetchRequest("Category")).map(\.["label"])
         #expect(Set(names) == [.string("Swift"), .string("Mended")])
     }

@@ -22,6 +22,8 @@ extension SQLStore {
             CREATE TABLE IF NOT EXISTS ss_mirror(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS ss_mirror_ids(gid BLOB PRIMARY KEY, pk INTEGER NOT NULL) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS ss_mirror_alias(gid BLOB PRIMARY KEY, target BLOB NOT NULL) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS ss_mirror_merges(
+                loser BLOB PRIMARY KEY, winner BLOB NOT NULL, entity TEXT NOT NULL) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS ss_mirror_quarantine(
                 id INTEGER PRIMARY KEY, sequence INTEGER UNIQUE, origin TEXT NOT NULL, token INTEGER NOT NULL,
                 gid BLOB, reason TEXT NOT NULL, at REAL NOT NULL);
@@ -131,6 +133,27 @@ extension SQLStore {
         return try c.cached(
             "SELECT Z_PK FROM \(SQLMapping.quote(e.name)) WHERE \(Self.globalIDColumn) = ? ORDER BY Z_PK LIMIT 1"
         ).firstRow([bytes]) { $0.int64(0) }
+    }
+
+    /// Records a merge to push (``MirrorImporter/noteMerge(_:loser:winner:)``).
+    func recordMerge(_ entity: String, loser: UUID, winner: UUID) throws {
+        try c.cached(
+            "INSERT INTO ss_mirror_merges(loser, winner, entity) VALUES (?, ?, ?) "
+                + "ON CONFLICT(loser) DO UPDATE SET winner = excluded.winner, entity = excluded.entity"
+        ).execute([.blob(GlobalID.bytes(loser)), .blob(GlobalID.bytes(winner)), .text(entity)])
+    }
+
+    /// The merges waiting to be pushed, in no particular order.
+    func recordedMerges() throws -> [(entity: String, loser: UUID, winner: UUID)] {
+        try c.cached("SELECT entity, loser, winner FROM ss_mirror_merges").rows([]) { row in
+            (row.text(0), GlobalID.uuid(row.blob(1)), GlobalID.uuid(row.blob(2)))
+        }.compactMap { m in m.1.flatMap { l in m.2.map { (m.0, l, $0) } } }
+    }
+
+    /// Forgets recorded merges (pushed).
+    func forgetMerges(_ losers: [UUID]) throws {
+        let stmt = try c.cached("DELETE FROM ss_mirror_merges WHERE loser = ?")
+        for l in losers { try stmt.execute([.blob(GlobalID.bytes(l))]) }
     }
 
     /// Every alias and the id it names (one step; ``MirrorImporter/resolve(_:_:)`` follows chains).

@@ -30,15 +30,18 @@ package struct MirrorObject: Sendable, Hashable {
     }
 }
 
-/// One change of a mirrored transaction: an object's whole current state, or its deletion.
+/// One change of a mirrored transaction: an object's whole current state, its deletion, or two
+/// objects that a collision made one (`loser` is an alias of `winner` from then on).
 package enum MirrorChange: Sendable, Hashable {
     case upsert(MirrorObject)
     case delete(entity: String, globalID: UUID)
+    case merge(entity: String, loser: UUID, winner: UUID)
 
     package var globalID: UUID {
         switch self {
         case .upsert(let o): return o.globalID
         case .delete(_, let g): return g
+        case .merge(_, let loser, _): return loser
         }
     }
 }
@@ -385,6 +388,8 @@ struct MirrorImporter {
             let gid = try resolve(remote)
             guard again || !isNewerHere(gid), let pk = try key(e, gid) else { return }
             try w.delete(e, pks: [pk])
+        case .merge(let entity, let loser, let winner):
+            try applyMerge(entity, loser, winner)
         case .upsert(let object):
             guard let e = self.entity(named: object.entity) else { return }
             let gid = try resolve(object.globalID)
@@ -454,6 +459,33 @@ struct MirrorImporter {
         }
     }
 
+    /// Two objects another store made one (a collision there that this store's order may not
+    /// have met): the loser's references move to the winner and it goes; a winner this store
+    /// does not have takes over the loser's row.
+    mutating func applyMerge(_ entity: String, _ loser: UUID, _ winner: UUID) throws {
+        guard let e = self.entity(named: entity) else { return }
+        let (l, w) = (try resolve(loser), try resolve(winner))
+        guard l != w else { return }
+        switch (try key(e, l), try key(e, w)) {
+        case (let pl?, let pw?):
+            try absorb(e, loser: pl, into: pw)
+        case (let pl?, nil):
+            try s.setGlobalID(e, pl, w)
+            try s.mapID(w, pl)
+        default:
+            break
+        }
+        try s.setAlias(l, to: w)
+    }
+
+    /// A merge here that involves an object this store holds newer than the server's order
+    /// (its unpushed change, or its upload further on): the other machines may not meet that
+    /// collision where this store did, so the merge itself goes up with the next push.
+    func noteMerge(_ e: Entity, loser: UUID, winner: UUID) throws {
+        guard isNewerHere(loser) || isNewerHere(winner) else { return }
+        try s.recordMerge(e.name, loser: loser, winner: winner)
+    }
+
     /// An update that gives object `pk` (`gid`) the uniqueness values of another object here
     /// (a category renamed to the name another machine gave a new one): the two become one, the
     /// smaller global id, with its own state; the other's references move to it and it goes.
@@ -465,10 +497,14 @@ struct MirrorImporter {
         if let otherID, GlobalID.precedes(otherID, gid) {
             try absorb(e, loser: pk, into: other)
             try s.setAlias(gid, to: otherID)
+            try noteMerge(e, loser: gid, winner: otherID)
             return nil
         }
         try absorb(e, loser: other, into: pk)
-        if let otherID { try s.setAlias(otherID, to: gid) }
+        if let otherID {
+            try s.setAlias(otherID, to: gid)
+            try noteMerge(e, loser: otherID, winner: gid)
+        }
         try w.update(e, pk: pk, changes, object: "\(e.name) \(gid)")
         return pk
     }
@@ -528,11 +564,15 @@ struct MirrorImporter {
         let local = try s.globalID(e, pk)
         if let local, !GlobalID.precedes(incoming, local) {
             try s.setAlias(incoming, to: local)
+            try noteMerge(e, loser: incoming, winner: local)
             return nil
         }
         try s.setGlobalID(e, pk, incoming)
         try s.mapID(incoming, pk)
-        if let local { try s.setAlias(local, to: incoming) }
+        if let local {
+            try s.setAlias(local, to: incoming)
+            try noteMerge(e, loser: local, winner: incoming)
+        }
         // The winner's state, as every other machine has it.
         try w.update(e, pk: pk, changes, object: "\(e.name) \(incoming)")
         return pk

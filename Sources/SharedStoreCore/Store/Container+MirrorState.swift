@@ -131,6 +131,21 @@ extension Container {
         }
     }
 
+    /// The merges this store made that involve its own newer changes, to push before them
+    /// (see ``MirrorChange/merge(entity:loser:winner:)``).
+    package func recordedMirrorMerges() throws -> [MirrorChange] {
+        try read { s in
+            guard try s.hasMirrorTables() else { return [] }
+            return try s.recordedMerges().map { .merge(entity: $0.entity, loser: $0.loser, winner: $0.winner) }
+        }
+    }
+
+    /// Forgets recorded merges that went up.
+    package func forgetMirrorMerges(_ losers: [UUID]) throws {
+        guard !losers.isEmpty else { return }
+        try write { s in try s.forgetMerges(losers) }
+    }
+
     /// The object `gid` stands for here after collisions (itself when it is no alias).
     package func mirrorResolve(_ gid: UUID) throws -> UUID {
         try read { s in try s.hasMirrorTables() ? MirrorImporter.resolve(s, gid) : gid }
