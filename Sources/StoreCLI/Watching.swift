@@ -46,10 +46,13 @@ public final class StopFlag: Sendable {
     /// Sets this flag, then runs `wake` (to end the loop's wait), on SIGINT or SIGTERM from now
     /// on: the process ends its loop and exits 0 instead of dying by the signal. Cancel the
     /// returned sources when the loop is over.
+    ///
+    /// The sources come first: on Linux a resumed signal source installs its own handler. Setting
+    /// the signals to be ignored before that (as on Apple platforms) let a signal that came in
+    /// between be dropped, and the process then ran on for good (a follower stopped right after
+    /// it started). A signal before the sources are up ends the process by its default action.
     public func setOnTerminationSignals(_ wake: @escaping @Sendable () -> Void) -> [DispatchSourceSignal] {
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
-        return [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
+        let sources = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             source.setEventHandler {
                 self.set()
@@ -58,5 +61,14 @@ public final class StopFlag: Sendable {
             source.resume()
             return source
         }
+        // Where a source does not take the signal over itself, its default action must not end
+        // the process before the source sees it.
+        for sig in [SIGINT, SIGTERM] {
+            var action = sigaction()
+            if sigaction(sig, nil, &action) == 0, action.__sigaction_handler.sa_handler == nil {
+                signal(sig, SIG_IGN)
+            }
+        }
+        return sources
     }
 }

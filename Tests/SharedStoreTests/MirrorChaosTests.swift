@@ -235,8 +235,18 @@ struct Chaos {
                 let gdb = Process()
                 gdb.executableURL = URL(fileURLWithPath: "/usr/bin/gdb")
                 gdb.arguments = ["-p", String(f.process.processIdentifier), "-batch", "-ex", "thread apply all bt 25"]
-                _ = FileManager.default.createFile(atPath: dump + ".gdb", contents: nil)
-                gdb.standardOutput = FileHandle(forWritingAtPath: dump + ".gdb") ?? FileHandle.nullDevice
+                // Whether it still runs, and where: a zombie the harness missed, or a process
+                // blocked in the kernel.
+                let pid = f.process.processIdentifier
+                let state = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8))?
+                    .split(separator: "\n").first { $0.hasPrefix("State:") } ?? "State: gone"
+                let wchan = (try? String(contentsOfFile: "/proc/\(pid)/wchan", encoding: .utf8)) ?? "-"
+                _ = FileManager.default.createFile(
+                    atPath: dump + ".gdb", contents: Data("pid \(pid) \(state) wchan \(wchan)\n".utf8))
+                let out = FileHandle(forWritingAtPath: dump + ".gdb")
+                _ = try? out?.seekToEnd()
+                gdb.standardOutput = out ?? FileHandle.nullDevice
+                gdb.standardError = out ?? FileHandle.nullDevice
                 try? gdb.run()
                 gdb.waitUntilExit()
             }
