@@ -186,6 +186,7 @@ extension Mirror {
         try upload(chunks, highWater: newest.value)
         try registry.reset(Self.consumer, to: newest)
         cleanThrough = max(cleanThrough, newest.value)
+        comparedThrough = max(comparedThrough, newest.value)
         needsFullUpload = false
         return chunks.count
     }

@@ -93,6 +93,8 @@ public final class Mirror {
     /// The next push compares every object with the server's state and uploads what differs
     /// (history to push is gone, lacks global ids, or reuses tokens the server holds).
     var needsFullUpload = false
+    /// The newest local token the last full upload compared: changes through it went up.
+    var comparedThrough: Int64 = 0
     /// A restored store pulling back its lost rows (see ``notePullBack(through:reused:)``):
     /// the sequence to pull through before anything is pushed, and the restore floor.
     var pullBack: (through: Int64, floor: Int64)?
@@ -192,9 +194,11 @@ public final class Mirror {
 
     private func pushBatch() throws -> (read: Int, done: Int) {
         // A restored store pushes nothing before its lost rows are back.
+        // A full upload compares with the server's state, not history: it may go up while a
+        // restored store pulls its lost rows back (they are in neither side of the comparison).
+        if needsFullUpload { return (batchSize, try uploadChanged()) }
         if pullBack != nil { return (0, 0) }
         try pushMerges()
-        if needsFullUpload { return (batchSize, try uploadChanged()) }
         let newest = try container.currentToken()
         let position = try registry.consumer(Self.consumer)
         let start = position?.token.flatMap { $0.storeID == container.storeID ? $0 : nil }
@@ -301,8 +305,10 @@ public final class Mirror {
             after: scanned, for: container.storeID, reclaim: reclaim, limit: batchSize)
         cleanThrough = max(cleanThrough, try pushedToken()?.value ?? 0)
         if let (_, floor) = pullBack {
-            // Only what was saved after the restore is this copy's own unpushed change.
-            cleanThrough = max(floor, try container.historyDeletedThrough())
+            // Only what was saved after the restore is this copy's own unpushed change, and
+            // what a full upload compared since went up. History of it the cleaner deleted
+            // meanwhile is not taken as pushed: the import refuses, and a full upload goes first.
+            cleanThrough = max(floor, comparedThrough)
         }
         var applied = 0
         do {

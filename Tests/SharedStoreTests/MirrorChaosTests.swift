@@ -238,7 +238,8 @@ struct Chaos {
                 // Whether it still runs, and where: a zombie the harness missed, or a process
                 // blocked in the kernel.
                 let pid = f.process.processIdentifier
-                let state = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8))?
+                let state =
+                    (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8))?
                     .split(separator: "\n").first { $0.hasPrefix("State:") } ?? "State: gone"
                 let wchan = (try? String(contentsOfFile: "/proc/\(pid)/wchan", encoding: .utf8)) ?? "-"
                 _ = FileManager.default.createFile(

@@ -211,6 +211,35 @@ struct MirrorDivergenceTests {
         #expect(seen[1] == seen[0] && seen[2] == seen[0] && seen[0].count == 1, "categories: \(seen)")
     }
 
+    /// Found by the randomized test: a save made on a restored store, whose history the cleaner
+    /// deleted before the mirror pushed it, is not overwritten by the store's own lost rows as
+    /// they are pulled back.
+    @Test func aSaveAfterARestoreSurvivesThePullBackWhenItsHistoryIsGone() throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        let x = try Self.share(a, "x")
+        try MirrorTests.settle([try a.mirror(), try b.mirror()])
+        let backup = a.group.root + "/backup"
+        try Self.copyGroup(a, to: backup)
+        // After the backup: a save that only the server keeps once A is put back.
+        _ = try a.run("main-app", ["mark-read", x])
+        _ = try a.mirror().round()
+        let restored = Machine(db)
+        try FileManager.default.createDirectory(atPath: restored.group.root, withIntermediateDirectories: true)
+        try FileManager.default.moveItem(atPath: backup, toPath: restored.group.path)
+        // On the restored copy, before its mirror runs: a save, and a cleaner that evicts the
+        // mirror and deletes its history.
+        let container = try #require(restored.container)
+        let context = container.newContext(author: "MainApp")
+        let article = try #require(try context.fetch(FetchRequest("Article")).first)
+        try context.update(article.id, ["title": .string("renamed after the restore")])
+        try context.save()
+        try Self.evictMirror(restored)
+        try Self.expectConverged([restored, b], count: 1)
+        let titles = try b.list().values.compactMap { json($0)["title"] as? String }
+        #expect(titles == ["renamed after the restore"], "the save after the restore was lost")
+    }
+
     /// Reproduction 4: a store whose history predates global ids uploads its objects.
     @Test func aStoreFromBeforeGlobalIDsUploadsItsObjects() throws {
         let db = try Database()

@@ -75,8 +75,7 @@ extension SQLStore {
     }
 
     /// The primary key of the object of `e` whose global id is `id`: through the mirror's map
-    /// and index in a mirrored store, else by reading the table (only a mirror indexes global
-    /// ids).
+    /// in a mirrored store, else by reading the table (there is no index on global ids).
     func primaryKey(_ e: Entity, globalID id: UUID) throws -> Int64? {
         if try hasMirrorTables(), let pk = try mirroredKey(e, id) { return pk }
         return try c.cached("SELECT Z_PK FROM \(table(e)) WHERE \(Self.globalIDColumn) = ?").firstRow([

@@ -112,8 +112,7 @@ extension Container {
                     }
                     // Rows are never reused (AUTOINCREMENT). When the row is gone, the object
                     // may live on under its global id: merged into another by a collision (the
-                    // id is an alias now), or deleted and made again by an import that put this
-                    // store's newer state back over a remote delete.
+                    // id is an alias now).
                     if let object = try exportObject(s, e, change.objectID.primaryKey, &targets) {
                         out.append(.upsert(object))
                         continue
@@ -238,10 +237,10 @@ extension Container {
             var importer = MirrorImporter(s: s, sequence: sequence, unpushed: unpushed.gids, uploaded: uploaded)
             importer.unpushedRows = unpushed.rows
             importer.older = (modelVersion ?? model.version) < model.version
-            // Every change applies, also to objects this store holds a newer state of, so that
-            // what it does beyond the object (a collision that makes two objects one, a delete
-            // rule on what refers to it) happens here as everywhere else; then this store's
-            // newer states go back on top, as its later upload will put them everywhere.
+            // Every update applies, also to objects this store holds a newer state of, so that
+            // what it does beyond the object (a collision that makes two objects one) happens
+            // here as everywhere else; then this store's newer states go back on top, as its
+            // later upload will put them everywhere.
             let newer = try newerStates(s, changes, importer)
             for change in changes { try importer.apply(change) }
             for state in newer { try importer.apply(state, again: true) }
