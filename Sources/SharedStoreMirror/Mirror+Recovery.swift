@@ -63,6 +63,9 @@ extension Mirror {
                 if case .upsert(let o) = change, let pk = o.originKey { pendingIDs.append((o.globalID, pk)) }
             }
         }
+        // A copy from before the mirror recorded the rows of its last uploads lacks them in its
+        // map: its own rows pulled back would make those objects a second time.
+        if !reclaim.isEmpty { try container.rebuildMirrorIDs() }
         try notePullBack(through: through, reused: reused, marker: lost.last.map { $0.upperBound + 1 })
     }
 

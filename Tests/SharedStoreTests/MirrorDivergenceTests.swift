@@ -243,6 +243,37 @@ struct MirrorDivergenceTests {
         #expect(titles == ["renamed after the restore"], "the save after the restore was lost")
     }
 
+    /// Found by the randomized test: a store restored from a copy made before its mirror
+    /// recorded the rows of its uploads (it records them lazily) does not make one of its own
+    /// objects a second time when another machine's change of it comes in.
+    @Test func aRestoredCopyWithoutItsMapMakesNoObjectTwice() throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        _ = try Self.share(a, "x")
+        try MirrorTests.settle([try a.mirror(), try b.mirror()])
+        // A's pull cursor passes its own upload of x.
+        _ = try Self.share(b, "y")
+        try MirrorTests.settle([try a.mirror(), try b.mirror()])
+        let backup = a.group.root + "/backup"
+        try Self.copyGroup(a, to: backup)
+        try SQLiteConnection(path: backup + "/" + Container.storeFileName, busyTimeoutMilliseconds: 1000)
+            .execute("DELETE FROM ss_mirror_ids")
+        _ = try Self.share(a, "after-backup")
+        _ = try a.mirror().round()
+        let restored = Machine(db)
+        try FileManager.default.createDirectory(atPath: restored.group.root, withIntermediateDirectories: true)
+        try FileManager.default.moveItem(atPath: backup, toPath: restored.group.path)
+        _ = try restored.mirror().round()
+        // B changes x.
+        let onB = try #require(
+            try b.run("main-app", ["list"]).map(json).first { $0["title"] as? String == "x" }?["id"] as? String)
+        _ = try b.run("main-app", ["mark-read", onB])
+        _ = try b.mirror().round()
+        try Self.expectConverged([restored, b], count: 3)
+        let verify = try Child("storectl", ["verify", "--group", restored.group.path, "--json"])
+        #expect(try verify.waitForExit() == 0, "\(verify.lines)")
+    }
+
     /// Reproduction 4: a store whose history predates global ids uploads its objects.
     @Test func aStoreFromBeforeGlobalIDsUploadsItsObjects() throws {
         let db = try Database()

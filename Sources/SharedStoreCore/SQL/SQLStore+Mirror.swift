@@ -135,6 +135,17 @@ extension SQLStore {
         ).firstRow([bytes]) { $0.int64(0) }
     }
 
+    /// Maps every object of the store by its global id (one pass over each table): after a
+    /// restore, whose copy may predate entries the mirror had not written yet.
+    func rebuildMirrorIDs() throws {
+        for e in model.entities {
+            try c.execute(
+                "INSERT INTO ss_mirror_ids(gid, pk) SELECT \(Self.globalIDColumn), Z_PK FROM "
+                    + "\(SQLMapping.quote(e.name)) WHERE length(\(Self.globalIDColumn)) = 16 ORDER BY Z_PK "
+                    + "ON CONFLICT(gid) DO UPDATE SET pk = excluded.pk")
+        }
+    }
+
     /// Records a merge to push (``MirrorImporter/noteMerge(_:loser:winner:)``).
     func recordMerge(_ entity: String, loser: UUID, winner: UUID) throws {
         try c.cached(

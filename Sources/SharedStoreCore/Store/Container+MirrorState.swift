@@ -140,6 +140,11 @@ extension Container {
         }
     }
 
+    /// Maps every object by its global id again (``Mirror`` does it when a restore is found).
+    package func rebuildMirrorIDs() throws {
+        try write { s in try s.rebuildMirrorIDs() }
+    }
+
     /// Forgets recorded merges that went up.
     package func forgetMirrorMerges(_ losers: [UUID]) throws {
         guard !losers.isEmpty else { return }
