@@ -48,11 +48,13 @@ extension Mirror {
         let floor = try container.mirrorValue(FullUploadKeys.floor) ?? 0
         var reused: [Int64] = []
         var through: Int64 = 0
+        var lostSince: Double?
         for t in own {
             if let why = try isLost(t, lost: lost, floor: floor) {
                 reclaim.insert(t.token)
                 if why == .reused { reused.append(t.token) }
                 through = max(through, t.sequence)
+                if let at = MirrorPayload.timestamp(t.payload) { lostSince = min(lostSince ?? at, at) }
                 continue
             }
             // What this store uploaded after the cursor: newer than anything before it to pull.
@@ -66,7 +68,14 @@ extension Mirror {
         // A copy from before the mirror recorded the rows of its last uploads lacks them in its
         // map: its own rows pulled back would make those objects a second time.
         if !reclaim.isEmpty { try container.rebuildMirrorIDs() }
-        try notePullBack(through: through, reused: reused, marker: lost.last.map { $0.upperBound + 1 })
+        // A copy from the backup holds nothing newer than the first transaction the lost copy
+        // made after it: a local transaction newer than that was saved after the restore, and is
+        // unpushed whatever number it took (the lost copy may have used the same one for an
+        // import, which never went up).
+        let backupNewest = try lostSince.flatMap { try container.newestHistoryToken(before: $0) }
+        try notePullBack(
+            through: through, reused: reused,
+            marker: [lost.last.map { $0.upperBound + 1 }, backupNewest].compactMap { $0 }.min())
     }
 
     /// Starts (or goes on with) pulling back a restored store's lost rows: until the pull

@@ -274,6 +274,30 @@ struct MirrorDivergenceTests {
         #expect(try verify.waitForExit() == 0, "\(verify.lines)")
     }
 
+    /// Found by the randomized test: a save on a restored store, made before its mirror runs,
+    /// at a number the lost copy used for an import (which never went up), is pushed.
+    @Test func aSaveAfterARestoreAtANumberTheLostCopyUsedForAnImportGoesUp() throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        let x = try Self.share(a, "x")
+        try MirrorTests.settle([try a.mirror(), try b.mirror()])
+        let backup = a.group.root + "/backup"
+        try Self.copyGroup(a, to: backup)
+        // The lost copy: an import (B's save), then a save of its own that went up.
+        _ = try Self.share(b, "from-b")
+        _ = try b.mirror().round()
+        _ = try a.mirror().round()
+        _ = try Self.share(a, "after-backup")
+        _ = try a.mirror().round()
+        let restored = Machine(db)
+        try FileManager.default.createDirectory(atPath: restored.group.root, withIntermediateDirectories: true)
+        try FileManager.default.moveItem(atPath: backup, toPath: restored.group.path)
+        _ = try restored.run("main-app", ["mark-read", x])
+        try Self.expectConverged([restored, b], count: 3)
+        let onB = try b.list().values.map(json).first { $0["title"] as? String == "x" }
+        #expect(onB?["isRead"] as? Bool == true, "the save after the restore did not go up")
+    }
+
     /// Reproduction 4: a store whose history predates global ids uploads its objects.
     @Test func aStoreFromBeforeGlobalIDsUploadsItsObjects() throws {
         let db = try Database()

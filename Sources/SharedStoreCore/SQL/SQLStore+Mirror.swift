@@ -146,6 +146,13 @@ extension SQLStore {
         }
     }
 
+    /// The newest history transaction saved before `time` (seconds since 1970), if any.
+    func newestHistoryToken(before time: Double) throws -> Int64? {
+        try c.cached("SELECT max(token) FROM ss_history WHERE timestamp < ?").firstRow([.double(time)]) {
+            $0.isNull(0) ? nil : $0.int64(0)
+        } ?? nil
+    }
+
     /// Records a merge to push (``MirrorImporter/noteMerge(_:loser:winner:)``).
     func recordMerge(_ entity: String, loser: UUID, winner: UUID) throws {
         try c.cached(

@@ -145,6 +145,11 @@ extension Container {
         try write { s in try s.rebuildMirrorIDs() }
     }
 
+    /// The newest local transaction saved before `time` (seconds since 1970; nil: none kept).
+    package func newestHistoryToken(before time: Double) throws -> Int64? {
+        try read { s in try s.newestHistoryToken(before: time) }
+    }
+
     /// Forgets recorded merges that went up.
     package func forgetMirrorMerges(_ losers: [UUID]) throws {
         guard !losers.isEmpty else { return }
