@@ -91,6 +91,14 @@ struct MirrorDivergenceTests {
         if registry { try fm.copyItem(atPath: from.group.path + "/tokens.lmdb", toPath: to + "/tokens.lmdb") }
     }
 
+    /// A machine whose group directory is `backup`, moved in whole (a restore).
+    static func restoredWhole(from backup: String, _ db: Database) throws -> Machine {
+        let restored = Machine(db)
+        try FileManager.default.createDirectory(atPath: restored.group.root, withIntermediateDirectories: true)
+        try FileManager.default.moveItem(atPath: backup, toPath: restored.group.path)
+        return restored
+    }
+
     /// Reproduction 3: a group directory restored whole from a backup takes back its own
     /// transactions from after the backup, and its new saves (which reuse token numbers the
     /// server holds) reach every machine.
@@ -227,9 +235,7 @@ struct MirrorDivergenceTests {
         // After the backup: a save that only the server keeps once A is put back.
         _ = try a.run("main-app", ["mark-read", x])
         _ = try a.mirror().round()
-        let restored = Machine(db)
-        try FileManager.default.createDirectory(atPath: restored.group.root, withIntermediateDirectories: true)
-        try FileManager.default.moveItem(atPath: backup, toPath: restored.group.path)
+        let restored = try Self.restoredWhole(from: backup, db)
         // On the restored copy, before its mirror runs: a save, and a cleaner that evicts the
         // mirror and deletes its history.
         let container = try #require(restored.container)
@@ -260,9 +266,7 @@ struct MirrorDivergenceTests {
             .execute("DELETE FROM ss_mirror_ids")
         _ = try Self.share(a, "after-backup")
         _ = try a.mirror().round()
-        let restored = Machine(db)
-        try FileManager.default.createDirectory(atPath: restored.group.root, withIntermediateDirectories: true)
-        try FileManager.default.moveItem(atPath: backup, toPath: restored.group.path)
+        let restored = try Self.restoredWhole(from: backup, db)
         _ = try restored.mirror().round()
         // B changes x.
         let onB = try #require(
@@ -289,9 +293,7 @@ struct MirrorDivergenceTests {
         _ = try a.mirror().round()
         _ = try Self.share(a, "after-backup")
         _ = try a.mirror().round()
-        let restored = Machine(db)
-        try FileManager.default.createDirectory(atPath: restored.group.root, withIntermediateDirectories: true)
-        try FileManager.default.moveItem(atPath: backup, toPath: restored.group.path)
+        let restored = try Self.restoredWhole(from: backup, db)
         _ = try restored.run("main-app", ["mark-read", x])
         try Self.expectConverged([restored, b], count: 3)
         let onB = try b.list().values.map(json).first { $0["title"] as? String == "x" }
