@@ -51,10 +51,14 @@ package final class LMDBEnvironment: @unchecked Sendable {
     ) throws -> LMDBEnvironment {
         try registry.withLock { envs in
             if let env = envs[path]?.environment {
-                guard env.flags == flags else {
+                // Opened durable by one part of a process and not by another: the environment
+                // keeps the stronger of the two sync settings for both.
+                let sync: LMDBEnvironmentFlags = [.noSync, .noMetaSync]
+                guard env.flags.subtracting(sync) == flags.subtracting(sync) else {
                     throw LMDBError(
                         code: EINVAL, call: "mdb_env_open (open in this process with other flags)", path: path)
                 }
+                try env.syncAtLeast(flags.intersection(sync))
                 return env
             }
             try LMDBFileCheck.check(path: path)
@@ -70,6 +74,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
     private init(path: String, flags: LMDBEnvironmentFlags, busyTimeout: Double, names: [String], mapSize: Int) throws {
         writerLock = try FileRangeLock(path: path)
         self.flags = flags
+        syncFlags = Protected(flags.intersection([.noSync, .noMetaSync]))
         self.busyTimeout = busyTimeout
         self.names = names
         var handle: OpaquePointer?
@@ -96,6 +101,27 @@ package final class LMDBEnvironment: @unchecked Sendable {
     }
 
     deinit { mdb_env_close(env) }
+
+    /// The sync flags in force (MDB_NOSYNC, MDB_NOMETASYNC), changed by ``syncAtLeast(_:)``.
+    private let syncFlags: Protected<LMDBEnvironmentFlags>
+
+    /// Makes commits sync at least as much as `wanted` says (no flag: data and meta page;
+    /// MDB_NOMETASYNC: data; MDB_NOSYNC: nothing), under the writer lock (mdb_env_set_flags must
+    /// not race a commit of this process).
+    private func syncAtLeast(_ wanted: LMDBEnvironmentFlags) throws {
+        func strength(_ f: LMDBEnvironmentFlags) -> Int { f.contains(.noSync) ? 0 : f.contains(.noMetaSync) ? 1 : 2 }
+        let current = syncFlags.withLock { $0 }
+        guard strength(wanted) > strength(current) else { return }
+        writer.lock()
+        defer { writer.unlock() }
+        if !current.isEmpty {
+            try LMDBError.check(mdb_env_set_flags(env, current.rawValue, 0), "mdb_env_set_flags", path: path)
+        }
+        if !wanted.isEmpty {
+            try LMDBError.check(mdb_env_set_flags(env, wanted.rawValue, 1), "mdb_env_set_flags", path: path)
+        }
+        syncFlags.withLock { $0 = wanted }
+    }
 
     /// Opens the named databases in one transaction of their own: a read transaction finds
     /// those that exist, a write transaction (`create`) makes the others.

@@ -91,6 +91,7 @@ extension TokenRegistry {
         if unlink(path + "-lock") != 0, errno != ENOENT {
             throw StoreError(.fileAccess, "cannot remove \(path)-lock: \(String(cString: strerror(errno)))")
         }
+        GroupDirectory.syncDirectory(group)
         let fresh = try TokenRegistry(group: group)
         try fresh.markRepaired(at: Date())
         return RegistryRepair(moved: aside, consumersLost: lost, damage: damage ?? "moved on request")

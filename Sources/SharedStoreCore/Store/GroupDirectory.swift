@@ -52,6 +52,9 @@ public enum GroupDirectory {
             // The umask may have taken bits away from 0600; the owner needs both.
             _ = fchmod(fd, 0o600)
             close(fd)
+            // A new file's name is durable only once its directory is synced (a power loss
+            // would otherwise take the file away, with whatever was synced into it).
+            syncDirectory((path as NSString).deletingLastPathComponent)
             return
         }
         guard errno == EEXIST else {
@@ -107,5 +110,16 @@ public enum GroupDirectory {
         }
         // mkdir's mode passes through the umask: make it exactly 0700.
         _ = chmod(path, 0o700)
+        syncDirectory(parent.isEmpty ? "." : parent)
+    }
+
+    /// Makes the names in directory `path` durable (fsync of the directory) after a file in it
+    /// was created, renamed or removed. Best effort: a file system that cannot sync a directory
+    /// (EINVAL) has nothing more to offer, and the change itself has been made.
+    public static func syncDirectory(_ path: String) {
+        let fd = open(path.isEmpty ? "." : path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        close(fd)
     }
 }
