@@ -87,19 +87,24 @@ extension Container {
                     .tokenSpaceExhausted,
                     "token space exhausted: the registry holds token \(highWater); nothing was saved")
             }
-            let range = (newest + 1)...highWater
-            let lost = try lostRanges(s) + [range]
-            try s.insertHistory(
-                token: HistoryRow(
-                    token: highWater + 1, timestamp: Date().timeIntervalSince1970, author: Self.restoreAuthor,
-                    context: Self.restoreContext,
-                    process: process.pid, executable: process.executable, changes: HistoryCodec.empty))
-            try s.setMeta(.lostTokens, lost.map { "\($0.lowerBound)-\($0.upperBound)" }.joined(separator: ","))
-            return (range, highWater + 1)
+            return ((newest + 1)...highWater, try recordLost(s, (newest + 1)...highWater))
         }
         guard let (range, token) = recorded else { return nil }
         noteToken(token)
         didCommit(HistoryToken(storeID: storeID, value: token))
         return range
+    }
+
+    /// Records `range` as lost and gives `range.upperBound + 1` to a transaction of author
+    /// ``restoreAuthor`` with no changes, in the write transaction of `s`. Returns that token.
+    func recordLost(_ s: SQLStore, _ range: ClosedRange<Int64>) throws -> Int64 {
+        let lost = try lostRanges(s) + [range]
+        try s.insertHistory(
+            token: HistoryRow(
+                token: range.upperBound + 1, timestamp: Date().timeIntervalSince1970, author: Self.restoreAuthor,
+                context: Self.restoreContext,
+                process: process.pid, executable: process.executable, changes: HistoryCodec.empty))
+        try s.setMeta(.lostTokens, lost.map { "\($0.lowerBound)-\($0.upperBound)" }.joined(separator: ","))
+        return range.upperBound + 1
     }
 }

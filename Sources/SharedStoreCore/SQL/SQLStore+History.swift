@@ -93,7 +93,9 @@ extension SQLStore {
             case .historyDeletedThrough: meta.floor = Int64(row.text(1)) ?? 0
             case .historyDeletedTime: meta.floorTime = Double(row.text(1)) ?? 0
             case .lostTokens: meta.lost = row.text(1)
-            case .format, .storeID, .model, .modelVersion, .schema, .catalog, .createdAt, .registryInUse, nil: break
+            case .format, .storeID, .model, .modelVersion, .schema, .catalog, .createdAt, .registryInUse, .tokenLease,
+                nil:
+                break
             }
         }
         return meta

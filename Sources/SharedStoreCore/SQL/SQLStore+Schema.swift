@@ -8,6 +8,12 @@ extension SQLStore {
     /// first when the file is not a database.
     static func configure(_ c: SQLiteConnection, synchronous: Container.Options.Synchronous) throws {
         _ = try c.cached("PRAGMA journal_mode = WAL").firstRow { $0.text(0) }
+        try setSynchronous(c, synchronous)
+    }
+
+    /// The synchronous level of the connection's next commits (outside a transaction: SQLite
+    /// refuses to change it inside one).
+    static func setSynchronous(_ c: SQLiteConnection, _ synchronous: Container.Options.Synchronous) throws {
         switch synchronous {
         case .normal: try c.execute("PRAGMA synchronous = NORMAL")
         case .full: try c.execute("PRAGMA synchronous = FULL")

@@ -68,6 +68,9 @@ enum MetaKey: String, CaseIterable {
     /// Set once a token registry held consumers of this store: an empty registry beside it
     /// since (not repaired) lost them.
     case registryInUse = "registry_in_use"
+    /// The token lease: `THROUGH BOOT`, the highest token a save may take before the lease is
+    /// extended, and the boot it was taken in (``Container/leaseSpan``).
+    case tokenLease = "token_lease"
 }
 
 extension SQLStore {

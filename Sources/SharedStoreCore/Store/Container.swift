@@ -64,6 +64,10 @@ public final class Container: Sendable {
     /// a token at Int64.max (only a damaged store has one) must fail the save, never hand out an
     /// older number. Checked against a number in memory, so it costs a save nothing measurable.
     let newestSeen = Atomic<Int64>(0)
+    /// The token lease as this process last read or took it (``leaseNeeded(_:othersCommitted:)``).
+    let leaseThrough = Atomic<Int64>(0)
+    /// Whether this process has compared the lease's boot with its own.
+    let leaseChecked = Atomic<Bool>(false)
     /// How the model's entities and properties map to the store's history numbers.
     let numbering: HistoryNumbering
     /// SQLite's schema cookie when this container last found the store at its model's version:
@@ -236,17 +240,30 @@ public final class Container: Sendable {
 
     /// Runs `body` in a write transaction (`BEGIN IMMEDIATE`: waits for the write lock up to the
     /// busy timeout), committed when it returns, rolled back when it throws.
+    ///
+    /// A transaction that would give a token beyond the token lease stops before `body` runs,
+    /// takes a new lease in a synced commit, and starts again (see Container+Lease.swift).
     func write<T>(_ body: (SQLStore) throws -> T) throws -> T {
         let path = storePath
         return try writer.withConnection { c in
             try StoreError.wrap(path: path) {
-                let result = try c.writeTransaction {
-                    try checkModel(c)
-                    return try body(SQLStore(c: c, container: self))
+                for _ in 0..<100 {
+                    do {
+                        let result = try c.writeTransaction {
+                            let othersCommitted = c.dataVersion != c.checkedDataVersion
+                            try checkModel(c)
+                            let s = SQLStore(c: c, container: self)
+                            if try leaseNeeded(s, othersCommitted: othersCommitted) { throw LeaseNeeded() }
+                            return try body(s)
+                        }
+                        // The only commit since the check is this one (the write lock was held).
+                        c.checkedDataVersion = c.dataVersion
+                        return result
+                    } catch is LeaseNeeded {
+                        try extendLease(c)
+                    }
                 }
-                // The only commit since the check is this one (the write lock was held).
-                c.checkedDataVersion = c.dataVersion
-                return result
+                throw StoreError(.busy, "other processes used up every token lease this one took; nothing was saved")
             }
         }
     }
@@ -415,3 +432,6 @@ final class ConnectionGuard: @unchecked Sendable {
         try lock.withLock { try body(connection) }
     }
 }
+
+/// Stops a write transaction before its body: the token lease must be extended first.
+private struct LeaseNeeded: Error {}

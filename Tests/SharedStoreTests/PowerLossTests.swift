@@ -1,0 +1,80 @@
+import Foundation
+import ReadLater
+import SharedStore
+import Testing
+
+@testable import SharedStoreCore
+
+/// Issue 20 at the library's level: token leases keep invariant 2 across a power loss that took
+/// the store's last commits and the registry's last advance with them. The power-loss scenario
+/// (Scripts/scenarios/14-power-loss.sh, on a file system that forgets what was not synced)
+/// drives the same through every target.
+@Suite struct PowerLossTests {
+    func lease(_ container: Container) throws -> String? {
+        try container.read { s in try s.meta(.tokenLease) }
+    }
+
+    @Test func aSaveLeasesTokensAheadAndExtendsTheLeaseBeforeItRunsOut() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let writer = container.newContext(author: "Writer")
+        _ = try Fixtures.saveArticles(writer, count: 1)
+        #expect(try lease(container) == "\(Container.leaseSpan) \(Container.bootID)")
+        let tokens = try Fixtures.saveArticles(writer, count: Int(Container.leaseSpan))
+        #expect(tokens.last?.value == Container.leaseSpan + 1, "taking a lease gives no token")
+        #expect(try lease(container) == "\(2 * Container.leaseSpan) \(Container.bootID)")
+        // A durable store needs no lease: each commit is on disk before anyone sees it.
+        var options = Container.Options()
+        options.synchronous = .full
+        let other = TemporaryGroup()
+        let durable = try other.open(options: options)
+        _ = try Fixtures.saveArticles(durable.newContext(author: "Writer"), count: 3)
+        #expect(try lease(durable) == nil)
+    }
+
+    @Test func aStoreThatLostItsLastCommitsWithTheRegistryNeverGivesTheirTokensAgain() throws {
+        let group = TemporaryGroup()
+        let disk = group.root + "/after-the-loss.sqlite"
+        var seen: [Int64] = []
+        let storeID: UUID
+        do {
+            let container = try group.open()
+            storeID = container.storeID
+            let writer = container.newContext(author: "Writer")
+            seen += try Fixtures.saveArticles(writer, count: 3).map(\.value)
+            // What the disk holds when the power goes: the first three commits.
+            try container.writer.withConnection { c in try c.execute("VACUUM INTO '\(disk)'") }
+            // Seen by every process (merged, printed, mirrored), but never synced.
+            seen += try Fixtures.saveArticles(writer, count: 5).map(\.value)
+        }
+        // The power loss: the store goes back to the disk's copy; the registry kept nothing.
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: group.storePath + suffix) }
+        try? FileManager.default.removeItem(atPath: group.path + "/tokens.lmdb")
+        try? FileManager.default.removeItem(atPath: group.path + "/tokens.lmdb-lock")
+        try FileManager.default.copyItem(atPath: disk, toPath: group.storePath)
+
+        // After the reboot, a target saves: its token is past every one the lease covered.
+        let add = try Child(
+            "main-app",
+            ["add", "--title", "after", "--url", "https://after.example/", "--json", "--group", group.path],
+            environment: ["SHAREDSTORE_BOOT_ID": "the-boot-after-the-loss"])
+        #expect(try add.waitForExit() == 0)
+        let value = tokenValue(add.lines.last.flatMap { json($0)["token"] as? String })
+        #expect(!seen.contains(value), "token \(value) was given before the power loss")
+        #expect(value == Container.leaseSpan + 2, "the lost lease is skipped, after one transaction marking it")
+        let container = try group.open()
+        #expect(try container.lostTokenRanges() == [4...Container.leaseSpan])
+        // A token printed before the loss now reads as lost: its holder reloads in full.
+        expectStoreError(.historyExpired) {
+            _ = try container.fetchHistory(HistoryRequest(after: HistoryToken(storeID: storeID, value: 7)))
+        }
+        // Reopening in the same boot marks nothing more.
+        let again = try Child(
+            "main-app",
+            ["add", "--title", "again", "--url", "https://again.example/", "--json", "--group", group.path],
+            environment: ["SHAREDSTORE_BOOT_ID": "the-boot-after-the-loss"])
+        #expect(try again.waitForExit() == 0)
+        #expect(try container.lostTokenRanges() == [4...Container.leaseSpan])
+        #expect(try container.currentToken().value == Container.leaseSpan + 3)
+    }
+}
