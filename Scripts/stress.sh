@@ -5,10 +5,28 @@
 #   Scripts/stress.sh --mirror [SECONDS]            the mirror's randomized convergence test
 #     (three machines, a real PostgreSQL server; 600 s by default; SHAREDSTORE_CHAOS_SEED
 #     replays a seed, SHAREDSTORE_CHAOS_SKIP=rename,restore leaves kinds of step out)
+#   Scripts/stress.sh --power-loss [SECONDS]        power losses on a file system that forgets what
+#     was not synced (Scripts/powerfs), seed after seed for 600 s by default, a fifth of them
+#     durable; each seed is printed (root and /dev/fuse needed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . Scripts/lib/setup.sh
 sharedstore_ensure_packages
+if [ "${1:-}" = "--power-loss" ]; then
+    swift build 2>&1 | tail -n 1 >&2
+    . Scripts/lib/postgres.sh
+    sharedstore_postgres_start
+    trap sharedstore_postgres_stop EXIT
+    seconds="${2:-600}"
+    out="${TMPDIR:-/tmp}/sharedstore-powerloss-$$.jsonl"
+    status=0
+    python3 Scripts/lib/powerloss.py --bin "$(swift build --show-bin-path)" --mirror \
+        --seconds "$((seconds * 4 / 5))" >"$out" || status=1
+    python3 Scripts/lib/powerloss.py --bin "$(swift build --show-bin-path)" --mirror --durable \
+        --seconds "$((seconds / 5))" >>"$out" || status=1
+    python3 Scripts/lib/powerloss_report.py "$out"
+    exit "$status"
+fi
 if [ "${1:-}" = "--mirror" ]; then
     swift build --build-tests 2>&1 | tail -n 1 >&2
     . Scripts/lib/postgres.sh

@@ -38,7 +38,8 @@ bin="$(swift build --show-bin-path)"
 python3 - "${TMPDIR:-/tmp}/storebench-smoke.jsonl" <<'PY'
 import json, sys
 cases = [json.loads(l)["case"] for l in open(sys.argv[1]) if l.strip()]
-want = ["save-history", "save-no-history", "batch-insert", "update-property", "history-fetch-1k", "history-fetch-1m",
+want = ["save-history", "save-no-history", "save-history-durable", "batch-insert", "update-property",
+        "history-fetch-1k", "history-fetch-1m",
         "latency", "cleaner", "catch-up-memory", "writers-1", "writers-2", "writers-4", "writers-8",
         "query-indexed", "share-batch-1m", "share-batch-1m-newest", "list-1m", "widget-show-1m", "live-query-latency",
         "migrate-add-attribute-1m", "mirror-latency", "mirror-throughput", "save-history-mirrored",

@@ -19,6 +19,10 @@ sharedstore_ensure_packages() {
     command -v mdb_stat >/dev/null 2>&1 || missing+=(lmdb-utils)
     command -v python3 >/dev/null 2>&1 || missing+=(python3)   # the scenarios' JSON checks, the bench report
     command -v setpriv >/dev/null 2>&1 || missing+=(util-linux)
+    # The power-loss tests' file system (Scripts/powerfs): FUSE 3, its headers and a C compiler.
+    [ -f /usr/include/fuse3/fuse.h ] || missing+=(libfuse3-dev)
+    command -v fusermount3 >/dev/null 2>&1 || missing+=(fuse3)
+    command -v cc >/dev/null 2>&1 || missing+=(gcc)
     [ ${#missing[@]} -eq 0 ] && return 0
     if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "installing ${missing[*]} (Debian packages)" >&2

@@ -46,6 +46,14 @@ extension Targets {
                     .value("kill-every", "MS", "kill -9 a random process this often (default 1000; 0: never)"),
                     .value("clean-every", "MS", "run history-cleaner this often (default 500; 0: never)"),
                     .value("seed", "N", "the seed of every random choice (printed; replays a run)"),
+                    .value(
+                        "logs", "DIR",
+                        "where the processes log what they saw (default: GROUP/stress-logs, or a temporary directory); "
+                            + "outside the group for a power-loss run"),
+                    .flag(
+                        "resume",
+                        "go on with a run whose group and logs exist (after a power loss), then check it; the checks "
+                            + "allow the acknowledged saves a power loss may take, unless --durable"),
                 ]),
             Command(
                 "stress-writer", "(internal) a writer process of stress",
@@ -339,21 +347,27 @@ extension Targets {
         config.cleanEvery =
             try a.integer("clean-every", in: 0...3_600_000).map { $0 == 0 ? nil : Double($0) / 1000 } ?? 0.5
         config.seed = UInt64(try a.integer("seed", in: 0...Int.max) ?? Int.random(in: 1...999_999))
+        config.resume = a.has("resume")
+        config.durable = inv.durable
 
         // A fresh group: the given one must hold no store yet; by default a temporary one.
         let explicit = a.value("group")
         let work: String
         let group: String
         if let explicit {
-            if FileManager.default.fileExists(
+            let holdsStore = FileManager.default.fileExists(
                 atPath: (explicit as NSString).appendingPathComponent(Container.storeFileName))
-            {
+            if holdsStore, !config.resume {
                 throw StoreError(
                     .invalidArgument, "stress needs an empty group directory; \(explicit) already holds a store")
             }
+            if !holdsStore, config.resume {
+                throw StoreError(.invalidArgument, "--resume needs the group of a run; \(explicit) holds no store")
+            }
             group = explicit
-            work = (explicit as NSString).appendingPathComponent("stress-logs")
+            work = a.value("logs") ?? (explicit as NSString).appendingPathComponent("stress-logs")
         } else {
+            if config.resume { throw UsageError("--resume needs --group and --logs of the run to go on with") }
             work =
                 FileManager.default.temporaryDirectory.appendingPathComponent("sharedstore-stress-\(UUID().uuidString)")
                 .path

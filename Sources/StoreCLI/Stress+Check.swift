@@ -18,11 +18,14 @@ extension Stress {
     mutating func check(container: Container, registry: TokenRegistry, writers: Int, consumers: Int) throws -> [(
         String, JSONValue
     )] {
-        var checker = StressChecker(container: container, logs: logs, current: try container.currentToken().value)
+        var checker = StressChecker(
+            container: container, logs: logs, current: try container.currentToken().value,
+            lost: config.resume ? try container.lostTokenRanges() : [], lossAllowed: config.resume && !config.durable)
         try checker.collectRetainedHistory()
         for i in 0..<consumers { try checker.checkConsumer(i) }
         checker.checkNoGap()
         for i in 0..<writers { checker.collectAcknowledgements(writer: i) }
+        checker.collectTargetAcknowledgements()
         try checker.checkAcknowledgedSaves()
         let cleared = try checker.checkAtRest(registry)
         violations += checker.violations
@@ -35,6 +38,10 @@ extension Stress {
             ("history_deleted", .number(Double(deleted))), ("retained", .number(Double(try container.historyCount()))),
             ("expired", .number(Double(checker.expiredCount))),
             ("stale_reader_slots_cleared", .number(Double(cleared))),
+            ("lost_token_ranges", .array(checker.lost.map { .string("\($0.lowerBound)-\($0.upperBound)") })),
+            ("acknowledged_lost", .number(Double(checker.lostAcknowledged))),
+            ("acknowledged_lost_per_range", .array(checker.lostAcknowledgedByRange.map { .number(Double($0)) })),
+            ("target_acknowledged", .number(Double(checker.targetAcknowledged))),
         ]
     }
 }
@@ -53,6 +60,15 @@ struct StressChecker {
     private(set) var checkedInStore = 0
     /// Every token a writer acknowledged.
     private var acknowledged = Set<Int64>()
+    /// Token numbers the store recorded as lost (a power loss took their transactions), and
+    /// whether losing acknowledged saves there is allowed (the default mode) or not (durable).
+    let lost: [ClosedRange<Int64>]
+    let lossAllowed: Bool
+    /// Acknowledged saves a power loss took (allowed only as a suffix, in the default mode), in
+    /// all and per lost range.
+    private(set) var lostAcknowledged = 0
+    private(set) var lostAcknowledgedByRange: [Int] = []
+    private(set) var targetAcknowledged = 0
 
     /// One object of a save a writer acknowledged.
     struct Ack {
@@ -62,13 +78,36 @@ struct StressChecker {
         let values: [String: Any]
     }
 
-    init(container: Container, logs: String, current: Int64) {
+    init(container: Container, logs: String, current: Int64, lost: [ClosedRange<Int64>] = [], lossAllowed: Bool = false)
+    {
         self.container = container
         self.logs = logs
         self.current = current
+        self.lost = lost
+        self.lossAllowed = lossAllowed
+        self.lostAcknowledgedByRange = lost.map { _ in 0 }
+    }
+
+    func isLost(_ token: Int64) -> Bool { lost.contains { $0.contains(token) } }
+
+    /// A transaction as a log line of the `storectl history` shape tells it.
+    static func seen(_ line: [String: Any]) -> Stress.Seen {
+        let changes = (line["changes"] as? [[String: Any]] ?? []).map {
+            Stress.Seen.Change(
+                id: $0["id"] as? String ?? "", kind: $0["type"] as? String ?? "",
+                updated: $0["updated"] as? [String] ?? [])
+        }
+        return Stress.Seen(author: line["author"] as? String, changes: changes)
+    }
+
+    private mutating func countLost(_ token: Int64) {
+        lostAcknowledged += 1
+        if let i = lost.firstIndex(where: { $0.contains(token) }) { lostAcknowledgedByRange[i] += 1 }
     }
 
     private mutating func add(_ token: Int64, _ seen: Stress.Seen, from source: String) {
+        // A transaction a consumer merged before a power loss took it: it names nothing now.
+        if isLost(token) { return }
         if let known = all[token], known != seen {
             violations.append("transaction \(token) differs between logs (\(source))")
         }
@@ -76,6 +115,16 @@ struct StressChecker {
     }
 
     mutating func collectRetainedHistory() throws {
+        // What `--resume` found retained when it started (see `keepRetainedHistory`).
+        let kept = (try? FileManager.default.contentsOfDirectory(atPath: logs)) ?? []
+        for name in kept.sorted() where name.hasPrefix("retained-") && name.hasSuffix(".jsonl") {
+            Stress.forEachLine("\(logs)/\(name)") { text in
+                guard let line = Stress.parse(text), let t = line["token"] as? String,
+                    let token = Int64(t.split(separator: ".").first ?? "")
+                else { return }
+                add(token, Self.seen(line), from: name)
+            }
+        }
         for t in try container.fetchHistory(HistoryRequest()) {
             add(
                 t.token.value,
@@ -125,16 +174,18 @@ struct StressChecker {
             if let t = line["token"] as? String {
                 let token = Int64(t.split(separator: ".").first ?? "") ?? -1
                 received.append(token)
-                let changes = (line["changes"] as? [[String: Any]] ?? []).map {
-                    Stress.Seen.Change(
-                        id: $0["id"] as? String ?? "", kind: $0["type"] as? String ?? "",
-                        updated: $0["updated"] as? [String] ?? [])
-                }
-                add(token, Stress.Seen(author: line["author"] as? String, changes: changes), from: "consumer\(i)")
+                add(token, Self.seen(line), from: "consumer\(i)")
             } else if let e = line["expired"] as? Double {
                 expiredCount += 1
-                violations.append(
-                    "consumer\(i) run \(r) got 'history expired' at \(Int64(e)): history it had not merged was deleted")
+                if let from = base, isLost(from) || from > current {
+                    // Its position named a transaction a power loss took: it reloaded at `e`.
+                    base = Int64(e)
+                    received.removeAll()
+                } else {
+                    violations.append(
+                        "consumer\(i) run \(r) got 'history expired' at \(Int64(e)): history it had not merged was "
+                            + "deleted")
+                }
             } else if let reloaded = line["reloaded"] as? Double, base == nil {
                 base = Int64(reloaded)
             } else if let f = line["final"] as? Double {
@@ -142,8 +193,10 @@ struct StressChecker {
             }
         }
         guard let from = base else { return }  // killed before its first sync
+        // What it merged before a power loss took it is not compared: it names nothing now.
+        received.removeAll(where: isLost)
         if let last = received.last {
-            let expected = last > from ? Array((from + 1)...last) : []
+            let expected = last > from ? ((from + 1)...last).filter { !isLost($0) } : []
             if received != expected {
                 let missing = Set(expected).subtracting(received).sorted().prefix(5)
                 violations.append(
@@ -160,7 +213,10 @@ struct StressChecker {
     /// Every committed transaction was seen by a consumer or is still retained.
     mutating func checkNoGap() {
         guard current > 0 else { return }
-        let missing = (1...current).filter { all[$0] == nil }
+        // The transaction that marks a loss (no changes) comes before the consumers reload: it
+        // reaches no log once cleaned.
+        let marks = Set(lost.map { $0.upperBound + 1 })
+        let missing = (1...current).filter { all[$0] == nil && !isLost($0) && !marks.contains($0) }
         if !missing.isEmpty {
             violations.append(
                 "\(missing.count) transactions were neither delivered nor retained, e.g. \(Array(missing.prefix(5)))")
@@ -177,6 +233,13 @@ struct StressChecker {
             if token <= last { violations.append("writer\(i): token \(token) after \(last), not in commit order") }
             last = token
             if !acknowledged.insert(token).inserted { violations.append("token \(token) acknowledged twice") }
+            if isLost(token) {
+                countLost(token)
+                if !lossAllowed {
+                    violations.append("writer\(i)'s acknowledged save \(token) was lost in a durable run")
+                }
+                continue
+            }
             guard let tx = all[token] else {
                 violations.append("writer\(i)'s acknowledged save \(token) is lost")
                 continue
@@ -194,6 +257,30 @@ struct StressChecker {
                 var values = o["values"] as? [String: Any] ?? [:]
                 if kind == "update" { values = values.filter { change.updated.contains($0.key) } }
                 acks.append(Ack(token: token, id: id, kind: kind, values: values))
+            }
+        }
+    }
+
+    /// The saves of target processes a power-loss run made beside the stress writers
+    /// (`targets.jsonl` in the logs: `{"token","author"}` per acknowledged save): each is in the
+    /// store's history as its author's, or was lost with a power loss the mode allows.
+    mutating func collectTargetAcknowledgements() {
+        for line in Stress.lines("\(logs)/targets.jsonl") {
+            guard let text = line["token"] as? String, let token = Int64(text.split(separator: ".").first ?? "")
+            else { continue }
+            targetAcknowledged += 1
+            if isLost(token) {
+                countLost(token)
+                if !lossAllowed { violations.append("target save \(token) was lost in a durable run") }
+                continue
+            }
+            guard let tx = all[token] else {
+                violations.append("\(line["author"] as? String ?? "a target")'s acknowledged save \(token) is lost")
+                continue
+            }
+            if tx.author != line["author"] as? String {
+                violations.append(
+                    "transaction \(token) has author \(tx.author ?? "nil"), \(line["author"] ?? "?") acknowledged it")
             }
         }
     }

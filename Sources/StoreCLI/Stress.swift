@@ -12,6 +12,11 @@ struct Stress {
         var killEvery: Double? = 1.0
         var cleanEvery: Double? = 0.5
         var seed: UInt64 = 1
+        /// Go on with a run after a power loss: the group and logs exist; the checks allow what
+        /// the mode may lose.
+        var resume = false
+        /// The run is durable (`--durable`): a power loss may take no acknowledged save.
+        var durable = false
     }
 
     final class Worker {
@@ -65,7 +70,8 @@ struct Stress {
         let registry = try TokenRegistry(group: group)
         let (writers, consumers) = workers()
         let cleaner = Worker(role: "cleaner", name: "cleaner", arguments: ["--json", "--group", group])
-        try startConsumers(consumers, registry)
+        if config.resume { try keepRetainedHistory(container) }
+        try startConsumers(consumers, registry, container)
         for w in writers { try launch(w) }
         let elapsed = try drive(writers: writers, consumers: consumers, cleaner: cleaner)
         try stop(writers: writers, consumers: consumers, cleaner: cleaner)
@@ -85,6 +91,16 @@ struct Stress {
         fields.append(("violations", .array(violations.prefix(50).map(JSONValue.string))))
         fields.append(("ok", .bool(violations.isEmpty)))
         return .object(fields)
+    }
+
+    /// On `--resume`: the history retained now, in the consumers' log shape, for the checks. What
+    /// was saved between the power loss and this run (a mirror that brought back from the server
+    /// what the loss took, the targets) comes before the consumers reload, reaches no consumer's
+    /// log, and may be cleaned before the run ends.
+    private func keepRetainedHistory(_ container: Container) throws {
+        let log = try StressWorkers.Log(
+            path: "\(logs)/retained-\(Int(Date().timeIntervalSince1970 * 1000)).jsonl", sync: false)
+        for t in try container.fetchHistory(HistoryRequest()) { try log.write(t.json) }
     }
 
     /// The writer and consumer processes of the run (not started).
@@ -109,11 +125,23 @@ struct Stress {
 
     /// Consumers first, and writers only once each has made its first sync: a consumer's first
     /// sync loads the view in full, and transactions before it would reach no consumer's log.
-    private mutating func startConsumers(_ consumers: [Worker], _ registry: TokenRegistry) throws {
+    /// On `--resume`, each has synced to the store's newest transaction (a consumer whose position
+    /// a power loss took reloads there).
+    private mutating func startConsumers(_ consumers: [Worker], _ registry: TokenRegistry, _ container: Container)
+        throws
+    {
         for i in 0..<config.consumers { try registry.register("Consumer\(i)") }
+        let current = try container.currentToken().value
         for w in consumers { try launch(w) }
         let deadline = Date().addingTimeInterval(30)
-        while try (0..<config.consumers).contains(where: { try registry.consumer("Consumer\($0)")?.token == nil }) {
+        func synced(_ i: Int) throws -> Bool {
+            guard let token = try registry.consumer("Consumer\(i)")?.token else { return false }
+            guard config.resume else { return true }
+            let lost = try container.lostTokenRanges()
+            let newest = try container.currentToken().value
+            return token.value >= current && token.value <= newest && !lost.contains { $0.contains(token.value) }
+        }
+        while try (0..<config.consumers).contains(where: { try !synced($0) }) {
             guard Date() < deadline else {
                 throw StoreError(.busy, "stress: the consumers did not start within 30 s (see \(logs))")
             }

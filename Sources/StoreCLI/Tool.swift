@@ -118,6 +118,10 @@ let commonOptions: [Option] = [
         "the model version this process runs (default: the newest, \(ReadLater.newestVersion)); "
             + "a newer one migrates the store"
     ),
+    .flag(
+        "durable",
+        "sync every save and every token advance to disk (survives a power loss with every acknowledged save; "
+            + "also $SHAREDSTORE_DURABLE=1)"),
     .flag("json", "one JSON object per line on stdout"),
     .flag("help", "show this help"),
 ]
@@ -153,10 +157,19 @@ public final class Invocation {
 
     public var command: String { arguments.command.name }
 
+    /// `--durable` or `$SHAREDSTORE_DURABLE=1`: SQLite's synchronous=FULL and a registry synced
+    /// at every commit. Without it a power loss may take the last acknowledged saves (a suffix,
+    /// never a hole: see README, "Power loss").
+    public var durable: Bool {
+        arguments.has("durable") || ProcessInfo.processInfo.environment["SHAREDSTORE_DURABLE"] == "1"
+    }
+
     public func container() throws -> Container {
         if let c = openedContainer { return c }
         guard !group.isEmpty else { throw UsageError("--group needs a directory") }
-        let c = try Container(group: group, model: try model())
+        var options = Container.Options()
+        if durable { options.synchronous = .full }
+        let c = try Container(group: group, model: try model(), options: options)
         try ReadLater.registerHooks(c)
         // Every commit of a target wakes the observers of every process.
         try ChangeSignal.attach(to: c)
@@ -213,7 +226,7 @@ public final class Invocation {
 
     public func registry() throws -> TokenRegistry {
         if let r = openedRegistry { return r }
-        let r = try TokenRegistry(group: group)
+        let r = try TokenRegistry(group: group, durability: durable ? .powerLoss : .processCrash)
         openedRegistry = r
         return r
     }

@@ -11,7 +11,8 @@ final class Baseline {
     private var begin: OpaquePointer?
     private var commit: OpaquePointer?
 
-    init(path: String) throws {
+    /// `synchronous`: SQLite's level, NORMAL as the store's default, FULL against a durable store.
+    init(path: String, synchronous: String = "NORMAL") throws {
         var handle: OpaquePointer?
         guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK, let handle
         else {
@@ -21,7 +22,7 @@ final class Baseline {
         db = handle
         try exec(
             """
-            PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
+            PRAGMA journal_mode = WAL; PRAGMA synchronous = \(synchronous == "FULL" ? "FULL" : "NORMAL");
             CREATE TABLE IF NOT EXISTS "Item"(Z_PK INTEGER PRIMARY KEY AUTOINCREMENT, Z_OPT INTEGER NOT NULL DEFAULT 1,
               "title" TEXT, "value" INTEGER, "createdAt" REAL, "isRead" INTEGER);
             """)
@@ -135,7 +136,8 @@ extension Baseline {
         private let db: OpaquePointer
         private let stmt: OpaquePointer
 
-        init(path: String) throws {
+        /// `synchronous`: SQLite's level, NORMAL as the store's default, FULL against a durable store.
+        init(path: String, synchronous: String = "NORMAL") throws {
             var handle: OpaquePointer?
             guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READONLY, nil) == SQLITE_OK, let handle else {
                 sqlite3_close_v2(handle)

@@ -68,20 +68,26 @@ func round3(_ x: Double) -> Double { (x * 1000).rounded() / 1000 }
 
 // MARK: - Saves
 
-func saveCase(_ s: Settings, history: Bool) throws -> Report {
+/// One save per transaction. `durable`: the store with `synchronous = .full` against SQLite at
+/// FULL (`save-history-durable`: what a save costs when it survives a power loss).
+func saveCase(_ s: Settings, history: Bool, durable: Bool = false) throws -> Report {
     let dir = scratch()
     defer { try? FileManager.default.removeItem(atPath: dir) }
     var options = Container.Options()
     options.historyTracking = history
+    if durable { options.synchronous = .full }
     let container = try openStore(group: dir + "/group", model: benchModel, options: options)
     let context = container.newContext(name: "bench", author: "Bench")
-    let baseline = try Baseline(path: dir + "/baseline.sqlite")
+    let baseline = try Baseline(path: dir + "/baseline.sqlite", synchronous: durable ? "FULL" : "NORMAL")
     var i = 0
+    // An fsync per save: fewer saves, the same rounds.
+    let saves = durable ? max(20, s.saves / 20) : s.saves
     return try compare(
-        history ? "save-history" : "save-no-history", unit: "saves/s", rounds: s.rounds,
+        durable ? "save-history-durable" : history ? "save-history" : "save-no-history", unit: "saves/s",
+        rounds: s.rounds,
         ours: {
-            try throughput(s.saves) {
-                for _ in 0..<s.saves {
+            try throughput(saves) {
+                for _ in 0..<saves {
                     i += 1
                     try context.insert("Item", item(i))
                     try context.save()
@@ -89,8 +95,8 @@ func saveCase(_ s: Settings, history: Bool) throws -> Report {
             }
         },
         baseline: {
-            try throughput(s.saves) {
-                for _ in 0..<s.saves {
+            try throughput(saves) {
+                for _ in 0..<saves {
                     i += 1
                     try baseline.saveOne(i)
                 }

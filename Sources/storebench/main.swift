@@ -106,6 +106,7 @@ do {
         ]))
     if want("save-history") { show(try saveCase(settings, history: true)) }
     if want("save-no-history") { show(try saveCase(settings, history: false)) }
+    if want("save-history-durable") { show(try saveCase(settings, history: true, durable: true)) }
     if want("batch-insert") { show(try batchCase(settings)) }
     if want("update-property") { show(try updateCase(settings)) }
     if want("history-fetch-1k") { show(try historyFetchCase(settings, retained: 1000, name: "history-fetch-1k")) }
