@@ -64,7 +64,10 @@ class Disk:
                                         stderr=log, text=True)
         wait_for("the powerfs mount", lambda: os.path.ismount(mnt) or self.process.poll() is not None, 10)
         if self.process.poll() is not None:
-            raise Failure(f"powerfs exited with status {self.process.returncode}")
+            log.flush()
+            with open(log.name) as f:
+                said = f.read().strip().splitlines()[-1:] or ["nothing"]
+            raise Failure(f"powerfs exited with status {self.process.returncode}: {said[0]}")
 
     def lose_power(self, partial):
         """Drops what was not synced (all, or a random subset); returns powerfs's counts."""
@@ -107,6 +110,7 @@ class Run:
         self.fslog = open(os.path.join(self.logs, "powerfs.stderr"), "a")
         self.result = {"seed": seed, "mode": "durable" if args.durable else "normal", "losses": []}
         self.database = None
+        self.interrupted = False
 
     # MARK: processes
 
@@ -198,7 +202,8 @@ class Run:
                                    f"https://share.example/{self.boot}/{n}", "--category", rnd.choice(["A", "B"]),
                                    "--json"], "ShareExtension"
                 elif roll < 0.75 and ids:
-                    cmd, author = ["widget", "toggle-read", rnd.choice(ids), "--json"], "Widget"
+                    # Not logged: a toggle the merge policy undid saves nothing and prints the newest token.
+                    cmd, author = ["widget", "toggle-read", rnd.choice(ids), "--json"], None
                 elif roll < 0.9:
                     cmd, author = ["main-app", "sync", "--json"], None
                 else:
@@ -207,7 +212,7 @@ class Run:
                     r = self.run(cmd, timeout=30)
                 except subprocess.TimeoutExpired:
                     continue
-                if r.returncode != 0 or author is None or stop.is_set():
+                if r.returncode != 0 or stop.is_set() or cmd[1] not in ("add", "share"):
                     continue
                 last = json.loads(r.stdout.strip().splitlines()[-1])
                 if "token" in last:
@@ -247,7 +252,7 @@ class Run:
         wait_for("the stress writers", lambda: sum(lines(w) for w in writers) > before or
                  (early and time.monotonic() >= cut), 60)
         stop = threading.Event()
-        thread = threading.Thread(target=self.targets, args=(stop,))
+        thread = threading.Thread(target=self.targets, args=(stop,), daemon=True)
         if time.monotonic() < cut:
             if self.args.mirror:
                 self.start(["storectl", "mirror", "--follow", "--json"], f"mirror-a-{self.boot}")
@@ -379,6 +384,10 @@ class Run:
         except (Failure, subprocess.TimeoutExpired, json.JSONDecodeError, KeyError) as error:
             self.result["ok"] = False
             self.result["error"] = str(error)
+        except KeyboardInterrupt as stopped:
+            self.result["ok"] = False
+            self.result["error"] = f"stopped by {stopped}"
+            self.interrupted = True
         finally:
             self.kill_all()
             if self.disk:
@@ -389,6 +398,15 @@ class Run:
         if self.result["ok"] and not self.args.keep:
             shutil.rmtree(self.work, ignore_errors=True)
         return self.result
+
+
+def stop_on_signals():
+    """SIGTERM and SIGINT end the run through its cleanup (every process killed, every mount gone):
+    `timeout` or a CI runner would otherwise leave writers going on a plain directory."""
+    def stop(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
 
 
 def main():
@@ -402,7 +420,10 @@ def main():
     parser.add_argument("--mirror", action="store_true", help="a second machine mirrors through $PGHOST")
     parser.add_argument("--keep", action="store_true", help="keep every work directory")
     args = parser.parse_args()
+    if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
+        sys.exit("error: the power-loss runs mount a FUSE file system: they need root and /dev/fuse")
     build_powerfs()
+    stop_on_signals()
     start = time.monotonic()
     first = args.seed if args.seed is not None else random.randrange(1, 1 << 31)
     failures = 0
@@ -411,9 +432,12 @@ def main():
         seed = first + n
         n += 1
         print(f"power loss: seed {seed} (--seed {seed} replays it)", file=sys.stderr, flush=True)
-        result = Run(args, seed).execute()
+        run = Run(args, seed)
+        result = run.execute()
         print(json.dumps(result), flush=True)
         failures += 0 if result["ok"] else 1
+        if run.interrupted:
+            break
         if args.seconds is not None:
             if time.monotonic() - start >= args.seconds:
                 break

@@ -148,6 +148,12 @@ package final class LMDBEnvironment: @unchecked Sendable {
         }
     }
 
+    /// Flushes every committed transaction to disk, meta page included (`mdb_env_sync` forced),
+    /// whatever the environment's sync flags.
+    package func sync() throws {
+        try LMDBError.check(mdb_env_sync(env, 1), "mdb_env_sync", path: path)
+    }
+
     /// Clears reader slots left by dead processes; returns how many.
     package func clearStaleReaders() throws -> Int {
         var dead: Int32 = 0

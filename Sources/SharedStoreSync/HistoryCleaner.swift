@@ -59,6 +59,9 @@ public enum HistoryCleaner {
             if dryRun {
                 deleted = try container.historyCount(through: through.value)
             } else {
+                // The positions read above are on disk before anything is deleted by them: a
+                // power loss must not keep the deletion and take back a consumer's advance.
+                try registry.makeDurable()
                 deleted = try container.deleteHistory(through: through, chunkSize: chunkSize)
             }
         }

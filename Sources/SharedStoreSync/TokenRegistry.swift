@@ -281,6 +281,12 @@ public final class TokenRegistry: Sendable {
         }
     }
 
+    /// Makes every committed position durable (the default mode syncs a commit's pages but not
+    /// its meta page): what the cleaner deletes by must survive a power loss with the deletion.
+    public func makeDurable() throws {
+        try Self.wrap(path) { try environment.sync() }
+    }
+
     /// Records that the store of `token` has handed out `token` (a target that saved, or saw the
     /// store at it). Takes the write lock only when the registry does not know it yet.
     public func noteHighWater(_ token: HistoryToken) throws {

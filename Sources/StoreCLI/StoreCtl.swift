@@ -267,7 +267,10 @@ extension Targets {
         // Another process may have migrated the store between the plan and the open: the steps
         // are printed only when this process ran them (its migration's transaction says so).
         let current = try container.currentToken()
-        let recent = HistoryToken(storeID: container.storeID, value: max(0, current.value - 64))
+        // Not from inside a range of lost numbers (a reboot records one): that is "expired".
+        let lostEnd =
+            try container.lostTokenRanges().last { $0.upperBound < current.value }.map { $0.upperBound + 1 } ?? 0
+        let recent = HistoryToken(storeID: container.storeID, value: max(0, current.value - 64, lostEnd))
         let last = (try? container.fetchHistory(HistoryRequest(after: recent)))?.last { $0.author == "Migration" }
         let ranHere = last?.processID == Int64(getpid())
         if ranHere { for step in plan.steps { inv.output.record(.object([("step", .string(step))])) } }

@@ -40,6 +40,8 @@ struct Stress {
     var random: StressWorkers.Random
     var violations: [String] = []
     var kills = 0, cleans = 0
+    /// Each consumer log's "start" lines before this run (`--resume` goes on with the logs).
+    var startsBefore: [Int] = []
 
     init(config: Config, group: String, logs: String) {
         self.config = config
@@ -71,6 +73,7 @@ struct Stress {
         let (writers, consumers) = workers()
         let cleaner = Worker(role: "cleaner", name: "cleaner", arguments: ["--json", "--group", group])
         if config.resume { try keepRetainedHistory(container) }
+        startsBefore = (0..<config.consumers).map { Self.starts("\(logs)/consumer\($0).jsonl") }
         try startConsumers(consumers, registry, container)
         for w in writers { try launch(w) }
         let elapsed = try drive(writers: writers, consumers: consumers, cleaner: cleaner)
@@ -231,7 +234,9 @@ struct Stress {
         // logs "start" after installing its handler), so wait for every run's start line first.
         for (i, c) in consumers.enumerated() {
             let deadline = Date().addingTimeInterval(30)
-            while Self.starts("\(logs)/consumer\(i).jsonl") < c.restarts + 1, c.process?.isRunning == true,
+            // Runs before this one (a run resumed after a power loss) logged their starts too.
+            let before = startsBefore.indices.contains(i) ? startsBefore[i] : 0
+            while Self.starts("\(logs)/consumer\(i).jsonl") < before + c.restarts + 1, c.process?.isRunning == true,
                 Date() < deadline
             {
                 usleep(10_000)

@@ -285,5 +285,17 @@ func tokenAdvanceCase(_ s: Settings) throws -> Report {
         }
         fields.append((label, .number(round3(median(rounds)))))
     }
+    // What naming a new group file durably costs: an fsync of its directory.
+    let dir = scratch()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    var syncs: [Double] = []
+    for _ in 0..<s.rounds {
+        let rate = throughput(max(20, s.saves / 10)) {
+            for _ in 0..<max(20, s.saves / 10) { GroupDirectory.syncDirectory(dir) }
+        }
+        syncs.append(1e6 / rate)
+    }
+    fields.append(("directory_sync_us", .number(round3(median(syncs)))))
     return .object(fields)
 }

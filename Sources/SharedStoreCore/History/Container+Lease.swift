@@ -25,14 +25,30 @@ extension Container {
     /// How many token numbers a synced commit leases ahead.
     public static let leaseSpan: Int64 = 1024
 
-    /// The boot this process runs in: `$SHAREDSTORE_BOOT_ID` when set (tests that simulate a
-    /// power loss and a reboot set it), else the kernel's `/proc/sys/kernel/random/boot_id`.
+    /// The boot this process runs in: `$SHAREDSTORE_BOOT_ID` when set and not empty (tests that
+    /// simulate a power loss and a reboot set it; a value that is not a plain id is used by its
+    /// hash), else the kernel's `/proc/sys/kernel/random/boot_id`, else the boot time in
+    /// `/proc/stat` (`btime-N`), else `unknown` (then a power loss is not told from a restart:
+    /// README, "Power loss").
     public static let bootID: String = {
-        if let id = ProcessInfo.processInfo.environment["SHAREDSTORE_BOOT_ID"], isBootID(id) { return id }
+        if let id = ProcessInfo.processInfo.environment["SHAREDSTORE_BOOT_ID"], !id.isEmpty {
+            return isBootID(id) ? id : "env-" + String(fnv1a(id), radix: 16)
+        }
         let text = (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)) ?? ""
         let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        return isBootID(id) ? id : "unknown"
+        if isBootID(id) { return id }
+        let stat = (try? String(contentsOfFile: "/proc/stat", encoding: .utf8)) ?? ""
+        if let line = stat.split(separator: "\n").first(where: { $0.hasPrefix("btime ") }),
+            let time = Int64(line.dropFirst(6).trimmingCharacters(in: .whitespaces))
+        {
+            return "btime-\(time)"
+        }
+        return "unknown"
     }()
+
+    private static func fnv1a(_ text: String) -> UInt64 {
+        text.utf8.reduce(0xcbf2_9ce4_8422_2325 as UInt64) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
+    }
 
     private static func isBootID(_ id: String) -> Bool {
         !id.isEmpty && id.count <= 64

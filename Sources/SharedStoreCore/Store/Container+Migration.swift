@@ -78,8 +78,12 @@ extension Container {
         }
         try GroupDirectory.check(group)
         for suffix in ["", "-wal", "-shm", "-journal"] { try GroupDirectory.checkFile(path + suffix) }
+        // A journal left by a power loss while the store was being made is hot: only a
+        // connection that may write can roll it back (a read-only one fails "readonly database").
+        var st = stat()
+        let hotJournal = lstat(path + "-journal", &st) == 0 && st.st_size > 0
         let c = try StoreError.wrap(path: path) {
-            try SQLiteConnection(path: path, readOnly: true, create: false, busyTimeoutMilliseconds: 5000)
+            try SQLiteConnection(path: path, readOnly: !hotJournal, create: false, busyTimeoutMilliseconds: 5000)
         }
         try StoreError.wrap(path: path) { try SQLStore.defineFunctions(c) }
         return c

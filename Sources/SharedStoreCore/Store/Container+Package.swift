@@ -184,6 +184,6 @@ extension Container {
 
     /// Whether the write lock can be taken now (a frozen writer would hold it).
     package func checkWriteLock() throws {
-        try write { _ in }
+        try write(lease: false) { _ in }
     }
 }

@@ -243,7 +243,9 @@ public final class Container: Sendable {
     ///
     /// A transaction that would give a token beyond the token lease stops before `body` runs,
     /// takes a new lease in a synced commit, and starts again (see Container+Lease.swift).
-    func write<T>(_ body: (SQLStore) throws -> T) throws -> T {
+    /// `lease: false` is for a transaction that gives no token (a check of the write lock): it
+    /// neither takes a lease nor records a reboot's lost numbers.
+    func write<T>(lease: Bool = true, _ body: (SQLStore) throws -> T) throws -> T {
         let path = storePath
         return try writer.withConnection { c in
             try StoreError.wrap(path: path) {
@@ -253,7 +255,7 @@ public final class Container: Sendable {
                             let othersCommitted = c.dataVersion != c.checkedDataVersion
                             try checkModel(c)
                             let s = SQLStore(c: c, container: self)
-                            if try leaseNeeded(s, othersCommitted: othersCommitted) { throw LeaseNeeded() }
+                            if lease, try leaseNeeded(s, othersCommitted: othersCommitted) { throw LeaseNeeded() }
                             return try body(s)
                         }
                         // The only commit since the check is this one (the write lock was held).
