@@ -411,7 +411,8 @@ def stop_on_signals():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--bin", required=True)
+    parser.add_argument("--bin")
+    parser.add_argument("--build-only", action="store_true", help="only build powerfs")
     parser.add_argument("--seed", type=int)
     parser.add_argument("--seeds", type=int, default=1, help="how many seeds (random unless --seed)")
     parser.add_argument("--seconds", type=float, help="run seeds until this much time has passed")
@@ -423,6 +424,10 @@ def main():
     if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
         sys.exit("error: the power-loss runs mount a FUSE file system: they need root and /dev/fuse")
     build_powerfs()
+    if args.build_only:
+        return
+    if not args.bin:
+        parser.error("--bin is required")
     stop_on_signals()
     start = time.monotonic()
     first = args.seed if args.seed is not None else random.randrange(1, 1 << 31)
