@@ -127,4 +127,18 @@ import Testing
         let lines = try run("storectl", ["migrate", "--json", "--group", group.path], boot: "two")
         #expect(json(lines.last ?? "")["migrated"] as? Bool == true, "\(lines)")
     }
+
+    /// A migration runs when a store opens, in a transaction of its own that records history:
+    /// as the first write after a reboot it took the next number, which the old lease covered.
+    @Test func aMigrationAsTheFirstWriteAfterARebootTakesNoLeasedNumber() throws {
+        let group = TemporaryGroup()
+        let v1 = ["--json", "--group", group.path, "--model-version", "1"]
+        _ = try run("main-app", ["add", "--title", "a", "--url", "https://a.example/"] + v1, boot: "one")
+        _ = try run("storectl", ["migrate", "--json", "--group", group.path], boot: "two")
+        let container = try group.open()
+        #expect(try container.lostTokenRanges() == [2...Container.leaseSpan])
+        let migration = try container.fetchHistory(HistoryRequest()).last { $0.author == "Migration" }
+        #expect(migration?.token.value == Container.leaseSpan + 2, "after the transaction marking the loss")
+        #expect(try lease(container) == "\(2 * Container.leaseSpan + 2) two")
+    }
 }

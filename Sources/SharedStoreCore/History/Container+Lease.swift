@@ -127,4 +127,26 @@ extension Container {
             didCommit(HistoryToken(storeID: storeID, value: marked))
         }
     }
+
+    /// The lease in a migration's transaction (a migration runs when a store opens, before its
+    /// container exists, and records a transaction): after a reboot, the numbers the old lease
+    /// covered beyond the newest token are recorded as lost first, and the lease then covers the
+    /// migration's own token. The caller commits the transaction synced.
+    static func leaseForMigration(_ c: SQLiteConnection, meta: [String: String]) throws {
+        var current = try SQLStore.newestToken(c)
+        if let lease = parseLease(meta[MetaKey.tokenLease.rawValue]), lease.boot != bootID, lease.through > current {
+            guard lease.through < Int64.max - 1 else {
+                throw StoreError(.tokenSpaceExhausted, "token space exhausted: the store leased token \(lease.through)")
+            }
+            let lost =
+                try (meta[MetaKey.lostTokens.rawValue].map(parseLostRanges) ?? []) + [(current + 1)...lease.through]
+            try SQLStore.insertEmptyTransaction(
+                c, token: lease.through + 1, author: restoreAuthor, context: restoreContext)
+            try SQLStore.setMeta(
+                c, .lostTokens, lost.map { "\($0.lowerBound)-\($0.upperBound)" }.joined(separator: ","))
+            current = lease.through + 1
+        }
+        let (through, overflow) = current.addingReportingOverflow(1 + leaseSpan)
+        try SQLStore.setMeta(c, .tokenLease, "\(overflow ? Int64.max : through) \(bootID)")
+    }
 }

@@ -275,6 +275,44 @@ extension SQLStore {
     }
 }
 
+/// The token lease inside a migration's transaction, which runs before a container exists
+/// (``Container/leaseForMigration(_:meta:)``).
+extension SQLStore {
+    /// The newest token ever given (the largest row, or the floor when history was deleted).
+    static func newestToken(_ c: SQLiteConnection) throws -> Int64 {
+        try c.cached(
+            """
+            SELECT max(coalesce((SELECT max(token) FROM ss_history), 0),
+                       (SELECT CAST(value AS INTEGER) FROM ss_meta WHERE key = 'history_deleted_through'))
+            """
+        ).firstRow { $0.int64(0) } ?? 0
+    }
+
+    /// A transaction of `author` with no changes at `token` (moving the sequence on).
+    static func insertEmptyTransaction(_ c: SQLiteConnection, token: Int64, author: String, context: String) throws {
+        try c.cached(
+            """
+            INSERT INTO ss_history(timestamp, author, context, process, executable, entities, changes, token)
+            VALUES (?, ?, ?, ?, ?, 0, ?, ?)
+            """
+        ).execute([
+            .double(Date().timeIntervalSince1970), .text(author), .text(context), .integer(Int64(getpid())),
+            .text(ProcessInfo.processInfo.processName), .blob(HistoryCodec.empty), .integer(token),
+        ])
+    }
+
+    static func setMeta(_ c: SQLiteConnection, _ key: MetaKey, _ value: String) throws {
+        try c.cached(
+            "INSERT INTO ss_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+        ).execute([.text(key.rawValue), .text(value)])
+    }
+
+    /// The level of `synchronous` in force: 2 for FULL, 1 for NORMAL.
+    static func synchronousLevel(_ c: SQLiteConnection) throws -> Int64 {
+        try c.cached("PRAGMA synchronous").firstRow { $0.int64(0) } ?? 1
+    }
+}
+
 /// SQL for resolving the duplicates a new uniqueness constraint meets (``DuplicateResolution``).
 extension SQLStore {
     /// The primary keys of each group of rows sharing the values of `columns`, ascending.

@@ -102,7 +102,11 @@ struct MigrationRunner {
     /// state. Re-reads the store under the lock: another process may have migrated it.
     func run(_ stateBefore: Schema.State, checkpoint: Bool = true) throws -> Schema.State {
         try StoreError.wrap(path: path) {
-            try c.writeTransaction {
+            // Synced whatever the store's level: it takes a token, and with it the token lease.
+            let level = try SQLStore.synchronousLevel(c)
+            if level < 2 { try SQLStore.setSynchronous(c, .full) }
+            defer { if level < 2 { try? SQLStore.setSynchronous(c, .normal) } }
+            return try c.writeTransaction {
                 let meta = try SQLStore.meta(c)
                 let state = try Schema.currentState(meta, id: stateBefore.storeID, model: model, path: path)
                 if state.version == model.version && state.schema == StoredSchema(model) { return state }
@@ -119,6 +123,7 @@ struct MigrationRunner {
                         "migration from model \(state.version) to \(model.version) refused, nothing was touched: "
                             + plan.refusals.joined(separator: "; "))
                 }
+                try Container.leaseForMigration(c, meta: meta)
                 let changes = try apply(planner, from: state)
                 let catalog = planner.newCatalog
                 let numbering = try HistoryNumbering(model: model, catalog: catalog, path: path)
