@@ -41,10 +41,35 @@ cleaner_case() {
     return "$status"
 }
 
+# The same for storectl repair-registry (second review): its new registry's only commit must be on
+# disk when it reports success, or the empty registry reads as a lost one after a power loss.
+repair_case() {
+    local back="$work/repair-back" mnt="$work/repair-mnt" pf status=0
+    mkdir -p "$back" "$mnt"
+    "$powerfs" "$back" "$mnt" 8 -f >"$work/repair-fs.out" 2>/dev/null &
+    pf=$!
+    for _ in $(seq 1 100); do mountpoint -q "$mnt" && break; sleep 0.05; done
+    local g="$mnt/g" e=(env SHAREDSTORE_BOOT_ID=repair-1)
+    "${e[@]}" main-app add --group "$g" --url "https://r.example/" --title r --json >/dev/null
+    "${e[@]}" main-app sync --group "$g" --json >/dev/null
+    "${e[@]}" storectl repair-registry --force --group "$g" --json >/dev/null
+    kill -USR1 "$pf"
+    for _ in $(seq 1 100); do [ -s "$work/repair-fs.out" ] && break; sleep 0.05; done
+    fusermount3 -u -z "$mnt"
+    wait "$pf" 2>/dev/null || true
+    if SHAREDSTORE_BOOT_ID=repair-2 storectl verify --group "$back/g" --json >"$work/repair-verify.out" 2>&1; then
+        ok "a registry repaired just before a power loss is still the repaired one"
+    else
+        fail "after repair-registry and a power loss: $(grep -v '"ok":true' "$work/repair-verify.out" | head -n 2)"
+    fi
+    return "$status"
+}
+
 # powerfs, built by the driver when missing or older than its source.
 python3 "$here/../lib/powerloss.py" --build-only
 powerfs="$here/../../.build/powerfs/powerfs"
 cleaner_case || fail "the cleaner case did not run through"
+repair_case || fail "the repair case did not run through"
 
 seed="${SHAREDSTORE_POWERLOSS_SEED:-$((RANDOM * 32768 + RANDOM))}"
 run() {

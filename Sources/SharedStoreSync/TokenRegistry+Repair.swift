@@ -94,6 +94,9 @@ extension TokenRegistry {
         GroupDirectory.syncDirectory(group)
         let fresh = try TokenRegistry(group: group)
         try fresh.markRepaired(at: Date())
+        // The mark is the new registry's only commit: on disk before the repair is reported, or a
+        // power loss takes it and the empty registry reads as a lost one.
+        try fresh.makeDurable()
         return RegistryRepair(moved: aside, consumersLost: lost, damage: damage ?? "moved on request")
     }
 }

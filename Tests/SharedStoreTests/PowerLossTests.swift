@@ -141,4 +141,24 @@ import Testing
         #expect(migration?.token.value == Container.leaseSpan + 2, "after the transaction marking the loss")
         #expect(try lease(container) == "\(2 * Container.leaseSpan + 2) two")
     }
+
+    /// A non-empty `-journal` beside the store: rolling it back writes the store (a planted one
+    /// could rewrite it, or name a file to delete). A command that only reads refused to apply it
+    /// before issue 20, then (for a power loss during creation) applied it; it refuses again,
+    /// saying what to do, and leaves every byte as it was.
+    @Test func aCommandThatOnlyReadsNeverAppliesAJournal() throws {
+        let group = TemporaryGroup()
+        _ = try run(
+            "share-extension",
+            ["share", "--title", "a", "--url", "https://a.example/", "--json", "--group", group.path], boot: "one")
+        let journal = group.storePath + "-journal"
+        #expect(
+            FileManager.default.createFile(
+                atPath: journal, contents: Data(repeating: 0xd9, count: 4096), attributes: [.posixPermissions: 0o600]))
+        let before = try Data(contentsOf: URL(fileURLWithPath: group.storePath))
+        let verify = try Child("storectl", ["verify", "--json", "--group", group.path])
+        #expect(try verify.waitForExit() == 1)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: group.storePath)) == before)
+        #expect(FileManager.default.fileExists(atPath: journal))
+    }
 }

@@ -78,12 +78,20 @@ extension Container {
         }
         try GroupDirectory.check(group)
         for suffix in ["", "-wal", "-shm", "-journal"] { try GroupDirectory.checkFile(path + suffix) }
-        // A journal left by a power loss while the store was being made is hot: only a
-        // connection that may write can roll it back (a read-only one fails "readonly database").
+        // A journal beside the store is hot: left by a power loss while the store was being made,
+        // or planted. Rolling it back writes the store (a planted one could rewrite it or name a
+        // file to delete), so a command that only reads refuses it and says what to do.
         var st = stat()
-        let hotJournal = lstat(path + "-journal", &st) == 0 && st.st_size > 0
+        if lstat(path + "-journal", &st) == 0, st.st_size > 0 {
+            throw StoreError(
+                .fileAccess,
+                "\(GroupDirectory.shown(path))-journal is a journal left by a crash or power loss while the store "
+                    + "was being made (or put there by someone): a command that only reads does not apply it; "
+                    + "open the store with any target (e.g. 'widget show'), which rolls it back, or remove the file "
+                    + "if it is not this store's")
+        }
         let c = try StoreError.wrap(path: path) {
-            try SQLiteConnection(path: path, readOnly: !hotJournal, create: false, busyTimeoutMilliseconds: 5000)
+            try SQLiteConnection(path: path, readOnly: true, create: false, busyTimeoutMilliseconds: 5000)
         }
         try StoreError.wrap(path: path) { try SQLStore.defineFunctions(c) }
         return c
