@@ -78,20 +78,26 @@ extension Container {
         }
         try GroupDirectory.check(group)
         for suffix in ["", "-wal", "-shm", "-journal"] { try GroupDirectory.checkFile(path + suffix) }
-        // A journal beside the store is hot: left by a power loss while the store was being made,
-        // or planted. Rolling it back writes the store (a planted one could rewrite it or name a
-        // file to delete), so a command that only reads refuses it and says what to do.
-        var st = stat()
-        if lstat(path + "-journal", &st) == 0, st.st_size > 0 {
-            throw StoreError(
-                .fileAccess,
-                "\(GroupDirectory.shown(path))-journal is a journal left by a crash or power loss while the store "
-                    + "was being made (or put there by someone): a command that only reads does not apply it; "
-                    + "open the store with any target (e.g. 'widget show'), which rolls it back, or remove the file "
-                    + "if it is not this store's")
-        }
         let c = try StoreError.wrap(path: path) {
             try SQLiteConnection(path: path, readOnly: true, create: false, busyTimeoutMilliseconds: 5000)
+        }
+        // A hot journal (left by a crash or power loss while the store was being made, or
+        // planted) needs a rollback, which writes the store: this read-only connection never
+        // applies it, and its first read fails. Said plainly, with what to do. (A journal another
+        // process is writing right now is not hot: the read waits for it.)
+        do {
+            _ = try StoreError.wrap(path: path) { try SQLStore.tableNames(c) }
+        } catch {
+            var st = stat()
+            if lstat(path + "-journal", &st) == 0, st.st_size > 0 {
+                throw StoreError(
+                    .fileAccess,
+                    "\(GroupDirectory.shown(path))-journal is a journal left by a crash or power loss while the "
+                        + "store was being made (or put there by someone): a command that only reads does not apply "
+                        + "it; open the store with any target (e.g. 'widget show'), which rolls it back, or remove "
+                        + "the file if it is not this store's")
+            }
+            throw error
         }
         try StoreError.wrap(path: path) { try SQLStore.defineFunctions(c) }
         return c
