@@ -14,14 +14,27 @@ setup
 sharedstore_postgres_start 2>/dev/null
 trap 'sharedstore_postgres_stop; teardown' EXIT
 
+# Mounts powerfs (seed $3) of backing dir $1 on $2, its output in $4; sets pf to its pid.
+powerfs_mount() {
+    mkdir -p "$1" "$2"
+    "$powerfs" "$1" "$2" "$3" -f >"$4" 2>/dev/null &
+    pf=$!
+    for _ in $(seq 1 100); do mountpoint -q "$2" && break; sleep 0.05; done
+}
+
+# Loses everything unsynced on powerfs $1 (output $2, mount $3), then unmounts it.
+powerfs_cut() {
+    kill -USR1 "$1"
+    for _ in $(seq 1 100); do [ -s "$2" ] && break; sleep 0.05; done
+    fusermount3 -u -z "$3"
+    wait "$1" 2>/dev/null || true
+}
+
 # A deterministic case (hostile review): the cleaner deletes history by MainApp's last advance, the
 # registry's last write; the power goes; MainApp must not find its history deleted.
 cleaner_case() {
     local back="$work/cleaner-back" mnt="$work/cleaner-mnt" pf status=0
-    mkdir -p "$back" "$mnt"
-    "$powerfs" "$back" "$mnt" 7 -f >"$work/cleaner-fs.out" 2>/dev/null &
-    pf=$!
-    for _ in $(seq 1 100); do mountpoint -q "$mnt" && break; sleep 0.05; done
+    powerfs_mount "$back" "$mnt" 7 "$work/cleaner-fs.out"
     local g="$mnt/g" e=(env SHAREDSTORE_BOOT_ID=cleaner-1)
     "${e[@]}" main-app sync --group "$g" --json >/dev/null
     "${e[@]}" widget show --group "$g" --json >/dev/null
@@ -31,10 +44,7 @@ cleaner_case() {
     "${e[@]}" widget show --group "$g" --json >/dev/null
     "${e[@]}" main-app sync --group "$g" --json >/dev/null
     "${e[@]}" history-cleaner --group "$g" --json >"$work/cleaner.out"
-    kill -USR1 "$pf"
-    for _ in $(seq 1 100); do [ -s "$work/cleaner-fs.out" ] && break; sleep 0.05; done
-    fusermount3 -u -z "$mnt"
-    wait "$pf" 2>/dev/null || true
+    powerfs_cut "$pf" "$work/cleaner-fs.out" "$mnt"
     SHAREDSTORE_BOOT_ID=cleaner-2 main-app sync --group "$back/g" --json >"$work/cleaner-sync.out" || status=1
     assert_eq "$(jq_ 'j["expired"]' <"$work/cleaner-sync.out")" "false" \
         "the cleaner deleted by a position a power loss cannot take back (deleted $(jq_ 'j["deleted"]' <"$work/cleaner.out"))"
@@ -45,18 +55,12 @@ cleaner_case() {
 # disk when it reports success, or the empty registry reads as a lost one after a power loss.
 repair_case() {
     local back="$work/repair-back" mnt="$work/repair-mnt" pf status=0
-    mkdir -p "$back" "$mnt"
-    "$powerfs" "$back" "$mnt" 8 -f >"$work/repair-fs.out" 2>/dev/null &
-    pf=$!
-    for _ in $(seq 1 100); do mountpoint -q "$mnt" && break; sleep 0.05; done
+    powerfs_mount "$back" "$mnt" 8 "$work/repair-fs.out"
     local g="$mnt/g" e=(env SHAREDSTORE_BOOT_ID=repair-1)
     "${e[@]}" main-app add --group "$g" --url "https://r.example/" --title r --json >/dev/null
     "${e[@]}" main-app sync --group "$g" --json >/dev/null
     "${e[@]}" storectl repair-registry --force --group "$g" --json >/dev/null
-    kill -USR1 "$pf"
-    for _ in $(seq 1 100); do [ -s "$work/repair-fs.out" ] && break; sleep 0.05; done
-    fusermount3 -u -z "$mnt"
-    wait "$pf" 2>/dev/null || true
+    powerfs_cut "$pf" "$work/repair-fs.out" "$mnt"
     if SHAREDSTORE_BOOT_ID=repair-2 storectl verify --group "$back/g" --json >"$work/repair-verify.out" 2>&1; then
         ok "a registry repaired just before a power loss is still the repaired one"
     else

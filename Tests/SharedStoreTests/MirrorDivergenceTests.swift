@@ -222,16 +222,23 @@ struct MirrorDivergenceTests {
         #expect(seen[1] == seen[0] && seen[2] == seen[0] && seen[0].count == 1, "categories: \(seen)")
     }
 
+    /// Two machines that mirrored article `x` (shared on A), and a copy of A's whole group
+    /// directory taken then (the backup a restore puts back).
+    static func twoMachinesAndABackupOfA() throws -> (Database, Machine, Machine, String, String) {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        let x = try share(a, "x")
+        try MirrorTests.settle([try a.mirror(), try b.mirror()])
+        let backup = a.group.root + "/backup"
+        try copyGroup(a, to: backup)
+        return (db, a, b, x, backup)
+    }
+
     /// Found by the randomized test: a save made on a restored store, whose history the cleaner
     /// deleted before the mirror pushed it, is not overwritten by the store's own lost rows as
     /// they are pulled back.
     @Test func aSaveAfterARestoreSurvivesThePullBackWhenItsHistoryIsGone() throws {
-        let db = try Database()
-        let (a, b) = (Machine(db), Machine(db))
-        let x = try Self.share(a, "x")
-        try MirrorTests.settle([try a.mirror(), try b.mirror()])
-        let backup = a.group.root + "/backup"
-        try Self.copyGroup(a, to: backup)
+        let (db, a, b, x, backup) = try Self.twoMachinesAndABackupOfA()
         // After the backup: a save that only the server keeps once A is put back.
         _ = try a.run("main-app", ["mark-read", x])
         _ = try a.mirror().round()
@@ -281,12 +288,7 @@ struct MirrorDivergenceTests {
     /// Found by the randomized test: a save on a restored store, made before its mirror runs,
     /// at a number the lost copy used for an import (which never went up), is pushed.
     @Test func aSaveAfterARestoreAtANumberTheLostCopyUsedForAnImportGoesUp() throws {
-        let db = try Database()
-        let (a, b) = (Machine(db), Machine(db))
-        let x = try Self.share(a, "x")
-        try MirrorTests.settle([try a.mirror(), try b.mirror()])
-        let backup = a.group.root + "/backup"
-        try Self.copyGroup(a, to: backup)
+        let (db, a, b, x, backup) = try Self.twoMachinesAndABackupOfA()
         // The lost copy: an import (B's save), then a save of its own that went up.
         _ = try Self.share(b, "from-b")
         _ = try b.mirror().round()

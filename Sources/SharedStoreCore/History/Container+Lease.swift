@@ -138,13 +138,7 @@ extension Container {
             guard lease.through < Int64.max - 1 else {
                 throw StoreError(.tokenSpaceExhausted, "token space exhausted: the store leased token \(lease.through)")
             }
-            let lost =
-                try (meta[MetaKey.lostTokens.rawValue].map(parseLostRanges) ?? []) + [(current + 1)...lease.through]
-            try SQLStore.insertEmptyTransaction(
-                c, token: lease.through + 1, author: restoreAuthor, context: restoreContext)
-            try SQLStore.setMeta(
-                c, .lostTokens, lost.map { "\($0.lowerBound)-\($0.upperBound)" }.joined(separator: ","))
-            current = lease.through + 1
+            current = try recordLost(c, (current + 1)...lease.through, after: meta[MetaKey.lostTokens.rawValue])
         }
         let (through, overflow) = current.addingReportingOverflow(1 + leaseSpan)
         try SQLStore.setMeta(c, .tokenLease, "\(overflow ? Int64.max : through) \(bootID)")

@@ -98,13 +98,16 @@ extension Container {
     /// Records `range` as lost and gives `range.upperBound + 1` to a transaction of author
     /// ``restoreAuthor`` with no changes, in the write transaction of `s`. Returns that token.
     func recordLost(_ s: SQLStore, _ range: ClosedRange<Int64>) throws -> Int64 {
-        let lost = try lostRanges(s) + [range]
-        try s.insertHistory(
-            token: HistoryRow(
-                token: range.upperBound + 1, timestamp: Date().timeIntervalSince1970, author: Self.restoreAuthor,
-                context: Self.restoreContext,
-                process: process.pid, executable: process.executable, changes: HistoryCodec.empty))
-        try s.setMeta(.lostTokens, lost.map { "\($0.lowerBound)-\($0.upperBound)" }.joined(separator: ","))
+        try Self.recordLost(s.c, range, after: try s.historyMeta().lost)
+    }
+
+    /// The same on a bare connection (a migration's transaction runs before a container
+    /// exists); `after` is the store's record of lost ranges so far.
+    static func recordLost(_ c: SQLiteConnection, _ range: ClosedRange<Int64>, after: String?) throws -> Int64 {
+        let lost = try (after.map(parseLostRanges) ?? []) + [range]
+        try SQLStore.insertEmptyTransaction(
+            c, token: range.upperBound + 1, author: restoreAuthor, context: restoreContext)
+        try SQLStore.setMeta(c, .lostTokens, lost.map { "\($0.lowerBound)-\($0.upperBound)" }.joined(separator: ","))
         return range.upperBound + 1
     }
 }

@@ -72,14 +72,14 @@ extension SQLStore {
 
     /// The newest token ever given: the largest row, or the floor when history was deleted.
     func currentToken() throws -> Int64 {
-        try statement(
-            .currentToken,
-            """
-            SELECT max(coalesce((SELECT max(token) FROM ss_history), 0),
-                       (SELECT CAST(value AS INTEGER) FROM ss_meta WHERE key = 'history_deleted_through'))
-            """
-        ).firstRow { $0.int64(0) } ?? 0
+        try statement(.currentToken, Self.currentTokenSQL).firstRow { $0.int64(0) } ?? 0
     }
+
+    /// The newest token ever given: the largest row, or the floor when history was deleted.
+    static let currentTokenSQL = """
+        SELECT max(coalesce((SELECT max(token) FROM ss_history), 0),
+                   (SELECT CAST(value AS INTEGER) FROM ss_meta WHERE key = 'history_deleted_through'))
+        """
 
     func historyMeta() throws -> HistoryMeta {
         var meta = HistoryMeta()

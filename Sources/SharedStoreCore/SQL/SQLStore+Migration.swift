@@ -256,9 +256,7 @@ extension SQLStore {
     static func finishMigration(
         _ c: SQLiteConnection, meta: [(MetaKey, String)], history: (author: String, context: String), changes: [UInt8]
     ) throws {
-        let upsert = try c.cached(
-            "INSERT INTO ss_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
-        for (key, value) in meta { try upsert.execute([.text(key.rawValue), .text(value)]) }
+        for (key, value) in meta { try setMeta(c, key, value) }
         // A store of format 2 kept its model as a description; format 3 keeps `schema`.
         try c.execute("DELETE FROM ss_meta WHERE key = 'model'")
         try c.cached(
@@ -278,14 +276,9 @@ extension SQLStore {
 /// The token lease inside a migration's transaction, which runs before a container exists
 /// (``Container/leaseForMigration(_:meta:)``).
 extension SQLStore {
-    /// The newest token ever given (the largest row, or the floor when history was deleted).
+    /// The newest token ever given, on a bare connection (``currentToken()``'s statement).
     static func newestToken(_ c: SQLiteConnection) throws -> Int64 {
-        try c.cached(
-            """
-            SELECT max(coalesce((SELECT max(token) FROM ss_history), 0),
-                       (SELECT CAST(value AS INTEGER) FROM ss_meta WHERE key = 'history_deleted_through'))
-            """
-        ).firstRow { $0.int64(0) } ?? 0
+        try c.cached(currentTokenSQL).firstRow { $0.int64(0) } ?? 0
     }
 
     /// A transaction of `author` with no changes at `token` (moving the sequence on).
@@ -299,12 +292,6 @@ extension SQLStore {
             .double(Date().timeIntervalSince1970), .text(author), .text(context), .integer(Int64(getpid())),
             .text(ProcessInfo.processInfo.processName), .blob(HistoryCodec.empty), .integer(token),
         ])
-    }
-
-    static func setMeta(_ c: SQLiteConnection, _ key: MetaKey, _ value: String) throws {
-        try c.cached(
-            "INSERT INTO ss_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
-        ).execute([.text(key.rawValue), .text(value)])
     }
 
     /// The level of `synchronous` in force: 2 for FULL, 1 for NORMAL.

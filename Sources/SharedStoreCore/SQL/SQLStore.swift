@@ -88,6 +88,10 @@ extension SQLStore {
     }
 
     func setMeta(_ key: MetaKey, _ value: String) throws {
+        try Self.setMeta(c, key, value)
+    }
+
+    static func setMeta(_ c: SQLiteConnection, _ key: MetaKey, _ value: String) throws {
         try c.cached(
             "INSERT INTO ss_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
         )
