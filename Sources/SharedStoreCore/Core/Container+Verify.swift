@@ -2,35 +2,8 @@ import Foundation
 import SharedStoreSQLite
 import SharedStoreSupport
 
-/// What the sync layer (views, the verifier) asks the store, in one read transaction each.
+/// The checks `storectl verify` and the repairs run, each in one transaction.
 extension Container {
-    /// Every object of `entities` and the current token, from one consistent read.
-    package func loadAll(_ entities: [String]) throws -> (token: Int64, objects: [Snapshot]) {
-        try read { s in
-            let token = try s.currentToken()
-            var all: [Snapshot] = []
-            for e in entities { all += try s.fetch(FetchRequest(e)) }
-            return (token, all)
-        }
-    }
-
-    /// The stored state of each object (nil: it is gone), from one consistent read.
-    package func snapshots(_ ids: Set<ObjectID>) throws -> [ObjectID: Snapshot?] {
-        try read { s in
-            var out: [ObjectID: Snapshot?] = [:]
-            for id in ids { out[id] = try s.snapshot(try model.entity(id.entity), id.primaryKey) }
-            return out
-        }
-    }
-
-    /// How SQLite runs `request`: `EXPLAIN QUERY PLAN`'s steps, such as
-    /// `SEARCH Article USING INDEX ss_index_Article_isRead_createdAt (isRead=?)`.
-    public func queryPlan(_ request: FetchRequest) throws -> [String] {
-        try read { s in try s.queryPlan(request) }
-    }
-
-    // MARK: - Verification
-
     /// SQLite's structural check: `["ok"]`, or the first problems.
     package func quickCheck() throws -> [String] { try read { s in try s.quickCheck() } }
 

@@ -1,0 +1,120 @@
+import Foundation
+import SharedStoreSQLite
+import SharedStoreSupport
+
+/// A condition on objects of one entity: Core Data's fetch predicates, as a value.
+///
+/// Key paths are attribute names or a to-one relationship followed by an attribute of its
+/// destination (`category.name`). Values are always bound, never spliced into SQL.
+///
+/// For example:
+/// ```swift
+/// let c: Condition = Key("title").contains("cafe", .caseInsensitive, .diacriticInsensitive)
+///     && Key("isRead") == false && Key("category.name") == "Swift"
+/// ```
+public struct Condition: Sendable, Hashable {
+    /// The condition's form; internal, so that it can grow (to-many predicates, say) without
+    /// breaking code that builds conditions with ``Key`` and the operators.
+    indirect enum Node: Sendable, Hashable {
+        case always
+        case compare(String, Comparison, Value)
+        case among(String, [Value])
+        case between(String, Value, Value)
+        case text(String, TextOperator, String, TextOptions)
+        /// A to-one relationship is the object (or nil).
+        case related(String, ObjectID?)
+        case and([Condition])
+        case or([Condition])
+        case not(Condition)
+        /// Some, every or no object of a to-many relationship matches (Core Data's ANY, ALL, NONE).
+        case quantified(String, Quantifier, Condition)
+        /// How many objects a to-many relationship holds, compared.
+        case count(String, Comparison, Int64)
+    }
+
+    /// How many objects of a to-many relationship must match.
+    public enum Quantifier: String, Sendable, Hashable { case any = "ANY", all = "ALL", none = "NONE" }
+
+    let node: Node
+
+    init(_ node: Node) { self.node = node }
+
+    /// Every object.
+    public static let always = Condition(.always)
+
+    /// The key paths the condition reads (a live query decides from them whether a change
+    /// can matter).
+    package var keyPaths: [String] {
+        switch node {
+        case .always: return []
+        case .compare(let path, _, _), .among(let path, _), .between(let path, _, _), .text(let path, _, _, _),
+            .related(let path, _):
+            return [path]
+        case .and(let cs), .or(let cs): return cs.flatMap(\.keyPaths)
+        case .not(let c): return c.keyPaths
+        case .quantified(let path, _, _), .count(let path, _, _): return [path]
+        }
+    }
+
+    /// The to-many relationships the condition reads through ANY, ALL, NONE or a count: any
+    /// change of their objects can change what it matches.
+    package var toManyPaths: [String] {
+        switch node {
+        case .quantified(let path, _, _), .count(let path, _, _): return [path]
+        case .and(let cs), .or(let cs): return cs.flatMap(\.toManyPaths)
+        case .not(let c): return c.toManyPaths
+        default: return []
+        }
+    }
+    /// A fixed text of the condition, stored with the model (a kept count's condition): the same
+    /// condition always gives the same text.
+    var canonicalText: String {
+        func options(_ o: TextOptions) -> String {
+            o.isEmpty
+                ? ""
+                : "[" + (o.contains(.caseInsensitive) ? "c" : "") + (o.contains(.diacriticInsensitive) ? "d" : "") + "]"
+        }
+        switch node {
+        case .always: return "TRUEPREDICATE"
+        case .compare(let path, let op, let v): return "\(path) \(op.rawValue) \(v.canonicalText)"
+        case .among(let path, let vs): return "\(path) IN {\(vs.map(\.canonicalText).joined(separator: ", "))}"
+        case .between(let path, let a, let b): return "\(path) BETWEEN {\(a.canonicalText), \(b.canonicalText)}"
+        case .text(let path, let op, let pattern, let o):
+            return "\(path) \(op.rawValue)\(options(o)) \(Value.string(pattern).canonicalText)"
+        case .related(let path, let id): return "\(path) == \(id.map { "\($0.entity)/\($0.primaryKey)" } ?? "nil")"
+        case .and(let cs):
+            return "(" + (cs.isEmpty ? "TRUEPREDICATE" : cs.map(\.canonicalText).joined(separator: " AND ")) + ")"
+        case .or(let cs):
+            return "(" + (cs.isEmpty ? "FALSEPREDICATE" : cs.map(\.canonicalText).joined(separator: " OR ")) + ")"
+        case .not(let c): return "NOT \(c.canonicalText)"
+        case .quantified(let path, let q, let c): return "\(q.rawValue) \(path) SATISFIES \(c.canonicalText)"
+        case .count(let path, let op, let n): return "\(path).@count \(op.rawValue) \(n)"
+        }
+    }
+
+    /// All of `conditions` (every object when there are none).
+    public static func all(_ conditions: [Condition]) -> Condition { Condition(.and(conditions)) }
+    /// Any of `conditions` (no object when there are none).
+    public static func any(_ conditions: [Condition]) -> Condition { Condition(.or(conditions)) }
+
+    public enum Comparison: String, Sendable, Hashable {
+        case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
+    }
+    public enum TextOperator: String, Sendable, Hashable {
+        case contains = "CONTAINS", beginsWith = "BEGINSWITH", endsWith = "ENDSWITH", like = "LIKE", equal = "=="
+    }
+
+    public struct TextOptions: OptionSet, Sendable, Hashable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        /// `[c]`
+        public static let caseInsensitive = TextOptions(rawValue: 1)
+        /// `[d]`
+        public static let diacriticInsensitive = TextOptions(rawValue: 2)
+        static let all: TextOptions = [.caseInsensitive, .diacriticInsensitive]
+    }
+
+    public static func && (a: Condition, b: Condition) -> Condition { Condition(.and([a, b])) }
+    public static func || (a: Condition, b: Condition) -> Condition { Condition(.or([a, b])) }
+    public static prefix func ! (a: Condition) -> Condition { Condition(.not(a)) }
+}

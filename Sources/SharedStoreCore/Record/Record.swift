@@ -1,0 +1,108 @@
+import Foundation
+import SharedStoreSQLite
+import SharedStoreSupport
+
+/// A Codable struct that maps to an entity: its stored properties are the entity's attributes
+/// (String, integers, Double, Float, Bool, Date, Data, UUID, optionals of these) and to-one
+/// relationships (`ObjectID?`); `id` is the object id, nil before the first save.
+///
+/// For example:
+/// ```swift
+/// struct Article: Record {
+///     static let entityName = "Article"
+///     var id: ObjectID?
+///     var title: String
+///     var category: ObjectID?
+/// }
+/// let id = try context.insert(Article(title: "Hello"))
+/// let unread = try context.fetch(Article.self, where: Key("isRead") == false)
+/// ```
+public protocol Record: Codable, Sendable {
+    static var entityName: String { get }
+    var id: ObjectID? { get set }
+}
+
+extension ObjectContext {
+    /// Inserts a record; returns its temporary id.
+    @discardableResult
+    public func insert<R: Record>(_ record: R) throws -> ObjectID {
+        let (values, rels) = try RecordEncoder.encode(record, entity: try model.entity(R.entityName))
+        return try insert(R.entityName, values, relationships: rels)
+    }
+
+    /// Writes the properties of a fetched record that differ from what this context read of its
+    /// object (its fetch, or the store now when it did not read it): a property the record left
+    /// alone is not written, so another process's change to it survives, and the merge policies
+    /// work property by property as with ``update(_:_:relationships:)``.
+    public func update<R: Record>(_ record: R) throws {
+        guard let id = record.id else {
+            throw StoreError(.objectNotFound, "\(R.entityName) record has no id: insert it first")
+        }
+        let (values, rels) = try RecordEncoder.encode(record, entity: try model.entity(R.entityName))
+        if insertIndex[id] != nil {
+            try update(id, values, relationships: rels)
+            return
+        }
+        let read = try registered[id] ?? object(with: id)
+        let changed = values.filter { read[$0.key] != $0.value }
+        let relinked = rels.filter { read.relationships[$0.key] != $0.value }
+        guard !changed.isEmpty || !relinked.isEmpty else { return }
+        try update(id, changed, relationships: relinked)
+    }
+
+    /// Fetches records of type `R`.
+    public func fetch<R: Record>(
+        _ type: R.Type, where condition: Condition = .always, sortedBy sort: [SortKey] = [],
+        limit: Int? = nil, offset: Int = 0
+    ) throws -> [R] {
+        try fetch(FetchRequest(R.entityName, where: condition, sortedBy: sort, limit: limit, offset: offset)).map {
+            try R(snapshot: $0)
+        }
+    }
+
+    /// The first record of type `R` matching `condition` in `sort` order, or nil.
+    public func fetchOne<R: Record>(_ type: R.Type, where condition: Condition = .always, sortedBy sort: [SortKey] = [])
+        throws -> R?
+    {
+        try fetch(type, where: condition, sortedBy: sort, limit: 1).first
+    }
+
+    /// How many objects of `R`'s entity match `condition` (a kept count when one matches).
+    public func count<R: Record>(_ type: R.Type, where condition: Condition = .always) throws -> Int {
+        try count(FetchRequest(R.entityName, where: condition))
+    }
+
+    /// Whether any object of `R`'s entity matches `condition`.
+    public func exists<R: Record>(_ type: R.Type, where condition: Condition = .always) throws -> Bool {
+        try !fetch(FetchRequest(R.entityName, where: condition, limit: 1)).isEmpty
+    }
+
+    /// Deletes a fetched or saved record's object (pending until the save, like ``delete(_:)``).
+    public func delete<R: Record>(_ record: R) throws {
+        guard let id = record.id else {
+            throw StoreError(.objectNotFound, "\(R.entityName) record has no id: it was never saved")
+        }
+        try delete(id)
+    }
+
+    /// The stored object with `id` as a record of type `R`.
+    public func record<R: Record>(_ type: R.Type, with id: ObjectID) throws -> R {
+        try R(snapshot: object(with: id))
+    }
+}
+
+extension Record {
+    /// Decodes a record from a snapshot.
+    ///
+    /// - Throws: `.validation` when the snapshot lacks a property the record requires or holds a
+    ///   value of another type.
+    public init(snapshot: Snapshot) throws {
+        do {
+            try self.init(from: SnapshotDecoder(snapshot: snapshot))
+        } catch let e as StoreError {
+            throw e
+        } catch {
+            throw StoreError(.validation, "cannot read \(snapshot.id) as \(Self.self): \(error)")
+        }
+    }
+}
