@@ -103,36 +103,10 @@ public final class ViewContext {
     @discardableResult
     public func sync(batchSize: Int = 512, _ each: (HistoryTransaction) throws -> Void = { _ in }) throws -> SyncResult
     {
-        let entry = try registry.consumer(consumer)
-        var expired = false
-        var reloaded = false
-        var reloadedAt: HistoryToken?
+        let (start, expired, reloadedAt, firstWarning) = try startPosition()
+        var warning = firstWarning
+        let reloaded = reloadedAt != nil
         var changed = 0
-        var start: HistoryToken
-        var warning = pendingWarning
-        pendingWarning = nil
-        if let entry, let stored = entry.token, stored.storeID == container.storeID, !entry.isEvicted {
-            if loaded, let own = token, own.storeID == container.storeID {
-                start = own
-            } else {
-                // This process's first sync: the view is read from the store, then the history
-                // after the stored token is merged over it (idempotently). The consumer's
-                // position holds, so this is no reload in the contract's sense.
-                start = stored
-                _ = try reload()
-            }
-        } else {
-            // Evicted, foreign, removed, never synced, or the registry was repaired: load in full.
-            expired = entry?.isEvicted == true || (entry?.token.map { $0.storeID != container.storeID } ?? false)
-            if let entry, entry.token == nil, let repaired = try registry.repairedAt(), entry.registeredAt >= repaired {
-                expired = true
-            }
-            start = try reload()
-            if entry == nil { warning = recordPosition { try registry.register(consumer) } }
-            warning = recordPosition { try registry.reset(consumer, to: start) } ?? warning
-            reloaded = true
-            reloadedAt = start
-        }
 
         var merged = 0
         var last = start
@@ -164,6 +138,35 @@ public final class ViewContext {
         return SyncResult(
             transactions: merged, changedObjects: changed, token: last, expired: expired, reloaded: reloaded,
             reloadedAt: reloadedAt, registryWarning: warning)
+    }
+
+    /// Where a sync starts: this process's own position, the consumer's stored token (a first
+    /// sync, which reads the view from the store), or a full reload (evicted, foreign, removed,
+    /// never synced, or the registry was repaired). `reloadedAt` is set by a reload.
+    private func startPosition() throws -> (
+        start: HistoryToken, expired: Bool, reloadedAt: HistoryToken?, warning: String?
+    ) {
+        let entry = try registry.consumer(consumer)
+        var warning = pendingWarning
+        pendingWarning = nil
+        if let entry, let stored = entry.token, stored.storeID == container.storeID, !entry.isEvicted {
+            if loaded, let own = token, own.storeID == container.storeID {
+                return (own, false, nil, warning)
+            }
+            // This process's first sync: the view is read from the store, then the history
+            // after the stored token is merged over it (idempotently). The consumer's
+            // position holds, so this is no reload in the contract's sense.
+            _ = try reload()
+            return (stored, false, nil, warning)
+        }
+        var expired = entry?.isEvicted == true || (entry?.token.map { $0.storeID != container.storeID } ?? false)
+        if let entry, entry.token == nil, let repaired = try registry.repairedAt(), entry.registeredAt >= repaired {
+            expired = true
+        }
+        let start = try reload()
+        if entry == nil { warning = recordPosition { try registry.register(consumer) } }
+        warning = recordPosition { try registry.reset(consumer, to: start) } ?? warning
+        return (start, expired, start, warning)
     }
 
     /// Runs a registry write after a merge; a failure the merge does not depend on (busy,

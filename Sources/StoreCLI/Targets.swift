@@ -39,16 +39,7 @@ public enum Targets {
         case "add":
             try add(inv, author: me)
         case "list":
-            _ = try inv.syncedConsumer(me)
-            let table = inv.output.tableStream(columns: [
-                ("id", "ID"), ("isRead", "READ"), ("title", "TITLE"), ("category", "CATEGORY"), ("url", "URL"),
-                ("createdAt", "CREATED"),
-            ])
-            try ReadLater.listArticles(
-                try inv.readContext(), unreadOnly: inv.arguments.has("unread"), search: inv.arguments.value("search"),
-                limit: try inv.arguments.integer("limit", in: 0...Int.max),
-                offset: try inv.arguments.integer("offset", in: 0...Int.max) ?? 0, table.add)
-            table.finish()
+            try list(inv, consumer: me)
         case "mark-read", "mark-unread":
             let id = try inv.objectID(inv.arguments.positionals[0], entity: "Article")
             let context = try inv.context(author: me)
@@ -95,6 +86,20 @@ public enum Targets {
         default:
             throw UsageError("unknown command '\(inv.command)'")
         }
+    }
+
+    /// `main-app list`: syncs the target's view, then prints the articles as a table (or JSON lines).
+    static func list(_ inv: Invocation, consumer: String) throws {
+        _ = try inv.syncedConsumer(consumer)
+        let table = inv.output.tableStream(columns: [
+            ("id", "ID"), ("isRead", "READ"), ("title", "TITLE"), ("category", "CATEGORY"), ("url", "URL"),
+            ("createdAt", "CREATED"),
+        ])
+        try ReadLater.listArticles(
+            try inv.readContext(), unreadOnly: inv.arguments.has("unread"), search: inv.arguments.value("search"),
+            limit: try inv.arguments.integer("limit", in: 0...Int.max),
+            offset: try inv.arguments.integer("offset", in: 0...Int.max) ?? 0, table.add)
+        table.finish()
     }
 
     static func add(_ inv: Invocation, author: String) throws {

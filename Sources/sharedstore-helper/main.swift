@@ -112,11 +112,9 @@ func migrateSlowly(_ group: String) -> Never {
     }
 }
 
-if command == "migrate-slowly" { migrateSlowly(group) }
-
-do {
-    let container = try Container(group: group, model: ReadLater.model)
-    try ChangeSignal.attach(to: container)
+/// The commands that save or read the store: `write`, `history`, and another process's saves.
+@MainActor
+func storeCommand(_ container: Container) throws {
     switch command {
     case "write":
         guard let author = options["author"], let count = Int(options["count"] ?? "") else {
@@ -137,6 +135,34 @@ do {
         try container.history(request) { batch in
             for t in batch { line(t.json) }
         }
+    case "set-title":
+        // Another process's save of one article's title (merge-policy tests).
+        guard let idText = options["id"], let title = options["title"] else {
+            fail("set-title needs --id and --title", code: 2)
+        }
+        let context = container.newContext(name: "helper", author: "Other")
+        try context.update(try container.objectID(parsing: idText), ["title": .string(title)])
+        emit([("token", try context.save().token.map { .string($0.description) } ?? .null)])
+    case "delete":
+        guard let idText = options["id"] else { fail("delete needs --id", code: 2) }
+        let context = container.newContext(name: "helper", author: "Other")
+        try context.delete(try container.objectID(parsing: idText))
+        emit([("token", try context.save().token.map { .string($0.description) } ?? .null)])
+    case "add-category":
+        guard let name = options["name"] else { fail("add-category needs --name", code: 2) }
+        let context = container.newContext(name: "helper", author: "Other")
+        context.mergePolicy = .storeTrump
+        let temp = try context.insert(ReadLater.Category(name: name))
+        emit([("id", .string(try context.save().permanentID(for: temp).description))])
+    default:
+        try viewCommand(container)
+    }
+}
+
+/// `watch` and `sync`: a view of the store, as a target keeps one.
+@MainActor
+func viewCommand(_ container: Container) throws {
+    switch command {
     case "watch", "sync":
         guard let consumer = options["consumer"] else { fail("\(command) needs --consumer", code: 2) }
         let registry = try TokenRegistry(group: group)
@@ -172,6 +198,15 @@ do {
         // The view, to compare with a fresh fetch.
         let view_ = view.objects.values.sorted { $0.id < $1.id }.map { JSONValue.string("\($0.id)@\($0.version)") }
         emit([("view", .array(view_)), ("token", view.token.map { .string($0.description) } ?? .null)])
+    default:
+        try registryCommand(container)
+    }
+}
+
+/// The commands on the token registry.
+@MainActor
+func registryCommand(_ container: Container) throws {
+    switch command {
     case "advance":
         guard let consumer = options["consumer"], let list = options["tokens"] else {
             fail("advance needs --consumer and --tokens", code: 2)
@@ -199,37 +234,6 @@ do {
             emit([("holding", .bool(true))])
             while true { pause() }
         }
-    case "clean":
-        let registry = try TokenRegistry(group: group)
-        let report = try HistoryCleaner.clean(
-            container: container, registry: registry, dryRun: options["dry-run"] != nil,
-            evictAfter: options["evict-after"].flatMap(Double.init))
-        emit([
-            ("deleted", .number(Double(report.deleted))),
-            ("through", report.through.map { .string($0.description) } ?? .null),
-            ("oldest_consumer", report.oldestConsumer.map(JSONValue.string) ?? .null),
-            ("remaining", .number(Double(report.remaining))),
-            ("evicted", .array(report.evicted.map(JSONValue.string))),
-        ])
-    case "set-title":
-        // Another process's save of one article's title (merge-policy tests).
-        guard let idText = options["id"], let title = options["title"] else {
-            fail("set-title needs --id and --title", code: 2)
-        }
-        let context = container.newContext(name: "helper", author: "Other")
-        try context.update(try container.objectID(parsing: idText), ["title": .string(title)])
-        emit([("token", try context.save().token.map { .string($0.description) } ?? .null)])
-    case "delete":
-        guard let idText = options["id"] else { fail("delete needs --id", code: 2) }
-        let context = container.newContext(name: "helper", author: "Other")
-        try context.delete(try container.objectID(parsing: idText))
-        emit([("token", try context.save().token.map { .string($0.description) } ?? .null)])
-    case "add-category":
-        guard let name = options["name"] else { fail("add-category needs --name", code: 2) }
-        let context = container.newContext(name: "helper", author: "Other")
-        context.mergePolicy = .storeTrump
-        let temp = try context.insert(ReadLater.Category(name: name))
-        emit([("id", .string(try context.save().permanentID(for: temp).description))])
     case "readers":
         let registry = try TokenRegistry(group: group)
         emit([
@@ -245,8 +249,37 @@ do {
             ])
         }
     default:
+        try cleanCommand(container)
+    }
+}
+
+/// `clean`: the history cleaner, once.
+@MainActor
+func cleanCommand(_ container: Container) throws {
+    switch command {
+    case "clean":
+        let registry = try TokenRegistry(group: group)
+        let report = try HistoryCleaner.clean(
+            container: container, registry: registry, dryRun: options["dry-run"] != nil,
+            evictAfter: options["evict-after"].flatMap(Double.init))
+        emit([
+            ("deleted", .number(Double(report.deleted))),
+            ("through", report.through.map { .string($0.description) } ?? .null),
+            ("oldest_consumer", report.oldestConsumer.map(JSONValue.string) ?? .null),
+            ("remaining", .number(Double(report.remaining))),
+            ("evicted", .array(report.evicted.map(JSONValue.string))),
+        ])
+    default:
         fail("unknown command '\(command)'", code: 2)
     }
+}
+
+if command == "migrate-slowly" { migrateSlowly(group) }
+
+do {
+    let container = try Container(group: group, model: ReadLater.model)
+    try ChangeSignal.attach(to: container)
+    try storeCommand(container)
 } catch let error as StoreError {
     fail(error.message, code: 1)
 } catch {

@@ -38,8 +38,8 @@ let benchParser = CommandLineParser(
             ])
     ])
 
-let words = Array(CommandLine.arguments.dropFirst())
-if words.first == "--child" {
+/// `storebench --child MODE …`: runs one child process of a cross-process case, then exits.
+@MainActor func runChild(_ words: [String]) -> Never {
     do {
         guard case .run(let child) = try childParser.parse(Array(words.dropFirst())) else { exit(0) }
         let p = child.positionals
@@ -58,26 +58,29 @@ if words.first == "--child" {
     }
 }
 
-do {
-    switch try benchParser.parse(words) {
-    case .help(let command):
-        print(benchParser.help(command), terminator: "")
-        exit(0)
-    case .run(let a):
-        if a.has("quick") {
-            settings.size = .quick
-            settings.rounds = 3
+/// Reads the command line into `settings`, `json` and `only` (or prints the help and exits).
+@MainActor func parseOptions(_ words: [String]) {
+    do {
+        switch try benchParser.parse(words) {
+        case .help(let command):
+            print(benchParser.help(command), terminator: "")
+            exit(0)
+        case .run(let a):
+            if a.has("quick") {
+                settings.size = .quick
+                settings.rounds = 3
+            }
+            if a.has("smoke") {
+                settings.size = .smoke
+                settings.rounds = 1
+            }
+            json = a.has("json")
+            settings.rounds = try a.integer("rounds", in: 1...100) ?? settings.rounds
+            only = a.value("cases").map { Set($0.split(separator: ",").map(String.init)) }
         }
-        if a.has("smoke") {
-            settings.size = .smoke
-            settings.rounds = 1
-        }
-        json = a.has("json")
-        settings.rounds = try a.integer("rounds", in: 1...100) ?? settings.rounds
-        only = a.value("cases").map { Set($0.split(separator: ",").map(String.init)) }
+    } catch {
+        usage("\(error)")
     }
-} catch {
-    usage("\(error)")
 }
 
 @MainActor func want(_ name: String) -> Bool {
@@ -95,7 +98,8 @@ do {
     print("\(name.replacingOccurrences(of: "\"", with: "").padding(toLength: 18, withPad: " ", startingAt: 0)) \(rest)")
 }
 
-do {
+/// The meta line, then the cases of one process: saves, batches, history.
+@MainActor func runStoreCases() throws {
     show(
         .object([
             ("case", .string("meta")), ("sqlite", .string(sqliteVersion())),
@@ -113,6 +117,10 @@ do {
     if want("history-fetch-1m") {
         show(try historyFetchCase(settings, retained: settings.bigHistory, name: "history-fetch-1m"))
     }
+}
+
+/// The cases that follow, read at scale, mirror, clean and write from many processes.
+@MainActor func runProcessCases() throws {
     if want("latency") { show(try latencyCase(settings)) }
     if want("query-indexed") { show(try queryIndexedCase(settings)) }
     if want("live-query-latency") { show(try liveQueryLatencyCase(settings)) }
@@ -140,6 +148,14 @@ do {
             show(r)
         }
     }
+}
+
+let words = Array(CommandLine.arguments.dropFirst())
+if words.first == "--child" { runChild(words) }
+parseOptions(words)
+do {
+    try runStoreCases()
+    try runProcessCases()
 } catch {
     FileHandle.standardError.write(Data("error: \(error)\n".utf8))
     exit(1)
