@@ -15,9 +15,23 @@ import Synchronization
 /// let context = container.newContext(name: "share", author: "ShareExtension")
 /// ```
 public final class Container: Sendable {
+    /// How a container opens its store (Core Data's store description options).
+    ///
+    /// For example:
+    /// ```swift
+    /// var options = Container.Options()
+    /// options.synchronous = .full          // a save survives a power loss, not only a crash
+    /// options.busyTimeout = 2
+    /// let container = try Container(group: dir, model: model, options: options)
+    /// ```
     public struct Options: Sendable, Hashable {
+        /// SQLite's `synchronous` setting, which decides what an acknowledged save survives; the raw
+        /// value is the pragma's value.
         public enum Synchronous: String, Sendable, Hashable {
+            /// A save survives the crash or `kill -9` of any process; a power loss may lose the last
+            /// acknowledged saves (never half of one). The fastest.
             case normal = "NORMAL"
+            /// A save survives a power loss too: every commit waits for the disk.
             case full = "FULL"
         }
         /// Record every save as a history transaction (Core Data's NSPersistentHistoryTrackingKey).
@@ -31,13 +45,19 @@ public final class Container: Sendable {
         /// What a migration does with stored objects that break a uniqueness constraint the new
         /// model adds: refuse (default), or keep one of each group and delete the others.
         public var duplicatesWhenMigrating = DuplicateResolution.refuse
+        /// The defaults: history tracking on, on disk, `.normal`, a 5-second busy timeout, and migrations
+        /// that refuse duplicates.
         public init() {}
     }
 
+    /// The store's file name in the group directory.
     public static let storeFileName = "Store.sqlite"
 
+    /// The group directory the container opened (the `group` of ``init(group:model:options:migrations:)``).
     public let directory: String
+    /// The model the container opened the store with: the store is at its version.
     public let model: Model
+    /// The options the container opened the store with.
     public let options: Options
     /// The store's identity, made once when the store is created; tokens and ids carry it.
     public let storeID: UUID

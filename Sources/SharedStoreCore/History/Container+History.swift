@@ -118,7 +118,9 @@ extension Container {
 
 /// How much history a store retains (``Container/historyStatistics()``).
 public struct HistoryStatistics: Sendable, Hashable {
+    /// How many transactions history retains.
     public var transactions: Int
+    /// How many object changes those transactions hold.
     public var changes: Int
 }
 

@@ -18,7 +18,11 @@ import SharedStoreSupport
 /// let unread = try context.fetch(Article.self, where: Key("isRead") == false)
 /// ```
 public protocol Record: Codable, Sendable {
+    /// The name of the entity the record maps to; a model without it makes every use fail with
+    /// `.unknownEntity`.
     static var entityName: String { get }
+    /// The object's id: nil for a record not inserted yet, set by the fetch that read it. The record
+    /// encoder leaves it out of the values it writes.
     var id: ObjectID? { get set }
 }
 

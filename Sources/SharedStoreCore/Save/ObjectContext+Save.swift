@@ -251,8 +251,12 @@ public struct BatchWriter: ~Copyable {
 
 /// What a batch operation did.
 public struct BatchResult: Sendable, Hashable {
+    /// How many objects the batch inserted, updated or deleted.
     public let count: Int
+    /// The batch's history token (nil when it changed nothing or history is off).
     public let token: HistoryToken?
+    /// The ids of the objects it changed, in order; empty for ``ObjectContext/batch(_:)``, which may
+    /// insert millions.
     public let objectIDs: [ObjectID]
 }
 
