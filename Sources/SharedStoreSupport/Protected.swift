@@ -10,8 +10,12 @@ public final class Protected<Value>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value
 
+    /// A lock around `value`.
     public init(_ value: Value) { self.value = value }
 
+    /// Runs `body` with the value while holding the lock, and returns what it returns; the lock is
+    /// released when `body` throws too. `body` must not call `withLock` on the same instance (the lock
+    /// is not recursive).
     public func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         lock.lock()
         defer { lock.unlock() }

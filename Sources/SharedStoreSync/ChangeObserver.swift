@@ -20,7 +20,9 @@ import SharedStoreSupport
 /// for await token in observer.changes() { try view.sync() }
 /// ```
 public final class ChangeObserver: Sendable {
+    /// The container whose store the observer follows.
     public let container: Container
+    /// How often, in seconds, the observer reads the store's current token whatever inotify says.
     public let pollInterval: TimeInterval
     private let watch: ChangeSignalWatch
     private let state = Protected(State())

@@ -41,12 +41,20 @@ public struct SyncResult: Sendable, Hashable {
 /// let unread = view.objects(of: "Article").filter { $0["isRead"] == false }
 /// ```
 public final class ViewContext {
+    /// The container whose store the view follows.
     public let container: Container
+    /// The registry that holds the view's consumer token.
     public let registry: TokenRegistry
+    /// The view's consumer name in the registry.
     public let consumer: String
+    /// The author whose transactions are this view's own: merged, not reported (the consumer's
+    /// name unless given).
     public let author: String
+    /// The entities the view holds (every entity of the model unless given).
     public let entities: [String]
+    /// The view's objects by id, as of its last sync.
     public private(set) var objects: [ObjectID: Snapshot] = [:]
+    /// The position the view has merged through (nil before its first sync).
     public private(set) var token: HistoryToken?
     private var loaded = false
     /// A registry write that failed before the first sync, reported by it.
