@@ -40,6 +40,11 @@ public final class ChangeObserver: Sendable {
     /// Starts observing; changes committed after this call are reported.
     ///
     /// - Parameter pollInterval: the safety-net poll, in seconds.
+    ///
+    /// - Throws: `.invalidArgument` for a poll interval that is not a positive number,
+    ///   `.fileAccess` when the process cannot make a pipe (no file descriptors left), and the
+    ///   errors of ``Container/currentToken()``. Without inotify, or without the signal file yet,
+    ///   the observer does not fail: it polls.
     public init(container: Container, pollInterval: TimeInterval = 1.0) throws {
         guard pollInterval.isFinite, pollInterval > 0 else {
             throw StoreError(.invalidArgument, "poll interval must be a positive number of seconds")

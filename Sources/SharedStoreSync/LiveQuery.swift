@@ -131,6 +131,10 @@ public final class LiveQuery: @unchecked Sendable {
 
     /// - Parameter consumer: its name in the token registry (its own position, held by nobody
     ///   else: two live queries need two names).
+    ///
+    /// - Throws: `.unknownEntity` for a request of an entity the model lacks, and the errors of
+    ///   ``ViewContext/init(container:registry:consumer:author:entities:)``. The rest of the
+    ///   request (key paths, values) is checked by its first run, in ``next()``.
     public init(container: Container, registry: TokenRegistry, consumer: String, request: FetchRequest) throws {
         self.request = request
         self.container = container
@@ -141,6 +145,8 @@ public final class LiveQuery: @unchecked Sendable {
 
     /// The first result, then a result each time merged history changed it; nil when nothing
     /// that was merged could change it (the query did not run). Blocking; one caller at a time.
+    ///
+    /// - Throws: like ``ViewContext/sync(batchSize:_:)`` and ``ObjectContext/fetch(_:)``.
     public func next() throws -> LiveResult? {
         try lock.withLock {
             var relevant = !started

@@ -64,6 +64,11 @@ public final class ViewContext {
     /// ``sync(batchSize:_:)`` loads it. First checks the store against the registry
     /// (``TokenRegistry/reconcile(_:)``): a store put back to an older copy never hands out a
     /// token again.
+    ///
+    /// - Throws: `.unknownEntity` for an entity in `entities` that the model lacks,
+    ///   `.registryDamaged` for a damaged or lost registry, and the errors of
+    ///   ``TokenRegistry/reconcile(_:)``. A registration that fails for another reason (busy, full)
+    ///   does not throw: the first sync reports it.
     public init(
         container: Container, registry: TokenRegistry, consumer: String, author: String? = nil,
         entities: [String]? = nil
@@ -191,6 +196,9 @@ public final class ViewContext {
     }
 
     /// Loads every tracked object and the current token from one consistent read.
+    ///
+    /// - Throws: ``StoreError`` when the store cannot be read (`.modelOutdated`, `.busy`,
+    ///   `.storage`).
     @discardableResult
     public func reload() throws -> HistoryToken {
         let (value, snapshots) = try container.loadAll(entities)
@@ -238,6 +246,8 @@ extension ViewContext {
     /// after every wake-up; ``ChangeObserver/stop()`` wakes the wait at once).
     ///
     /// - Returns: how many transactions of other authors were merged.
+    ///
+    /// - Throws: what ``sync(batchSize:_:)``, ``ChangeObserver/next(timeout:)`` or `each` throw.
     @discardableResult
     public func watch(
         observer: ChangeObserver, duration: TimeInterval? = nil, count: Int? = nil,

@@ -233,6 +233,12 @@ public final class Container: Sendable {
     }
 
     /// Parses `Entity/N` as an id of this store, checking that the entity exists.
+    ///
+    /// For example: `try container.objectID(parsing: "Article/42")`.
+    ///
+    /// - Throws: ``StoreError`` `.malformedID` for text that is not `Entity/N` (or its URI form) or
+    ///   names an entity the model lacks, `.foreignID` for a URI of another store. Whether the object
+    ///   exists is not checked.
     public func objectID(parsing text: String) throws -> ObjectID {
         let id = try ObjectID(parsing: text, storeID: storeID)
         guard model.entity(named: id.entity) != nil else {
@@ -242,6 +248,9 @@ public final class Container: Sendable {
     }
 
     /// Parses a printed token and checks that it belongs to this store.
+    ///
+    /// - Throws: ``StoreError`` `.malformedToken` for text SharedStore did not print,
+    ///   `.foreignToken` for a token of another store.
     public func token(parsing text: String) throws -> HistoryToken {
         let token = try HistoryToken(parsing: text)
         try check(token)

@@ -258,6 +258,8 @@ public final class ObjectContext {
     /// ```swift
     /// try context.forEach(FetchRequest("Article", sortedBy: [Key("createdAt").ascending])) { print($0.id) }
     /// ```
+    ///
+    /// - Throws: like ``fetch(_:)``, or what `body` throws (the stream stops there).
     public func forEach(_ request: FetchRequest, _ body: (Snapshot) throws -> Void) throws {
         guard let awake = container.awakeFromFetch(request.entity) else {
             return try container.readOneStatement { s in try s.forEach(request, body) }
@@ -278,6 +280,11 @@ public final class ObjectContext {
     /// ```swift
     /// try context.aggregate("Article", [.count, .max("createdAt")], groupedBy: ["category.label"])
     /// ```
+    ///
+    /// - Throws: `.unknownEntity`, `.unknownProperty` for a key path the model lacks,
+    ///   `.invalidArgument` for a grouping by a relationship, an aggregate over an attribute that is
+    ///   not a number, date, string or decimal, or a sum that is not of a number; the errors of
+    ///   ``fetch(_:)`` for the condition.
     public func aggregate(
         _ entity: String, _ aggregates: [Aggregate], where condition: Condition = .always, groupedBy: [String] = []
     ) throws -> [AggregateRow] {
