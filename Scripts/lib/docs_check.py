@@ -12,6 +12,7 @@ import html.parser
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -100,13 +101,18 @@ def render(browser, url, profile):
     command = [browser, '--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage',
                '--no-first-run', f'--user-data-dir={profile}', f'--virtual-time-budget={VIRTUAL_TIME}',
                '--dump-dom', url]
+    # A session of its own, so that a chromium past its deadline goes with all its helpers.
+    browser_process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                       start_new_session=True)
     try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=BROWSER_DEADLINE)
+        out, err = browser_process.communicate(timeout=BROWSER_DEADLINE)
     except subprocess.TimeoutExpired:
+        os.killpg(browser_process.pid, signal.SIGKILL)
+        browser_process.communicate()
         sys.exit(f'docs check: chromium did not render {url} within {BROWSER_DEADLINE} s')
-    if result.returncode != 0 or not result.stdout.strip():
-        sys.exit(f'docs check: chromium failed on {url} (exit {result.returncode}):\n{result.stderr[-2000:]}')
-    return result.stdout
+    if browser_process.returncode != 0 or not out.strip():
+        sys.exit(f'docs check: chromium failed on {url} (exit {browser_process.returncode}):\n{err[-2000:]}')
+    return out
 
 
 def main():
