@@ -4,7 +4,7 @@ import SharedStoreSupport
 
 /// Applies one remote transaction's changes inside the import's write transaction.
 struct MirrorImporter {
-    let s: SQLStore
+    let s: TransactionSQL
     let sequence: Int64
     let unpushed: Set<UUID>
     let uploaded: [UUID: Int64]
@@ -17,7 +17,7 @@ struct MirrorImporter {
     /// names.
     var older = false
 
-    init(s: SQLStore, sequence: Int64, unpushed: Set<UUID>, uploaded: [UUID: Int64]) {
+    init(s: TransactionSQL, sequence: Int64, unpushed: Set<UUID>, uploaded: [UUID: Int64]) {
         self.s = s
         self.sequence = sequence
         self.unpushed = unpushed
@@ -42,8 +42,8 @@ struct MirrorImporter {
     /// The object `gid` stands for here (following aliases left by collisions).
     func resolve(_ gid: UUID) throws -> UUID { try Self.resolve(s, gid) }
 
-    static func resolve(_ s: SQLStore, _ gid: UUID) throws -> UUID {
-        // Chains are kept one step long (``SQLStore/setAlias(_:to:)``); a longer one, from a
+    static func resolve(_ s: TransactionSQL, _ gid: UUID) throws -> UUID {
+        // Chains are kept one step long (``TransactionSQL/setAlias(_:to:)``); a longer one, from a
         // store made before that, is followed for a while.
         var current = gid
         for _ in 0..<64 {

@@ -86,7 +86,7 @@ struct ChangeRecorder {
     ///
     /// - Throws: `.tokenSpaceExhausted` when SQLite had no higher row id to give (a damaged
     ///   store holding the largest token): the whole save rolls back.
-    func write(_ s: SQLStore, author: String?, contextName: String?) throws -> HistoryToken? {
+    func write(_ s: TransactionSQL, author: String?, contextName: String?) throws -> HistoryToken? {
         let container = s.container
         guard container.options.historyTracking, !isEmpty else { return nil }
         if onlyInserts {
@@ -106,7 +106,9 @@ struct ChangeRecorder {
             changes: HistoryCodec.encode(changes, container.numbering))
     }
 
-    private func insertRow(_ s: SQLStore, author: String?, contextName: String?, entities: Int64, changes: [UInt8])
+    private func insertRow(
+        _ s: TransactionSQL, author: String?, contextName: String?, entities: Int64, changes: [UInt8]
+    )
         throws -> HistoryToken
     {
         let container = s.container

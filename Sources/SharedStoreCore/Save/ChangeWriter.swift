@@ -9,7 +9,7 @@ import SharedStoreSupport
 /// Shared by ``ObjectContext/save()`` and the batch operations so that both validate, apply delete
 /// rules and record history the same way.
 struct ChangeWriter {
-    let s: SQLStore
+    let s: TransactionSQL
     let resolver: MergeResolver
     var recorder = ChangeRecorder()
     /// Objects deleted in this transaction.
@@ -35,7 +35,7 @@ struct ChangeWriter {
     /// - Parameter runsHooks: false for a mirror's import: the values were validated and the
     ///   lifecycle events ran on the machine that made them (run again, `awakeFromInsert` would
     ///   stamp this machine's time over the original's).
-    init(_ s: SQLStore, policy: MergePolicy = .objectTrump, runsHooks: Bool = true) {
+    init(_ s: TransactionSQL, policy: MergePolicy = .objectTrump, runsHooks: Bool = true) {
         self.s = s
         self.resolver = MergeResolver(policy: policy)
         self.hooks = runsHooks ? s.container.hookRegistry.all() : nil
@@ -47,7 +47,7 @@ struct ChangeWriter {
     // MARK: - Checks
 
     func validate(_ value: Value, _ a: Attribute, object: @autoclosure () -> String) throws -> SQLValue {
-        try container.validate(value, a, object: object())
+        try container.validator.validate(value, a, object: object())
     }
 
     func exists(_ e: Entity, _ pk: Int64) throws -> Bool { try s.exists(e, pk) }
