@@ -208,11 +208,13 @@ struct MigrationRunner {
             switch action {
             case .createEntity(let name): try SchemaSQL.createEntityTable(c, try model.entity(name))
             case .addColumn(let table, let column, let type, let value):
-                let stored = try type.map { try SQLMapping.sqlValue(value, $0, name: "\(table).\(column)") } ?? .null
+                let stored =
+                    try type.map { try SQLMapping.sqlValue(value, $0, object: table, property: column) } ?? .null
                 try SchemaSQL.addColumn(c, table, column, type, stored)
             case .createJoinTable(let name): try SchemaSQL.createJoinTable(c, name)
             case .fillNulls(let table, let column, let value, let type):
-                _ = try SchemaSQL.fillNulls(c, table, column, try SQLMapping.sqlValue(value, type, name: column))
+                _ = try SchemaSQL.fillNulls(
+                    c, table, column, try SQLMapping.sqlValue(value, type, object: nil, property: column))
             default: break
             }
         }

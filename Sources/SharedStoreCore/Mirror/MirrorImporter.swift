@@ -89,9 +89,9 @@ struct MirrorImporter {
             let known = try key(e, gid)
             // One global id never names two objects, not even of two entities.
             if known == nil, let other = try s.mappedEntity(gid, other: e) {
-                throw StoreError(
-                    .validation,
-                    "global id \(GlobalID.text(gid)) names a \(other) here, and the row makes it a \(e.name)")
+                throw StoreError.validation(
+                    "global id \(GlobalID.text(gid)) names a \(other) here, and the row makes it a \(e.name)",
+                    object: "\(e.name) \(GlobalID.text(gid))", property: nil, rule: .globalIDEntity(other))
             }
             if let pk = known {
                 if let other = try w.existingUnique(e, changes, object: "\(e.name) \(gid)"), other != pk {
@@ -237,10 +237,11 @@ struct MirrorImporter {
             let destination = try model.entity(r.destination)
             let pk = try target.flatMap { try key(destination, $0) }
             if pk == nil, let target, let other = try s.mappedEntity(target, other: destination) {
-                throw StoreError(
-                    .validation,
+                throw StoreError.validation(
                     "\(e.name) \(GlobalID.text(object.globalID)).\(r.name) names \(GlobalID.text(target)), "
-                        + "a \(other) here, not a \(destination.name)")
+                        + "a \(other) here, not a \(destination.name)",
+                    object: "\(e.name) \(GlobalID.text(object.globalID))", property: r.name,
+                    rule: .globalIDEntity(other))
             }
             changes.relationships[r.name] = .some(pk)
         }

@@ -217,10 +217,9 @@ public struct Entity: Sendable, Hashable {
                     .unknownProperty, (object.map { "\($0): " } ?? "") + "\(self.name) has no attribute '\(name)'")
             }
             if let d = a.derivation {
-                throw StoreError(
-                    .validation,
+                throw StoreError.validation(
                     (object.map { "\($0): " } ?? "") + "\(self.name).\(name) is derived (\(d.text)): the save computes "
-                        + "it; it cannot be set")
+                        + "it; it cannot be set", object: object ?? self.name, property: name, rule: .derived)
             }
         }
     }

@@ -56,7 +56,7 @@ struct QueryBuilder {
     }
 
     private mutating func bind(_ v: Value, _ a: Attribute, _ path: String) throws -> String {
-        bindings.append(try SQLMapping.sqlValue(v, a.type, name: "\(entity.name).\(path)"))
+        bindings.append(try SQLMapping.sqlValue(v, a.type, object: entity.name, property: path))
         return "?"
     }
 

@@ -229,7 +229,9 @@ extension TransactionSQL {
         var bindings: [SQLValue] = [.integer(pk)]
         for a in e.attributes {
             row.append("? AS \(SQLMapping.quote(a.name))")
-            bindings.append((try? SQLMapping.sqlValue(values[a.name] ?? a.defaultValue, a.type, name: a.name)) ?? .null)
+            bindings.append(
+                (try? SQLMapping.sqlValue(values[a.name] ?? a.defaultValue, a.type, object: e.name, property: a.name))
+                    ?? .null)
         }
         for r in e.toOneRelationships {
             row.append("? AS \(SQLMapping.quote(r.name))")

@@ -20,6 +20,12 @@ struct ChangeRecorder {
     var isEmpty: Bool { changes.isEmpty && inserts.isEmpty }
     var count: Int { changes.count + inserts.count }
 
+    /// Whether this transaction inserted object `pk` of the entity at index `entity` (for an
+    /// error: it reads every change).
+    func hasInserted(_ entity: Int, _ pk: Int64) -> Bool {
+        coalesced.contains { $0.kind == .insert && $0.entity == entity && $0.primaryKey == pk }
+    }
+
     mutating func inserted(_ entity: Int, _ pk: Int64, globalID: UUID) {
         if onlyInserts {
             inserts.append(entity, pk, globalID)

@@ -52,19 +52,6 @@ struct ChangeWriter {
 
     func exists(_ e: Entity, _ pk: Int64) throws -> Bool { try s.exists(e, pk) }
 
-    /// Runs a write, turning a broken uniqueness constraint into an error that names the object.
-    func unique<T>(_ object: @autoclosure () -> String, _ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let e as SQLiteError where e.isUniqueViolation {
-            let columns = e.message.components(separatedBy: "failed: ").last ?? e.message
-            throw StoreError(
-                .uniqueness,
-                "\(object()) breaks a uniqueness constraint: another object already has the same \(columns)",
-                resultCode: e.resultCode)
-        }
-    }
-
     /// The stored object that has the same value as `changes` for one of the entity's uniqueness
     /// constraints (a nil part never conflicts, as in SQLite's unique indexes).
     func existingUnique(_ e: Entity, _ changes: PropertyChanges, object: @autoclosure () -> String) throws -> Int64? {
@@ -74,7 +61,7 @@ struct ChangeWriter {
                 if let a = e.attribute(named: name) {
                     bindings.append(
                         try SQLMapping.sqlValue(
-                            changes.values[name] ?? a.defaultValue, a.type, name: "\(object()).\(name)"))
+                            changes.values[name] ?? a.defaultValue, a.type, object: object(), property: name))
                 } else {
                     bindings.append(changes.relationships[name].flatMap { $0 }.map(SQLValue.integer) ?? .null)
                 }
@@ -108,7 +95,7 @@ struct ChangeWriter {
         }
         let globalID = globalID ?? GlobalID.make()
         try stmt.bind(uuid: globalID, at: column)
-        try unique(object()) { try stmt.run() }
+        try unique(e, object(), values: { changes.value($0, of: e) }) { try stmt.run() }
         let pk = s.lastInsertedKey
         recorder.inserted(index, pk, globalID: globalID)
         if !e.keptCounts.isEmpty { counter.inserted(index, pk) }
@@ -177,7 +164,8 @@ struct ChangeWriter {
             guard case .related(let a, let via, let entity, let source) = own, via == name else { continue }
             let value = try related(entity, target)[source]
             let type = e.attribute(named: a)?.type ?? .string
-            try s.updateRow(e, pk, columns: [a], values: [try SQLMapping.sqlValue(value, type, name: "\(e.name).\(a)")])
+            try s.updateRow(
+                e, pk, columns: [a], values: [try SQLMapping.sqlValue(value, type, object: e.name, property: a)])
         }
         for f in derivations.feeds[index] where f.via == name {
             let amount = try f.sum.map { try related(index, pk)[$0] } ?? .integer(1)
@@ -256,7 +244,9 @@ struct ChangeWriter {
         let derivedValues = try deriveOwn(e, index, current: current, changes, &row)
         let counted = !e.keptCounts.isEmpty && !counter.isNew(index, pk) && KeptCounter.reads(e, row.columns)
         if counted { counter.add(index, try s.keptCountFlags(e, pk), sign: -1) }
-        try unique(object()) { try s.updateRow(e, pk, columns: row.columns, values: row.bindings) }
+        try unique(e, object(), values: { changes.value($0, of: e, derived: derivedValues, current: current) }) {
+            try s.updateRow(e, pk, columns: row.columns, values: row.bindings)
+        }
         if counted { counter.add(index, try s.keptCountFlags(e, pk), sign: 1) }
         recorder.updated(index, pk, properties: row.indexes)
         var after = current.bumped()
@@ -306,7 +296,7 @@ struct ChangeWriter {
             written: Set(row.columns))
         for (name, value) in derived.sorted(by: { $0.key < $1.key }) where value != current[name] {
             guard let i = e.attributes.firstIndex(where: { $0.name == name }) else { continue }
-            row.bindings.append(try SQLMapping.sqlValue(value, e.attributes[i].type, name: "\(e.name).\(name)"))
+            row.bindings.append(try SQLMapping.sqlValue(value, e.attributes[i].type, object: e.name, property: name))
             row.columns.append(name)
             row.indexes.append(i)
         }
@@ -339,13 +329,14 @@ struct ChangeWriter {
             bindings =
                 try e.attributes.map { a in
                     a.isDerived
-                        ? try SQLMapping.sqlValue(all[a.name] ?? .null, a.type, name: "\(e.name).\(a.name)")
+                        ? try SQLMapping.sqlValue(all[a.name] ?? .null, a.type, object: e.name, property: a.name)
                         : try validate(all[a.name] ?? a.defaultValue, a, object: read.id.description)
                 } + Array(bindings.dropFirst(e.attributes.count))
         }
         // It comes back as a new object for other machines (its old global id went with the delete).
         let globalID = GlobalID.make()
-        try unique(read.id.description) {
+        let restored = PropertyChanges(values: all, relationships: targets)
+        try unique(e, read.id.description, values: { restored.value($0, of: e) }) {
             try s.insertRow(e, primaryKey: read.id.primaryKey, values: bindings, globalID: globalID)
         }
         recorder.inserted(index, read.id.primaryKey, globalID: globalID)

@@ -21,56 +21,57 @@ final class Validator: Sendable {
 
     /// Checks a value against its attribute's rules; returns its stored form.
     ///
-    /// - Throws: `.validation` naming the object, the attribute and the rule.
+    /// - Throws: `.validation` naming the object, the attribute and the rule, with them as its
+    ///   ``StoreError/validation``.
     func validate(_ value: Value, _ a: Attribute, object: @autoclosure () -> String) throws -> SQLValue {
         // Names are built only when a rule fails: this runs for every attribute of every save.
-        var name: String { "\(object()).\(a.name)" }
+        func fail(_ what: String, _ rule: ValidationFailure.Rule) -> StoreError {
+            let object = object()
+            return .validation("\(object).\(a.name) \(what)", object: object, property: a.name, rule: rule)
+        }
         if value.isNull {
-            guard a.isOptional else { throw StoreError(.validation, "\(name) is required") }
+            guard a.isOptional else { throw fail("is required", .required) }
             return .null
         }
-        let sql = try SQLMapping.sqlValue(value, a.type, name: name)
+        let sql = try SQLMapping.sqlValue(value, a.type, object: object(), property: a.name)
         switch value {
         case .string(let s):
-            try validate(s, a, name: name)
+            if let (what, rule) = textProblem(s, a) { throw fail(what, rule) }
         case .date(let d) where !d.timeIntervalSince1970.isFinite:
-            throw StoreError(.validation, "\(name) is not a valid date")
+            throw fail("is not a valid date", .validDate)
         case .double(let d) where !d.isFinite:
-            throw StoreError(.validation, "\(name) is not a finite number")
+            throw fail("is not a finite number", .finiteNumber)
         case .integer, .double:
             let d = value.doubleValue ?? 0
-            if let min = a.minValue, d < min {
-                throw StoreError(.validation, "\(name) is \(value), at least \(min) required")
-            }
-            if let max = a.maxValue, d > max {
-                throw StoreError(.validation, "\(name) is \(value), at most \(max) allowed")
-            }
+            if let min = a.minValue, d < min { throw fail("is \(value), at least \(min) required", .minValue(min)) }
+            if let max = a.maxValue, d > max { throw fail("is \(value), at most \(max) allowed", .maxValue(max)) }
         default: break
         }
         return sql
     }
 
-    /// The rules of a string attribute: length, single line, pattern.
-    private func validate(_ s: String, _ a: Attribute, name: @autoclosure () -> String) throws {
+    /// The first rule of a string attribute (length, single line, pattern) that `s` breaks, with
+    /// what the message says of it after the attribute's name; nil when it breaks none.
+    private func textProblem(_ s: String, _ a: Attribute) -> (String, ValidationFailure.Rule)? {
         // Counting characters walks the whole string: only for a length rule.
         if a.minLength != nil || a.maxLength != nil {
             let n = s.count
             if let min = a.minLength, n < min {
-                throw StoreError(.validation, "\(name()) is \(n) characters long, at least \(min) required")
+                return ("is \(n) characters long, at least \(min) required", .minLength(min))
             }
             if let max = a.maxLength, n > max {
-                throw StoreError(.validation, "\(name()) is \(n) characters long, at most \(max) allowed")
+                return ("is \(n) characters long, at most \(max) allowed", .maxLength(max))
             }
         }
         if a.isSingleLine, TextSafety.containsControl(s, allowingTab: true) {
-            let shown = TextSafety.visible(s)
-            throw StoreError(.validation, "\(name()) '\(shown)' holds a control character (a newline, an escape…)")
+            return ("'\(TextSafety.visible(s))' holds a control character (a newline, an escape…)", .singleLine)
         }
         if let p = a.pattern {
             guard let re = regex(p), re.matches(s) else {
-                throw StoreError(.validation, "\(name()) '\(TextSafety.visible(s))' does not match the pattern \(p)")
+                return ("'\(TextSafety.visible(s))' does not match the pattern \(p)", .pattern(p))
             }
         }
+        return nil
     }
 }
 
