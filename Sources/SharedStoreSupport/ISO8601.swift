@@ -1,8 +1,10 @@
 import Foundation
 
 /// ISO 8601 UTC with milliseconds, the timestamp format of every JSON output.
-public enum ISO8601 {
-    public static func string(_ date: Date) -> String {
+package enum ISO8601 {
+    /// `date` as `2026-01-31T12:00:00.123Z` (milliseconds rounded down); beyond year ±200000, or
+    /// not finite, its seconds since 1970.
+    package static func string(_ date: Date) -> String {
         let ms = (date.timeIntervalSince1970 * 1000).rounded(.down)
         // Beyond year ±200000 (or not finite) there is no calendar form worth printing.
         guard ms.isFinite, abs(ms) < 6e18 / 1000 else { return String(date.timeIntervalSince1970) }

@@ -6,13 +6,17 @@ import Foundation
 /// An `NSLock` (a pthread mutex) rather than `Synchronization.Mutex`: on Linux the latter waits
 /// on a futex directly, which ThreadSanitizer cannot see, so `Scripts/sanitize.sh` reported
 /// races on values it protects (false ones, but they would hide a true one).
-public final class Protected<Value>: @unchecked Sendable {
+package final class Protected<Value>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value
 
-    public init(_ value: Value) { self.value = value }
+    /// Shares `value` between threads.
+    package init(_ value: Value) { self.value = value }
 
-    public func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+    /// Runs `body` with the value, under the lock (no other thread reads or writes it meanwhile).
+    ///
+    /// - Throws: what `body` throws (the lock is released).
+    package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         lock.lock()
         defer { lock.unlock() }
         return try body(&value)
