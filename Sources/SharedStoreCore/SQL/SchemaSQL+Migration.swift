@@ -374,22 +374,21 @@ extension SchemaSQL {
     /// The SQL expression of derived attribute `a` of `e` for the row `t0`; nil for `now` (the
     /// time of a save cannot be computed again).
     static func derivedExpression(_ model: Model, _ e: Entity, _ a: Attribute) -> String? {
-        let q = SQLMapping.quote
-        let key = StoreColumn.primaryKey
+        let (q, row, key) = (SQLMapping.quote, SelectFrame.column, StoreColumn.primaryKey)
         guard let d = a.derivation else { return nil }
         switch d {
         case .now: return nil
-        case .canonical(let source): return "ss_canonical(t0.\(q(source)))"
+        case .canonical(let source): return "ss_canonical(\(row(q(source))))"
         case .related(let via, let source):
             guard let r = e.relationship(named: via) else { return nil }
-            return "(SELECT d.\(q(source)) FROM \(q(r.destination)) AS d WHERE d.\(key) = t0.\(q(via)))"
+            return "(SELECT d.\(q(source)) FROM \(q(r.destination)) AS d WHERE d.\(key) = \(row(q(via))))"
         case .count(let rel):
             guard let r = e.relationship(named: rel) else { return nil }
-            return "(SELECT count(*) FROM \(q(r.destination)) AS d WHERE d.\(q(r.inverse)) = t0.\(key))"
+            return "(SELECT count(*) FROM \(q(r.destination)) AS d WHERE d.\(q(r.inverse)) = \(row(key)))"
         case .sum(let rel, let source):
             guard let r = e.relationship(named: rel) else { return nil }
             let total = a.type == .double ? "total(d.\(q(source)))" : "coalesce(sum(d.\(q(source))), 0)"
-            return "(SELECT \(total) FROM \(q(r.destination)) AS d WHERE d.\(q(r.inverse)) = t0.\(key))"
+            return "(SELECT \(total) FROM \(q(r.destination)) AS d WHERE d.\(q(r.inverse)) = \(row(key)))"
         }
     }
 
@@ -401,7 +400,8 @@ extension SchemaSQL {
         guard let a = e.attribute(named: attribute), let expr = derivedExpression(model, e, a) else { return 0 }
         let col = SQLMapping.quote(a.name)
         try c.execute(
-            "UPDATE \(SQLMapping.quote(e.name)) AS t0 SET \(col) = \(expr) WHERE t0.\(col) IS NOT \(expr)")
+            "UPDATE \(SQLMapping.quote(e.name)) AS \(SelectFrame.alias) SET \(col) = \(expr) "
+                + "WHERE \(SelectFrame.column(col)) IS NOT \(expr)")
         return c.changes
     }
 
