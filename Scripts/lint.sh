@@ -4,7 +4,8 @@
 # properties, closures outside functions, a file's top-level code: Scripts/lib/function_lengths.py);
 # no SQL text outside the SQL owners (SharedStoreCore/SQL for SQLite, SharedStorePostgres for the
 # mirror's server; the SQLite wrapper's transaction control and storebench's raw baseline aside);
-# no sqlite3_/mdb_ call outside the C wrappers (and the raw baseline).
+# no sqlite3_/mdb_ call outside the C wrappers (and the raw baseline); doc comments on at least 90%
+# of the public declarations `import SharedStore` brings (Scripts/lib/doc_coverage.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . Scripts/lib/setup.sh
@@ -16,6 +17,9 @@ swift_files=$(find Sources Tests -name '*.swift')
 long_lines=$(awk 'length > 120 { print FILENAME ":" FNR ": " length " characters" }' $swift_files)
 [ -z "$long_lines" ] || fail "lines over 120 characters:"$'\n'"$long_lines"
 python3 Scripts/lib/function_lengths.py 60 $(find Sources -name '*.swift') || fail "functions, closures or top-level code over 60 lines (above)"
+# The public declarations of the modules `import SharedStore` re-exports carry doc comments: at
+# least 90% of them (`python3 Scripts/lib/doc_coverage.py --list` names those without one).
+coverage=$(python3 Scripts/lib/doc_coverage.py 90 2>&1) || fail "doc coverage below 90%:"$'\n'"$coverage"
 sql=$(grep -rnE '"[^"]*\b(SELECT|INSERT|UPDATE|DELETE FROM|CREATE|PRAGMA|BEGIN|COMMIT|ROLLBACK|DROP|ALTER)\b' Sources --include=*.swift \
       | grep -v -e '^Sources/SharedStoreCore/SQL/' -e '^Sources/SharedStoreSQLite/' -e '^Sources/storebench/Baseline.swift' \
             -e '^Sources/SharedStorePostgres/' || true)
@@ -41,5 +45,5 @@ PY
 if ! warnings=$(swift build --build-path .build/lint -Xswiftc -warnings-as-errors 2>&1); then
     fail "the sources do not build without warnings:"$'\n'"$(grep -E 'error:|warning:' <<<"$warnings" | sort -u | head -20)"
 fi
-[ "$status" -eq 0 ] && echo "lint: no compiler warning; formatted; no line over 120, no function, closure or top-level code over 60 lines; SQL and C calls in their layers; README blocks tested"
+[ "$status" -eq 0 ] && echo "lint: no compiler warning; formatted; no line over 120, no function, closure or top-level code over 60 lines; $(tail -1 <<<"$coverage" | sed "s/^in all: //"); SQL and C calls in their layers; README blocks tested"
 exit "$status"

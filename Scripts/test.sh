@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: the Swift tests (unit, invariants, real multi-process), a storebench smoke
-# run, a short fuzz run of every parser, then the scripted scenarios. Installs missing Debian packages itself when run as root.
+# Runs every test: the Swift tests (unit, invariants, real multi-process), the documentation
+# site's build and browser check, a storebench smoke run, a short fuzz run of every parser, then
+# the scripted scenarios. Installs missing Debian packages itself when run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . Scripts/lib/setup.sh
@@ -14,8 +15,11 @@ build_status=${PIPESTATUS[0]}
 set -e
 [ "$build_status" -eq 0 ] || { echo "error: the build failed" >&2; exit 1; }
 
-echo "== lint (formatting, line and function lengths, SQL and C calls in their layers)"
+echo "== lint (formatting, line and function lengths, doc coverage, SQL and C calls in their layers)"
 bash Scripts/lint.sh
+
+echo "== docs (the DocC site: broken links fail the build; headless chromium renders its pages)"
+bash Scripts/docs.sh
 
 echo "== PostgreSQL for the mirror's tests (a real server in a temporary directory)"
 . Scripts/lib/postgres.sh

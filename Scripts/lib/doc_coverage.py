@@ -189,7 +189,7 @@ def main():
         done += ok
         print(f'{module}: {ok} of {count} public declarations documented ({percent(ok, count):.1f}%)')
     figure = percent(done, total)
-    print(f'in all: {done} of {total} ({figure:.1f}%)')
+    print(f'in all: {done} of {total} public declarations documented ({figure:.1f}%)')
     if listing:
         print('\n'.join(missing))
     if threshold is not None and figure < threshold:

@@ -23,6 +23,8 @@ sharedstore_ensure_packages() {
     [ -f /usr/include/fuse3/fuse.h ] || missing+=(libfuse3-dev)
     command -v fusermount3 >/dev/null 2>&1 || missing+=(fuse3)
     command -v cc >/dev/null 2>&1 || missing+=(gcc)
+    # The documentation site's check in a real browser (Scripts/docs.sh, Scripts/lib/docs_check.py).
+    command -v chromium >/dev/null 2>&1 || missing+=(chromium)
     [ ${#missing[@]} -eq 0 ] && return 0
     if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "installing ${missing[*]} (Debian packages)" >&2

@@ -49,18 +49,20 @@ extension Mirror {
         var reused: [Int64] = []
         var through: Int64 = 0
         var lostSince: Double?
+        let (decoded, strangers) = try ownRowsDecoded(own, lost: lost, floor: floor)
         for t in own {
-            if let why = try isLost(t, lost: lost, floor: floor) {
+            let why = try isLost(t, lost: lost, floor: floor) ?? (strangers.contains(t.sequence) ? .unknownObject : nil)
+            if let why {
                 reclaim.insert(t.token)
-                if why == .reused { reused.append(t.token) }
+                // A lost row outside the lost ranges has a number this copy handed out again.
+                if why == .reused || (why == .unknownObject && t.token > 0) { reused.append(t.token) }
                 through = max(through, t.sequence)
                 if let at = MirrorPayload.timestamp(t.payload) { lostSince = min(lostSince ?? at, at) }
                 continue
             }
             // What this store uploaded after the cursor: newer than anything before it to pull.
             // (An unreadable row of its own was not made by it; the pull quarantines it.)
-            guard let changes = try? MirrorPayload.decode(t.payload, sequence: t.sequence).changes else { continue }
-            for change in changes {
+            for change in decoded[t.sequence] ?? [] {
                 uploaded[change.globalID] = t.sequence
                 if case .upsert(let o) = change, let pk = o.originKey { pendingIDs.append((o.globalID, pk)) }
             }
@@ -114,7 +116,37 @@ extension Mirror {
     }
 
     /// Why a row of this store is one it no longer holds.
-    enum Lost { case token, reused, fullUpload }
+    enum Lost { case token, reused, fullUpload, unknownObject }
+
+    /// The changes of each row of `own` (by sequence) that is not lost by ``isLost`` and can be
+    /// read (the pull quarantines the others), and among them the rows that name an object this
+    /// copy never knew. The mirror maps every object before it pushes it, so a row that upserts
+    /// or deletes an object neither held nor mapped here was made by a copy of this store that was
+    /// lost — even when its token number was saved again here and that history is gone (nothing
+    /// left to compare its time with). Pulled back, such a row brings the object back; compared,
+    /// it would have deleted the object on every machine.
+    private func ownRowsDecoded(_ own: [MirrorTransaction], lost: [ClosedRange<Int64>], floor: Int64) throws
+        -> (changes: [Int64: [MirrorChange]], strangers: Set<Int64>)
+    {
+        var decoded: [Int64: [MirrorChange]] = [:]
+        for t in own where try isLost(t, lost: lost, floor: floor) == nil {
+            decoded[t.sequence] = try? MirrorPayload.decode(t.payload, sequence: t.sequence).changes
+        }
+        let unknown = try container.unknownGlobalIDs(Set(decoded.values.joined().compactMap(Self.namedObject)))
+        let strangers = decoded.filter { _, changes in
+            changes.contains { Self.namedObject($0).map(unknown.contains) == true }
+        }
+        return (decoded, Set(strangers.keys))
+    }
+
+    /// The object a change upserts or deletes (nil for a merge: it names two, both known elsewhere).
+    static func namedObject(_ change: MirrorChange) -> UUID? {
+        switch change {
+        case .upsert(let o): return o.globalID
+        case .delete(_, let gid): return gid
+        case .merge: return nil
+        }
+    }
 
     /// Whether row `t` of this store is one it no longer holds: a token it lost, one whose
     /// transaction here is another (another timestamp: the number was handed out again before
@@ -234,10 +266,9 @@ extension Mirror {
             let upload = MirrorUpload(
                 token: keys[i], author: Self.author,
                 payload: MirrorPayload.encode(changes, modelVersion: container.model.version, highWater: highWater))
+            try container.noteMirrorIDs(Self.upserted([changes]))
             let results = try server.upload(origin: container.storeID, [upload])
             note(results.map(\.sequence), [changes])
-            try container.noteMirrorIDs(pendingIDs)
-            pendingIDs = []
         }
     }
 

@@ -235,6 +235,9 @@ public final class Mirror {
                 payload: MirrorPayload.encode(
                     c, modelVersion: container.model.version, at: t.timestamp.timeIntervalSince1970))
         }
+        // Mapped before they go up: a row of this store naming an object its map does not know
+        // was made by a lost copy (``recoverTimeline``).
+        try container.noteMirrorIDs(Self.upserted(changes))
         let results = try rekeyClashes(uploads, try server.upload(origin: container.storeID, uploads))
         note(results.map(\.sequence), changes)
         if pendingIDs.count >= 10_000 {
@@ -288,10 +291,15 @@ public final class Mirror {
     /// Remembers the server sequence of each object's upload (see ``uploaded``).
     func note(_ sequences: [Int64], _ changes: [[MirrorChange]]) {
         for (sequence, c) in zip(sequences, changes) {
-            for change in c {
-                uploaded[change.globalID] = max(uploaded[change.globalID] ?? 0, sequence)
-                if case .upsert(let o) = change, let pk = o.originKey { pendingIDs.append((o.globalID, pk)) }
-            }
+            for change in c { uploaded[change.globalID] = max(uploaded[change.globalID] ?? 0, sequence) }
+        }
+    }
+
+    /// The objects `changes` upsert, with their rows here: what the map records before an upload.
+    static func upserted(_ changes: [[MirrorChange]]) -> [(UUID, Int64)] {
+        changes.joined().compactMap { change in
+            guard case .upsert(let o) = change, let pk = o.originKey else { return nil }
+            return (o.globalID, pk)
         }
     }
 

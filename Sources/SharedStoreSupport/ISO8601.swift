@@ -2,8 +2,8 @@ import Foundation
 
 /// ISO 8601 UTC with milliseconds, the timestamp format of every JSON output.
 package enum ISO8601 {
-    /// `date` as `2026-01-31T12:00:00.123Z` (milliseconds rounded down); beyond year ±200000, or
-    /// not finite, its seconds since 1970.
+    /// `date` in UTC with milliseconds, rounded down: `2026-11-30T00:20:28.502Z`. A date beyond year
+    /// ±200000, or not finite, prints as its seconds since 1970.
     package static func string(_ date: Date) -> String {
         let ms = (date.timeIntervalSince1970 * 1000).rounded(.down)
         // Beyond year ±200000 (or not finite) there is no calendar form worth printing.

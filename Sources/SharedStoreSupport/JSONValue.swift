@@ -3,14 +3,24 @@ import Foundation
 /// A JSON value with ordered object keys, written by hand so that output is compact, stable and
 /// needs no generic encoder on hot paths.
 public enum JSONValue: Sendable, Hashable {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A number: written as an integer when it is one below 10^15, `null` when not finite.
     case number(Double)
+    /// A string: control characters are escaped (`\n`, `\r`, `\t`, and `\u` escapes for the other
+    /// C0, DEL, C1, line and paragraph separators and bidi controls), so one value never spans
+    /// lines or reorders a terminal's text.
     case string(String)
+    /// An array.
     case array([JSONValue])
+    /// An object, its keys in the order given (and written in that order).
     case object([(String, JSONValue)])
 
+    /// Whether two values serialize to the same text (so key order matters).
     public static func == (a: JSONValue, b: JSONValue) -> Bool { a.serialized == b.serialized }
+    /// Hashes the serialized text, as == compares it.
     public func hash(into hasher: inout Hasher) { hasher.combine(serialized) }
 
     /// One line of JSON.
@@ -20,6 +30,7 @@ public enum JSONValue: Sendable, Hashable {
         return out
     }
 
+    /// Appends the value's JSON, on one line, to `out`.
     public func write(to out: inout String) {
         switch self {
         case .null: out += "null"
@@ -83,6 +94,7 @@ public enum JSONValue: Sendable, Hashable {
         out += "\""
     }
 
+    /// The value of the first `key` of an object; nil when there is none or this is not an object.
     public subscript(key: String) -> JSONValue? {
         if case .object(let pairs) = self { return pairs.first { $0.0 == key }?.1 }
         return nil

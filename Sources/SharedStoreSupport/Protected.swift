@@ -10,12 +10,12 @@ package final class Protected<Value>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value
 
-    /// Shares `value` between threads.
+    /// A lock around `value`.
     package init(_ value: Value) { self.value = value }
 
-    /// Runs `body` with the value, under the lock (no other thread reads or writes it meanwhile).
-    ///
-    /// - Throws: what `body` throws (the lock is released).
+    /// Runs `body` with the value while holding the lock, and returns what it returns; the lock is
+    /// released when `body` throws too. `body` must not call `withLock` on the same instance (the lock
+    /// is not recursive).
     package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         lock.lock()
         defer { lock.unlock() }

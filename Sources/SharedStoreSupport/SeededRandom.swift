@@ -10,6 +10,7 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
     /// Starts from `seed` moved one step away from 0 (a seed of 0 still gives a useful sequence).
     public init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
 
+    /// The next number of the sequence (SplitMix64's step).
     public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state

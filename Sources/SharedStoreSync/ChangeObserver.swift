@@ -23,7 +23,9 @@ import SharedStoreSupport
 /// for try await token in observer.changes() { try view.sync() }
 /// ```
 public final class ChangeObserver: Sendable {
+    /// The container whose store the observer follows.
     public let container: Container
+    /// How often, in seconds, the observer reads the store's current token whatever inotify says.
     public let pollInterval: TimeInterval
     private let watch: ChangeSignalWatch
     private let state = Protected(State())
@@ -43,9 +45,11 @@ public final class ChangeObserver: Sendable {
     /// Starts observing; changes committed after this call are reported.
     ///
     /// - Parameter pollInterval: the safety-net poll, in seconds.
-    /// - Throws: `.invalidArgument` for a poll interval that is not a positive number; what
-    ///   reading the current token throws (`.modelOutdated`, …); `.fileAccess` when the watch
-    ///   cannot be set up.
+    ///
+    /// - Throws: `.invalidArgument` for a poll interval that is not a positive number,
+    ///   `.fileAccess` when the process cannot make a pipe (no file descriptors left), and the
+    ///   errors of ``Container/currentToken()``. Without inotify, or without the signal file yet,
+    ///   the observer does not fail: it polls.
     public init(container: Container, pollInterval: TimeInterval = 1.0) throws {
         guard pollInterval.isFinite, pollInterval > 0 else {
             throw StoreError(.invalidArgument, "poll interval must be a positive number of seconds")

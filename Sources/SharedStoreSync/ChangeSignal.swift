@@ -13,12 +13,14 @@ import SharedStoreSupport
 /// The store knows nothing of it: ``attach(to:)`` installs it as a commit hook of a container
 /// (every target does, and `ViewContext` needs no writer's help otherwise: observers also poll).
 ///
-/// Writers: ``post(_:)`` writes the new token into the file (an 8-byte `pwrite`, never blocking
-/// on a regular file). Observers: ``ChangeSignalWatch`` wakes on the resulting `IN_MODIFY`.
+/// Writers: `post(_:)` writes the new token into the file (an 8-byte `pwrite`, never blocking
+/// on a regular file). Observers: ``ChangeObserver`` wakes on the resulting `IN_MODIFY`.
 /// Lost events (`IN_Q_OVERFLOW`, a file system without inotify) are caught by the observers'
 /// slow poll of the current token.
 public final class ChangeSignal: Sendable {
+    /// The signal file's name in the group directory.
     public static let fileName = "changes.signal"
+    /// The signal file's path.
     public let path: String
     private let fd: Int32
 

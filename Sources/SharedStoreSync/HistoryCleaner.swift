@@ -5,6 +5,7 @@ import SharedStoreSupport
 
 /// What a clean did (or, in a dry run, would do).
 public struct CleanReport: Sendable, Hashable {
+    /// How many transactions were deleted (would be, in a dry run).
     public let deleted: Int
     /// History is deleted through this token (nil when nothing could be).
     public let through: HistoryToken?
@@ -14,6 +15,7 @@ public struct CleanReport: Sendable, Hashable {
     public let remaining: Int
     /// Consumers evicted by this clean.
     public let evicted: [String]
+    /// Whether this was a dry run: nothing was deleted or evicted.
     public let dryRun: Bool
 }
 

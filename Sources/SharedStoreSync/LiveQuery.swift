@@ -6,20 +6,28 @@ import SharedStoreSupport
 /// Data's `NSFetchedResultsController` changes, a collection view's batch updates).
 ///
 /// Positions: `removed` in the old result; `inserted`, `updated` and the targets of `moved` in
-/// the new one. Objects neither removed nor moved keep their relative order. ``apply(to:)`` turns
+/// the new one. Objects neither removed nor moved keep their relative order. ``apply(to:new:)`` turns
 /// the old result into the new one.
 public struct ResultDiff: Sendable, Hashable {
+    /// An object that changed place: its position in the old result and in the new one.
     public struct Move: Sendable, Hashable {
+        /// Its position in the old result.
         public let from: Int
+        /// Its position in the new result.
         public let to: Int
     }
 
+    /// Positions, in the old result, of the objects no longer in it.
     public var removed: [Int] = []
+    /// Positions, in the new result, of the objects that were not in the old one.
     public var inserted: [Int] = []
+    /// Objects in both results that changed place relative to the others (as few as possible: the
+    /// longest run that kept its order stays).
     public var moved: [Move] = []
     /// Objects in both results whose stored version changed.
     public var updated: [Int] = []
 
+    /// Whether the two results are the same objects, in the same order, at the same versions.
     public var isEmpty: Bool { removed.isEmpty && inserted.isEmpty && moved.isEmpty && updated.isEmpty }
 
     /// The diff from `old` to `new` (objects by id; an object whose version changed is updated;
@@ -107,6 +115,7 @@ public struct LiveResult: Sendable, Hashable {
 /// }
 /// ```
 public final class LiveQuery: @unchecked Sendable {
+    /// The fetch the query follows.
     public let request: FetchRequest
     private let container: Container
     private let consumer: ViewContext
@@ -122,6 +131,10 @@ public final class LiveQuery: @unchecked Sendable {
 
     /// - Parameter consumer: its name in the token registry (its own position, held by nobody
     ///   else: two live queries need two names).
+    ///
+    /// - Throws: `.unknownEntity` for a request of an entity the model lacks, and the errors of
+    ///   ``ViewContext/init(container:registry:consumer:author:entities:)``. The rest of the
+    ///   request (key paths, values) is checked by its first run, in ``next()``.
     public init(container: Container, registry: TokenRegistry, consumer: String, request: FetchRequest) throws {
         self.request = request
         self.container = container
@@ -132,6 +145,8 @@ public final class LiveQuery: @unchecked Sendable {
 
     /// The first result, then a result each time merged history changed it; nil when nothing
     /// that was merged could change it (the query did not run). Blocking; one caller at a time.
+    ///
+    /// - Throws: like ``ViewContext/sync(batchSize:_:)`` and ``ObjectContext/fetch(_:)``.
     public func next() throws -> LiveResult? {
         try lock.withLock {
             var relevant = !started

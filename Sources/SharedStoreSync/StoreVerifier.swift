@@ -5,8 +5,11 @@ import SharedStoreSupport
 
 /// One check of ``StoreVerifier``.
 public struct VerifyCheck: Sendable, Hashable {
+    /// The check's name, as `storectl verify` prints it (`sqlite-integrity`, `schema`, …).
     public let name: String
+    /// Whether the check passed.
     public let ok: Bool
+    /// What the check found, in words.
     public let detail: String
 }
 
@@ -251,8 +254,11 @@ public enum StoreVerifier {
 
 /// The sizes of a group directory's files.
 public struct GroupFileSizes: Sendable, Hashable {
+    /// The size of `Store.sqlite` in bytes (0 when absent).
     public let store: Int
+    /// The size of `Store.sqlite-wal` in bytes (0 when absent).
     public let wal: Int
+    /// The size of `tokens.lmdb` in bytes (0 when absent).
     public let tokens: Int
 }
 

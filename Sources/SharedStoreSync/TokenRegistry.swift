@@ -3,27 +3,44 @@ import SharedStoreCore
 import SharedStoreLMDB
 import SharedStoreSupport
 
+/// The live consumer that holds history back the most, and its position.
+public struct RegistryMinimum: Sendable, Hashable {
+    /// The lowest token value of the live consumers (0: one of them needs all history).
+    public let value: Int64
+    /// The consumer at that position.
+    public let consumer: String
+}
+
 /// Where each consumer got to in the history of one store: Core Data's per-target
 /// `UserDefaults(suiteName:)` last token, as an LMDB environment in the group directory
 /// (`tokens.lmdb`, mode 0600, with LMDB's `tokens.lmdb-lock`).
 ///
 /// Every process of the group shares it. Advances are monotonic inside the LMDB write
 /// transaction (invariant 6); only ``reset(_:to:)`` and ``remove(_:)`` move a consumer back.
-/// The live consumer that holds history back the most, and its position.
-public struct RegistryMinimum: Sendable, Hashable {
-    public let value: Int64
-    public let consumer: String
-}
-
+///
+/// For example:
+/// ```swift
+/// let registry = try TokenRegistry(group: dir)
+/// try registry.register("Widget")                      // holds history back from now on
+/// let widget = try registry.consumer("Widget")          // its token: nil until its first sync
+/// ```
+///
+/// ``ViewContext``, ``LiveQuery`` and ``Container/sync(consumer:registry:_:)`` advance it after
+/// each merge; ``HistoryCleaner`` deletes only what every live consumer has passed.
 public final class TokenRegistry: Sendable {
+    /// The registry's file name in the group directory.
     public static let fileName = "tokens.lmdb"
 
     /// One consumer's entry.
     public struct Consumer: Sendable, Hashable {
+        /// The consumer's name (1 to 200 bytes).
         public let name: String
         /// Nil while the consumer has registered but never synced: it needs all history.
         public let token: HistoryToken?
+        /// When the consumer registered.
         public let registeredAt: Date
+        /// When the consumer was last seen: its last advance (also one that found it further
+        /// already), reset or registration. Eviction goes by it.
         public let updatedAt: Date
         /// Evicted by the cleaner: its next sync reports expired and reloads in full.
         public let isEvicted: Bool
@@ -138,6 +155,10 @@ public final class TokenRegistry: Sendable {
 
     // MARK: - Reading
 
+    /// The entry of consumer `name`, or nil when it is not registered.
+    ///
+    /// - Throws: `.invalidArgument` for an empty name or one over 200 bytes, `.registryDamaged` for
+    ///   a damaged registry.
     public func consumer(_ name: String) throws -> Consumer? {
         try Self.checkName(name)
         return try Self.wrap(path) {
@@ -145,6 +166,9 @@ public final class TokenRegistry: Sendable {
         }
     }
 
+    /// Every registered consumer, evicted ones included, in the bytewise order of their names.
+    ///
+    /// - Throws: `.registryDamaged` for a damaged registry.
     public func consumers() throws -> [Consumer] {
         try Self.wrap(path) {
             try environment.read { t in try t.all(in: Self.db).map { try Self.decode($0.0, $0.1) } }
@@ -168,8 +192,10 @@ public final class TokenRegistry: Sendable {
     }
 
     /// The highest token of store `storeID` the registry has seen: any consumer's, or one a
-    /// target recorded (``noteHighWater(storeID:_:)``), or one a consumer held before it was
+    /// target recorded (``noteHighWater(_:)``), or one a consumer held before it was
     /// reset. The store must never hand out a number at or below it again.
+    ///
+    /// - Throws: `.registryDamaged` for a damaged registry.
     public func highWater(storeID: UUID) throws -> Int64 {
         try Self.wrap(path) {
             try environment.read { t in
@@ -205,6 +231,10 @@ public final class TokenRegistry: Sendable {
     }
 
     /// Adds `name` if it is not registered yet (with no token: it needs all history).
+    ///
+    /// - Throws: ``StoreError``: `.invalidArgument` for an empty name or one over 200 bytes,
+    ///   `.registryDamaged` for a damaged registry, `.busy` when another process holds its write lock
+    ///   past the busy timeout, `.diskFull`, `.fileAccess`.
     public func register(_ name: String) throws {
         try Self.checkName(name)
         // Most runs find themselves registered: look first, so that they take no write lock.
@@ -223,6 +253,10 @@ public final class TokenRegistry: Sendable {
     /// Moves `name` forward to `token`. Inside one LMDB write transaction a lower token never
     /// overwrites a higher one of the same store. Returns the stored token afterwards; an evicted
     /// consumer is left as it is (its next sync must reload in full).
+    ///
+    /// - Throws: ``StoreError``: `.invalidArgument` for an empty name or one over 200 bytes,
+    ///   `.registryDamaged` for a damaged registry, `.busy` when another process holds its write lock
+    ///   past the busy timeout, `.diskFull`, `.fileAccess`.
     @discardableResult
     public func advance(_ name: String, to token: HistoryToken) throws -> Consumer {
         try Self.checkName(name)
@@ -249,6 +283,10 @@ public final class TokenRegistry: Sendable {
     /// Sets `name` to exactly `token` (nil: never synced) and clears an eviction: the explicit
     /// move backwards, for a consumer that reloaded in full. The token it held stays known as
     /// the store's high-water mark.
+    ///
+    /// - Throws: ``StoreError``: `.invalidArgument` for an empty name or one over 200 bytes,
+    ///   `.registryDamaged` for a damaged registry, `.busy` when another process holds its write lock
+    ///   past the busy timeout, `.diskFull`, `.fileAccess`.
     public func reset(_ name: String, to token: HistoryToken?) throws {
         try Self.checkName(name)
         try Self.wrap(path) {
@@ -268,6 +306,10 @@ public final class TokenRegistry: Sendable {
 
     /// Removes `name`; false when it was not registered. The token it held stays known as the
     /// store's high-water mark.
+    ///
+    /// - Throws: ``StoreError``: `.invalidArgument` for an empty name or one over 200 bytes,
+    ///   `.registryDamaged` for a damaged registry, `.busy` when another process holds its write lock
+    ///   past the busy timeout, `.diskFull`, `.fileAccess`.
     @discardableResult
     public func remove(_ name: String) throws -> Bool {
         try Self.checkName(name)
@@ -283,12 +325,18 @@ public final class TokenRegistry: Sendable {
 
     /// Makes every committed position durable (the default mode syncs a commit's pages but not
     /// its meta page): what the cleaner deletes by must survive a power loss with the deletion.
+    ///
+    /// - Throws: ``StoreError``: `.registryDamaged` for a damaged registry, `.busy` when another
+    ///   process holds its write lock past the busy timeout, `.diskFull`, `.fileAccess`.
     public func makeDurable() throws {
         try Self.wrap(path) { try environment.sync() }
     }
 
     /// Records that the store of `token` has handed out `token` (a target that saved, or saw the
     /// store at it). Takes the write lock only when the registry does not know it yet.
+    ///
+    /// - Throws: ``StoreError``: `.registryDamaged` for a damaged registry, `.busy` when another
+    ///   process holds its write lock past the busy timeout, `.diskFull`, `.fileAccess`.
     public func noteHighWater(_ token: HistoryToken) throws {
         let known = try Self.wrap(path) {
             try environment.read { t in
@@ -319,6 +367,9 @@ public final class TokenRegistry: Sendable {
     /// Marks as evicted the live consumers that are behind `current` (the store's newest token)
     /// and have not synced for `interval` seconds; returns their names. A consumer that is up to
     /// date is never evicted, however long ago it synced: it needs no history.
+    ///
+    /// - Throws: ``StoreError``: `.registryDamaged` for a damaged registry, `.busy` when another
+    ///   process holds its write lock past the busy timeout, `.diskFull`, `.fileAccess`.
     public func evict(notSeenFor interval: TimeInterval, behind current: HistoryToken, dryRun: Bool = false) throws
         -> [String]
     {
@@ -411,5 +462,7 @@ extension TokenRegistry {
     public var readerSlotsInUse: Int { environment.readerSlotsInUse() }
 
     /// Clears the reader slots of dead processes; returns how many.
+    ///
+    /// - Throws: `.registryDamaged`, `.storage` when LMDB fails.
     public func clearStaleReaders() throws -> Int { try Self.wrap(path) { try environment.clearStaleReaders() } }
 }

@@ -41,12 +41,20 @@ public struct SyncResult: Sendable, Hashable {
 /// let unread = view.objects(of: "Article").filter { $0["isRead"] == false }
 /// ```
 public final class ViewContext {
+    /// The container whose store the view follows.
     public let container: Container
+    /// The registry that holds the view's consumer token.
     public let registry: TokenRegistry
+    /// The view's consumer name in the registry.
     public let consumer: String
+    /// The author whose transactions are this view's own: merged, not reported (the consumer's
+    /// name unless given).
     public let author: String
+    /// The entities the view holds (every entity of the model unless given).
     public let entities: [String]
+    /// The view's objects by id, as of its last sync.
     public private(set) var objects: [ObjectID: Snapshot] = [:]
+    /// The position the view has merged through (nil before its first sync).
     public private(set) var token: HistoryToken?
     private var loaded = false
     /// A registry write that failed before the first sync, reported by it.
@@ -56,6 +64,11 @@ public final class ViewContext {
     /// ``sync(batchSize:_:)`` loads it. First checks the store against the registry
     /// (``TokenRegistry/reconcile(_:)``): a store put back to an older copy never hands out a
     /// token again.
+    ///
+    /// - Throws: `.unknownEntity` for an entity in `entities` that the model lacks,
+    ///   `.registryDamaged` for a damaged or lost registry, and the errors of
+    ///   ``TokenRegistry/reconcile(_:)``. A registration that fails for another reason (busy, full)
+    ///   does not throw: the first sync reports it.
     public init(
         container: Container, registry: TokenRegistry, consumer: String, author: String? = nil,
         entities: [String]? = nil
@@ -183,6 +196,9 @@ public final class ViewContext {
     }
 
     /// Loads every tracked object and the current token from one consistent read.
+    ///
+    /// - Throws: ``StoreError`` when the store cannot be read (`.modelOutdated`, `.busy`,
+    ///   `.storage`).
     @discardableResult
     public func reload() throws -> HistoryToken {
         let (value, snapshots) = try container.loadAll(entities)
@@ -230,6 +246,8 @@ extension ViewContext {
     /// after every wake-up; ``ChangeObserver/stop()`` wakes the wait at once).
     ///
     /// - Returns: how many transactions of other authors were merged.
+    ///
+    /// - Throws: what ``sync(batchSize:_:)``, ``ChangeObserver/next(timeout:)`` or `each` throw.
     @discardableResult
     public func watch(
         observer: ChangeObserver, duration: TimeInterval? = nil, count: Int? = nil,

@@ -56,7 +56,7 @@ import Testing
         #expect(try container.derivedMismatchCount() == 0, "\(label): the SQL recomputation agrees")
     }
 
-    @Test(arguments: [1, 2, 3])
+    @Test(.tags(.multiProcess), arguments: [1, 2, 3])
     func derivedAttributesAlwaysHoldWhatTheyDeriveFrom(seed: Int) throws {
         let group = TemporaryGroup()
         let container = try group.open(Self.model)
@@ -64,7 +64,7 @@ import Testing
         context.mergePolicy = .objectTrump
         let other = try group.open(Self.model).newContext(author: "B")
         other.mergePolicy = .objectTrump
-        var random = LiveQueryTests.Generator(state: UInt64(seed))
+        var random = TestRandom(state: UInt64(seed))
         for step in 0..<70 {
             try randomChange(step, &random, context, other)
             try check(container, "seed \(seed) step \(step)")
@@ -72,14 +72,14 @@ import Testing
     }
 
     private func randomChange(
-        _ step: Int, _ random: inout LiveQueryTests.Generator, _ c: ObjectContext, _ other: ObjectContext
+        _ step: Int, _ random: inout TestRandom, _ c: ObjectContext, _ other: ObjectContext
     ) throws {
         let titles = ["Café", "CAFE", "Naïve", "zebra", "Émile"]
         let folders = try c.fetch(FetchRequest("Folder")).map(\.id)
         let notes = try c.fetch(FetchRequest("Note")).map(\.id)
         c.rollback()
-        let folder = { (r: inout LiveQueryTests.Generator) in folders.isEmpty ? nil : folders[r.next(folders.count)] }
-        let note = { (r: inout LiveQueryTests.Generator) in notes.isEmpty ? nil : notes[r.next(notes.count)] }
+        let folder = { (r: inout TestRandom) in folders.isEmpty ? nil : folders[r.next(folders.count)] }
+        let note = { (r: inout TestRandom) in notes.isEmpty ? nil : notes[r.next(notes.count)] }
         switch random.next(11) {
         case 0:
             // A folder and notes in one save, the notes pointing at the folder inserted with them.
@@ -164,7 +164,7 @@ import Testing
 extension DerivedTests {
     /// The ReadLater targets as processes writing at once: the derived searchTitle and
     /// articleCount hold what computing them again gives.
-    @Test func targetsWritingAtOnceKeepDerivedAttributesRight() throws {
+    @Test(.tags(.multiProcess)) func targetsWritingAtOnceKeepDerivedAttributesRight() throws {
         let group = TemporaryGroup()
         let container = try group.open()
         try runAtOnce(

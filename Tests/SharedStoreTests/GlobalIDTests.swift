@@ -66,7 +66,7 @@ import Testing
     func globalIDsInHistoryReadBackAsWrittenWhateverTheirOrder(seed: Int) throws {
         let model = ReadLater.model
         let numbering = try HistoryNumbering(model: model, catalog: HistoryCatalog(model), path: "test")
-        var random = LiveQueryTests.Generator(state: UInt64(seed))
+        var random = TestRandom(state: UInt64(seed))
         var changes: [RecordedChange] = []
         var runs = InsertRuns()
         var gid = GlobalID.make()

@@ -131,7 +131,7 @@ import Testing
         #expect(result.expired && result.reloaded, "after a repair, every consumer reloads in full")
     }
 
-    @Test func aFrozenRegistryWriterMakesOthersFailWithBusyNamingIt() throws {
+    @Test(.tags(.multiProcess)) func aFrozenRegistryWriterMakesOthersFailWithBusyNamingIt() throws {
         let group = TemporaryGroup()
         _ = try group.open()
         let holder = try helper("hold-write", "--group", group.path)
@@ -149,7 +149,7 @@ import Testing
         }
     }
 
-    @Test func evictionTakesOnlyConsumersThatAreBehind() throws {
+    @Test(.tags(.multiProcess)) func evictionTakesOnlyConsumersThatAreBehind() throws {
         let group = TemporaryGroup()
         let container = try group.open()
         let registry = try TokenRegistry(group: group.path)

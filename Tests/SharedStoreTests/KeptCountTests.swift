@@ -40,14 +40,14 @@ import Testing
         return result
     }
 
-    @Test(arguments: [1, 2, 3])
+    @Test(.tags(.multiProcess), arguments: [1, 2, 3])
     func aKeptCountAlwaysEqualsCountingTheTable(seed: Int) throws {
         let group = TemporaryGroup()
         let container = try group.open(Self.model)
         let context = container.newContext(author: "A")
         context.mergePolicy = .objectTrump
         let other = try group.open(Self.model).newContext(author: "B")
-        var random = LiveQueryTests.Generator(state: UInt64(seed))
+        var random = TestRandom(state: UInt64(seed))
         for step in 0..<80 {
             try randomChange(step, &random, context, other)
             for (name, pair) in try kept(context) {
@@ -60,7 +60,7 @@ import Testing
         #expect(counts.ok, "\(counts.detail)")
     }
 
-    private func note(_ random: inout LiveQueryTests.Generator, _ step: Int) -> [String: Value] {
+    private func note(_ random: inout TestRandom, _ step: Int) -> [String: Value] {
         let titles = ["x", "X1", "plain", "box", "none"]
         return [
             "title": .string("\(titles[random.next(titles.count)])\(step)"), "done": .bool(random.next(2) == 0),
@@ -69,11 +69,11 @@ import Testing
     }
 
     private func randomChange(
-        _ step: Int, _ random: inout LiveQueryTests.Generator, _ context: ObjectContext, _ other: ObjectContext
+        _ step: Int, _ random: inout TestRandom, _ context: ObjectContext, _ other: ObjectContext
     ) throws {
         let notes = try context.fetch(FetchRequest("Note")).map(\.id)
         let folders = try context.fetch(FetchRequest("Folder")).map(\.id)
-        let pick = { (r: inout LiveQueryTests.Generator) in notes.isEmpty ? nil : notes[r.next(notes.count)] }
+        let pick = { (r: inout TestRandom) in notes.isEmpty ? nil : notes[r.next(notes.count)] }
         switch random.next(10) {
         case 0:
             try context.batchInsert("Note", (0..<(1 + random.next(20))).map { _ in note(&random, step) })
@@ -146,7 +146,7 @@ import Testing
     }
 
     /// Targets as processes, writing at once: the widget's numbers (kept counts) equal counting.
-    @Test func targetsWritingAtOnceKeepTheWidgetsCounts() throws {
+    @Test(.tags(.multiProcess)) func targetsWritingAtOnceKeepTheWidgetsCounts() throws {
         let group = TemporaryGroup()
         let container = try group.open()
         try runAtOnce(

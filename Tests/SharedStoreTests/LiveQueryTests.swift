@@ -11,16 +11,7 @@ import Testing
         try container.newContext().fetch(request).map { "\($0.id)@\($0.version)" }
     }
 
-    /// A small seeded generator, so that a failure replays.
-    struct Generator {
-        var state: UInt64
-        mutating func next(_ n: Int) -> Int {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return Int((state >> 33) % UInt64(n))
-        }
-    }
-
-    @Test(arguments: [1, 2, 3])
+    @Test(.tags(.multiProcess), arguments: [1, 2, 3])
     func diffsAppliedToTheFirstResultAlwaysEqualAFreshFetch(seed: Int) throws {
         let group = TemporaryGroup()
         let container = try group.open()
@@ -32,7 +23,7 @@ import Testing
         let writer = try group.open().newContext(author: "Writer")
         writer.mergePolicy = .storeTrump
         var result = try #require(try query.next()).objects
-        var random = Generator(state: UInt64(seed))
+        var random = TestRandom(state: UInt64(seed))
         var delivered = 0
         var reloads = 0
         for step in 0..<60 {
@@ -53,12 +44,12 @@ import Testing
         }
     }
 
-    private func randomChange(_ step: Int, _ random: inout Generator, _ writer: ObjectContext, _ group: TemporaryGroup)
+    private func randomChange(_ step: Int, _ random: inout TestRandom, _ writer: ObjectContext, _ group: TemporaryGroup)
         throws
     {
         let articles = try writer.fetch(FetchRequest("Article"))
         writer.rollback()
-        let pick = { (r: inout Generator) in articles.isEmpty ? nil : articles[r.next(articles.count)].id }
+        let pick = { (r: inout TestRandom) in articles.isEmpty ? nil : articles[r.next(articles.count)].id }
         switch random.next(8) {
         case 0, 1:
             let rows: [[String: Value]] = (0..<(1 + random.next(3))).map { i in
@@ -122,7 +113,7 @@ import Testing
         #expect(query.runs == 3)
     }
 
-    @Test func resultsArriveAsAnAsyncSequenceFromAnotherProcess() async throws {
+    @Test(.tags(.multiProcess)) func resultsArriveAsAnAsyncSequenceFromAnotherProcess() async throws {
         let group = TemporaryGroup()
         let container = try group.open()
         let registry = try TokenRegistry(group: group.path)
@@ -140,7 +131,7 @@ import Testing
 
     /// A UI model on the main actor follows a live query under Swift 6 strict concurrency: it
     /// applies each diff to what it shows and ends up with what a fresh fetch returns.
-    @MainActor @Test(.timeLimit(.minutes(1)))
+    @MainActor @Test(.tags(.multiProcess), .timeLimit(.minutes(1)))
     func aMainActorModelFollowsALiveQuery() async throws {
         let group = TemporaryGroup()
         let container = try group.open()

@@ -142,7 +142,7 @@ import Testing
         }
     }
 
-    @Test(arguments: MergePolicy.allCases)
+    @Test(.tags(.multiProcess), arguments: MergePolicy.allCases)
     func conflictsWithAnotherProcess(_ policy: MergePolicy) throws {
         let group = TemporaryGroup()
         let container = try group.open()

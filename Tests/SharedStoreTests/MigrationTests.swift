@@ -270,7 +270,7 @@ import Testing
 
     func target(_ name: String, _ args: [String]) throws -> Child { try Child(name, args) }
 
-    @Test func processesOpeningAV1StoreAtOnceMigrateItOnce() throws {
+    @Test(.tags(.multiProcess)) func processesOpeningAV1StoreAtOnceMigrateItOnce() throws {
         let group = TemporaryGroup()
         let seed = try target(
             "share-extension",
@@ -294,7 +294,7 @@ import Testing
         #expect(failed.isEmpty, "\(failed)")
     }
 
-    @Test func aV1WatcherStopsAtTheMigrationAndAV2RestartCatchesUpWithNoGap() throws {
+    @Test(.tags(.multiProcess)) func aV1WatcherStopsAtTheMigrationAndAV2RestartCatchesUpWithNoGap() throws {
         let group = TemporaryGroup()
         let v1 = ["--model-version", "1", "--group", group.path]
         #expect(
@@ -318,7 +318,7 @@ import Testing
         #expect(lines.last?["expired"] as? Bool == false && lines.last?["reloaded"] as? Bool == false)
     }
 
-    @Test func aProcessKilledInsideAMigrationLeavesTheOldStore() throws {
+    @Test(.tags(.multiProcess)) func aProcessKilledInsideAMigrationLeavesTheOldStore() throws {
         let group = TemporaryGroup()
         let v1 = try group.open(try ReadLater.model(version: 1))
         let context = v1.newContext(author: "Seed")

@@ -22,11 +22,11 @@ import Testing
     .enabled(
         if: ProcessInfo.processInfo.environment["PGHOST"] != nil
             && ProcessInfo.processInfo.environment["SHAREDSTORE_CHAOS_SECONDS"] != nil,
-        "SHAREDSTORE_CHAOS_SECONDS and a PostgreSQL server (PGHOST)"))
+        "SHAREDSTORE_CHAOS_SECONDS and a PostgreSQL server (PGHOST)"), .tags(.postgres))
 struct MirrorChaosTests {
     typealias Database = MirrorTests.Database
 
-    @Test func threeMachinesConvergeWhateverHappens() throws {
+    @Test(.tags(.multiProcess)) func threeMachinesConvergeWhateverHappens() throws {
         let env = ProcessInfo.processInfo.environment
         let seconds = Double(env["SHAREDSTORE_CHAOS_SECONDS"] ?? "") ?? 20
         let seed = UInt64(env["SHAREDSTORE_CHAOS_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(UInt32.max))

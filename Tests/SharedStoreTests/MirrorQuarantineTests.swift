@@ -10,7 +10,9 @@ import Testing
 
 /// Rows that cannot be applied, from whatever source, are quarantined and reported; nothing
 /// wedges, traps or wraps (issue 19, reproductions 5 to 8).
-@Suite(.enabled(if: ProcessInfo.processInfo.environment["PGHOST"] != nil, "no PostgreSQL server (PGHOST)"))
+@Suite(
+    .enabled(if: ProcessInfo.processInfo.environment["PGHOST"] != nil, "no PostgreSQL server (PGHOST)"),
+    .tags(.postgres))
 struct MirrorQuarantineTests {
     typealias Machine = MirrorTests.Machine
     typealias Database = MirrorTests.Database
@@ -36,7 +38,7 @@ struct MirrorQuarantineTests {
     /// cannot be applied (malformed, a value the model refuses, a model number that would
     /// wrap) are quarantined, pulls go on past them, every round and `storectl verify` report
     /// them, and `--retry-quarantined` applies a mended row.
-    @Test func badRowsAreQuarantinedAndTheRestIsApplied() throws {
+    @Test(.tags(.multiProcess)) func badRowsAreQuarantinedAndTheRestIsApplied() throws {
         let db = try Database()
         let (a, b) = (Machine(db), Machine(db))
         var mb: Mirror? = try b.mirror()
@@ -99,7 +101,7 @@ struct MirrorQuarantineTests {
 
     /// Reproduction 6: a row at the largest sequence neither traps nor wraps: the pull reads
     /// it, and the next upload fails with an error naming the problem.
-    @Test func aRowAtTheLargestSequenceEndsUploadsWithAnError() throws {
+    @Test(.tags(.multiProcess)) func aRowAtTheLargestSequenceEndsUploadsWithAnError() throws {
         let db = try Database()
         let (a, b) = (Machine(db), Machine(db))
         _ = try a.mirror().round()
@@ -112,7 +114,7 @@ struct MirrorQuarantineTests {
 
     /// Reproduction 7: a payload that names an Article's global id as a Category is refused
     /// (quarantined): one global id never names two objects; verify checks it.
-    @Test func aGlobalIDNamingAnotherEntityIsRefused() throws {
+    @Test(.tags(.multiProcess)) func aGlobalIDNamingAnotherEntityIsRefused() throws {
         let db = try Database()
         let (a, b) = (Machine(db), Machine(db))
         _ = try Self.share(a, "article")
@@ -143,7 +145,7 @@ struct MirrorQuarantineTests {
     /// A row a foreign tool made invalid (`title` NULL) is not uploaded when a save of another
     /// property sends the object up: it is quarantined as a local change, the other machines
     /// keep what they had, and a save that makes it valid sends it up.
-    @Test func anInvalidLocalRowIsNotUploaded() throws {
+    @Test(.tags(.multiProcess)) func anInvalidLocalRowIsNotUploaded() throws {
         let db = try Database()
         let (a, b) = (Machine(db), Machine(db))
         let id = try Self.share(a, "valid")
@@ -169,11 +171,13 @@ struct MirrorQuarantineTests {
     }
 
     /// Reproduction 8: a password on the command line is refused however libpq would read it.
-    @Test(arguments: [
-        "password = x", "host=/tmp password='x y'", "postgresql://u@localhost/db?pass%77ord=x",
-        "postgresql://u:secret@localhost/db", "postgres://u:@localhost/db?password=x",
-        "postgresql:///db?sslpassword=x",
-    ])
+    @Test(
+        .tags(.multiProcess),
+        arguments: [
+            "password = x", "host=/tmp password='x y'", "postgresql://u@localhost/db?pass%77ord=x",
+            "postgresql://u:secret@localhost/db", "postgres://u:@localhost/db?password=x",
+            "postgresql:///db?sslpassword=x",
+        ])
     func aPasswordOnTheCommandLineIsRefused(conninfo: String) throws {
         let group = TemporaryGroup()
         let cli = try Child("storectl", ["mirror", "--group", group.path, "--postgres", conninfo])
@@ -194,7 +198,7 @@ struct MirrorQuarantineTests {
 
     /// `storectl mirror --follow` says why a round cannot run: another mirror holds the store
     /// (not "unreachable"), and the line holds no escaped escape.
-    @Test func aFollowerSaysAnotherMirrorHoldsTheStore() throws {
+    @Test(.tags(.multiProcess)) func aFollowerSaysAnotherMirrorHoldsTheStore() throws {
         let db = try Database()
         let a = Machine(db)
         var holder: Mirror? = try a.mirror()
@@ -211,7 +215,7 @@ struct MirrorQuarantineTests {
 
     /// A follower of an older model stops (exit 1) once a newer app migrated the store, as the
     /// targets' watchers do, instead of retrying for ever.
-    @Test func anOlderFollowerStopsWhenTheStoreIsMigrated() throws {
+    @Test(.tags(.multiProcess)) func anOlderFollowerStopsWhenTheStoreIsMigrated() throws {
         let db = try Database()
         let a = Machine(db)
         let path = a.group.path
@@ -229,7 +233,7 @@ struct MirrorQuarantineTests {
 
     /// A row planted under this store's origin at the token its next save takes is not taken
     /// for that save (another timestamp, or none): the save goes up under a fresh key.
-    @Test func aPlantedRowAtTheNextTokenDoesNotSwallowTheNextSave() throws {
+    @Test(.tags(.multiProcess)) func aPlantedRowAtTheNextTokenDoesNotSwallowTheNextSave() throws {
         let db = try Database()
         let (a, b) = (Machine(db), Machine(db))
         let (ma, mb) = (try a.mirror(), try b.mirror())

@@ -8,7 +8,9 @@ import Testing
 /// The mirror (issue 14) against a real PostgreSQL server (`Scripts/test.sh` starts one), each
 /// test in a database of its own. "Machines" are group directories; writes go through the
 /// targets as processes.
-@Suite(.enabled(if: ProcessInfo.processInfo.environment["PGHOST"] != nil, "no PostgreSQL server (PGHOST)"))
+@Suite(
+    .enabled(if: ProcessInfo.processInfo.environment["PGHOST"] != nil, "no PostgreSQL server (PGHOST)"),
+    .tags(.postgres))
 struct MirrorTests {
     /// A database of its own on the test server, dropped at the end.
     final class Database {
@@ -85,7 +87,7 @@ struct MirrorTests {
 
     /// Two and three machines, each with `storectl mirror --follow`, writing at once through the
     /// targets — shares, then updates and deletes of objects another machine made.
-    @Test(arguments: [2, 3])
+    @Test(.tags(.multiProcess), arguments: [2, 3])
     func machinesWritingAtOnceWithMirrorsFollowingConverge(count: Int) throws {
         let db = try Database()
         let machines = (0..<count).map { _ in Machine(db) }
@@ -129,7 +131,7 @@ struct MirrorTests {
         }
     }
 
-    @Test func collidingUniqueCategoriesBecomeOneEverywhereTheSameOne() throws {
+    @Test(.tags(.multiProcess)) func collidingUniqueCategoriesBecomeOneEverywhereTheSameOne() throws {
         let db = try Database()
         let (a, b) = (Machine(db), Machine(db))
         _ = try a.run(
@@ -156,7 +158,7 @@ struct MirrorTests {
 
     /// A category renamed on one machine to the name another machine gave a new one: they
     /// become one category everywhere (the smaller global id), with every article on it.
-    @Test(arguments: [true, false])
+    @Test(.tags(.multiProcess), arguments: [true, false])
     func aRenameOntoAnotherMachinesNewCategoryMergesThemTheSameEverywhere(renamePushedLast: Bool) throws {
         let db = try Database()
         let (a, b) = (Machine(db), Machine(db))
@@ -248,7 +250,7 @@ struct MirrorTests {
     /// A delete on one machine and an update of the same object on another: the later in the
     /// server's order wins. Delete pushed last: gone everywhere; update pushed last: the object
     /// is back everywhere, with the update, under the same global id.
-    @Test(arguments: [true, false])
+    @Test(.tags(.multiProcess), arguments: [true, false])
     func aDeleteAndAnUpdateOfOneObjectEndTheSameEverywhere(deletePushedLast: Bool) throws {
         let db = try Database()
         let (a, b) = (Machine(db), Machine(db))
@@ -267,7 +269,7 @@ struct MirrorTests {
         if !deletePushedLast { #expect(la.values.first?.contains("\"isRead\":true") == true) }
     }
 
-    @Test func theCleanerKeepsWhatALaggingMirrorHasNotPushed() throws {
+    @Test(.tags(.multiProcess)) func theCleanerKeepsWhatALaggingMirrorHasNotPushed() throws {
         let db = try Database()
         let (a, b) = (Machine(db), Machine(db))
         let ma = try a.mirror()
@@ -289,7 +291,7 @@ struct MirrorTests {
 
     /// A store mirrored for the first time after its history was cleaned, and a mirror whose
     /// token was reset (its history gone): each uploads every object as it is now.
-    @Test func historyCleanedBeforeItWasPushedIsMadeUpByUploadingEveryObject() throws {
+    @Test(.tags(.multiProcess)) func historyCleanedBeforeItWasPushedIsMadeUpByUploadingEveryObject() throws {
         let db = try Database()
         let (a, b) = (Machine(db), Machine(db))
         for i in 0..<5 {
@@ -317,7 +319,7 @@ struct MirrorTests {
 
     /// A store that only uploads still moves its pull cursor (every `cursorStride` rows of its
     /// own), so that a restarted mirror reads back a bounded number of its own uploads.
-    @Test func aStoreThatOnlyUploadsMovesItsCursorAndStillConverges() throws {
+    @Test(.tags(.multiProcess)) func aStoreThatOnlyUploadsMovesItsCursorAndStillConverges() throws {
         let db = try Database()
         let (a, b) = (Machine(db), Machine(db))
         let container = try #require(a.container)
@@ -338,7 +340,7 @@ struct MirrorTests {
 
     /// `storectl mirror --follow` processes killed with SIGKILL at random moments while the
     /// targets write: after a restart, every share is on both machines once.
-    @Test func mirrorsKilledAtRandomLoseAndDoubleNothing() throws {
+    @Test(.tags(.multiProcess)) func mirrorsKilledAtRandomLoseAndDoubleNothing() throws {
         let db = try Database()
         let (a, b) = (Machine(db), Machine(db))
         var random = SystemRandomNumberGenerator()

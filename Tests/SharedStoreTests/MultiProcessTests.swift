@@ -9,7 +9,7 @@ import Testing
     /// the store, the others find it made or in the making, and none fails. (storectl read the
     /// store's model version from a file another process had just created, empty: "no such
     /// table: ss_meta".)
-    @Test func targetsStartedAtOnceOnANewGroupAllSucceed() throws {
+    @Test(.tags(.multiProcess)) func targetsStartedAtOnceOnANewGroupAllSucceed() throws {
         for round in 0..<6 {
             let group = TemporaryGroup()
             let g = ["--group", group.path, "--json"]
@@ -23,7 +23,7 @@ import Testing
         }
     }
 
-    @Test func twoProcessesWritingAtOnceLeaveEverySaveOnceInCommitOrder() throws {
+    @Test(.tags(.multiProcess)) func twoProcessesWritingAtOnceLeaveEverySaveOnceInCommitOrder() throws {
         let group = TemporaryGroup()
         let container = try group.open()  // create the store first so both writers find it
         let start = try container.currentToken()

@@ -5,7 +5,9 @@ import Testing
 /// The PostgreSQL layer of the mirror (issue 14), against a real server: `Scripts/test.sh` starts
 /// one in a temporary directory (Scripts/lib/postgres.sh) and exports libpq's environment. Run
 /// alone, `swift test` skips these when no server is named (PGHOST unset).
-@Suite(.enabled(if: ProcessInfo.processInfo.environment["PGHOST"] != nil, "no PostgreSQL server (PGHOST)"))
+@Suite(
+    .enabled(if: ProcessInfo.processInfo.environment["PGHOST"] != nil, "no PostgreSQL server (PGHOST)"),
+    .tags(.postgres))
 struct PostgresTests {
     @Test func aConnectionFromTheEnvironmentRunsParameterizedStatements() throws {
         let pg = try PostgresConnection()

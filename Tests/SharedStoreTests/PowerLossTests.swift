@@ -49,7 +49,7 @@ import Testing
         #expect(try registry.consumer("Durable") != nil)
     }
 
-    @Test func aStoreThatLostItsLastCommitsWithTheRegistryNeverGivesTheirTokensAgain() throws {
+    @Test(.tags(.multiProcess)) func aStoreThatLostItsLastCommitsWithTheRegistryNeverGivesTheirTokensAgain() throws {
         let group = TemporaryGroup()
         let disk = group.root + "/after-the-loss.sqlite"
         var seen: [Int64] = []
@@ -104,7 +104,7 @@ import Testing
     /// `storectl verify` checks the write lock with an empty write transaction: it took the
     /// lease logic with it, and after a reboot marked a thousand numbers lost and made a
     /// transaction. A check writes nothing.
-    @Test func verifyAfterARebootWritesNothing() throws {
+    @Test(.tags(.multiProcess)) func verifyAfterARebootWritesNothing() throws {
         let group = TemporaryGroup()
         _ = try run(
             "share-extension",
@@ -119,7 +119,7 @@ import Testing
 
     /// After a reboot the lost range ends within 64 numbers of the newest: `storectl migrate`
     /// read its own migration from inside it, got "expired", and said another process had run it.
-    @Test func aMigrationAfterARebootSaysItRanHere() throws {
+    @Test(.tags(.multiProcess)) func aMigrationAfterARebootSaysItRanHere() throws {
         let group = TemporaryGroup()
         let add = ["--json", "--group", group.path, "--model-version", "1"]
         _ = try run("main-app", ["add", "--title", "a", "--url", "https://a.example/"] + add, boot: "one")
@@ -130,7 +130,7 @@ import Testing
 
     /// A migration runs when a store opens, in a transaction of its own that records history:
     /// as the first write after a reboot it took the next number, which the old lease covered.
-    @Test func aMigrationAsTheFirstWriteAfterARebootTakesNoLeasedNumber() throws {
+    @Test(.tags(.multiProcess)) func aMigrationAsTheFirstWriteAfterARebootTakesNoLeasedNumber() throws {
         let group = TemporaryGroup()
         let v1 = ["--json", "--group", group.path, "--model-version", "1"]
         _ = try run("main-app", ["add", "--title", "a", "--url", "https://a.example/"] + v1, boot: "one")
@@ -146,7 +146,7 @@ import Testing
     /// could rewrite it, or name a file to delete). A command that only reads refused to apply it
     /// before issue 20, then (for a power loss during creation) applied it; it refuses again,
     /// saying what to do, and leaves every byte as it was.
-    @Test func aCommandThatOnlyReadsNeverAppliesAJournal() throws {
+    @Test(.tags(.multiProcess)) func aCommandThatOnlyReadsNeverAppliesAJournal() throws {
         let group = TemporaryGroup()
         _ = try run(
             "share-extension",

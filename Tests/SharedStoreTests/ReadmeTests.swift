@@ -2,13 +2,16 @@
 // The Swift blocks of README.md, line for line (Scripts/lint.sh checks it): formatting would change them.
 import Foundation
 import SharedStore
+import Synchronization
 import Testing
 
 // Every Swift block of README.md, as written. A block that uses names of an earlier one runs
-// after it in the same test, as a reader reads them.
+// after it in the same test, as a reader reads them. What a block says it prints — the comment
+// after a `print(…)` line, `// 1 1` — is what that line printed (`expectPrintedAsTheReadmeSays`).
 
 @Suite struct ReadmeTests {
     @Test func theLibraryTourInOrder() async throws {
+        let first = #line
         // README block 1: the tour
         let model = try Model([
             Entity("Article", attributes: [
@@ -126,9 +129,11 @@ import Testing
         observer.stop()
         let report = try HistoryCleaner.clean(container: container, registry: registry, evictAfter: 86_400)
         print(report.deleted)
+        try expectPrintedAsTheReadmeSays(lines: first...#line)
     }
 
     @Test func aCustomMigrationStep() throws {
+        let first = #line
         // README block 4
         let v1 = try Model([Entity("Book", attributes: [Attribute("rating", .integer)])])
         let v2 = try Model(version: 2, [Entity("Book", attributes: [Attribute("rating", .double)])])
@@ -141,5 +146,38 @@ import Testing
         }
         let upgraded = try Container(group: books, model: v2, migrations: [step])
         print(try upgraded.newContext().fetch(FetchRequest("Book"))[0]["rating"])   // 4.0
+        try expectPrintedAsTheReadmeSays(lines: first...#line)
+    }
+}
+
+/// What the blocks printed, by the line of this file that printed it: `print` here stands in for
+/// the standard one (and still prints).
+private let printed = Mutex<[Int: [String]]>([:])
+
+private func print(_ items: Any..., line: Int = #line) {
+    let text = items.map { "\($0)" }.joined(separator: " ")
+    printed.withLock { $0[line, default: []].append(text) }
+    Swift.print(text)
+}
+
+/// Every README line `print(…) // what it prints` that sits in `lines` of this file printed
+/// exactly that, once; and every such README line is somewhere in this file.
+private func expectPrintedAsTheReadmeSays(lines: ClosedRange<Int>, sourceLocation: SourceLocation = #_sourceLocation)
+    throws
+{
+    let here = URL(fileURLWithPath: #filePath)
+    let readme = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("README.md")
+    let test = try String(contentsOf: here, encoding: .utf8).components(separatedBy: "\n")
+    for claim in try String(contentsOf: readme, encoding: .utf8).components(separatedBy: "\n") {
+        let code = claim.trimmingCharacters(in: .whitespaces)
+        guard code.hasPrefix("print("), let comment = code.range(of: "//", options: .backwards) else { continue }
+        let expected = code[comment.upperBound...].trimmingCharacters(in: .whitespaces)
+        let matches = test.indices.filter { test[$0].trimmingCharacters(in: .whitespaces) == code }
+        #expect(!matches.isEmpty, "README line not in ReadmeTests: \(code)", sourceLocation: sourceLocation)
+        for index in matches where lines.contains(index + 1) {
+            let got = printed.withLock { $0[index + 1] ?? [] }
+            #expect(got == [expected], "README says `\(code)` prints \(expected)", sourceLocation: sourceLocation)
+        }
     }
 }

@@ -108,7 +108,7 @@ import Testing
 
     /// The defect of issue 13: `update(record)` wrote every property, so object trump behaved
     /// like overwrite. Another process changes the title; this one the read flag: both survive.
-    @Test func aRecordUpdateWritesOnlyWhatChangedSoAnotherProcesssChangeSurvives() throws {
+    @Test(.tags(.multiProcess)) func aRecordUpdateWritesOnlyWhatChangedSoAnotherProcesssChangeSurvives() throws {
         let group = TemporaryGroup()
         let container = try group.open()
         let seed = container.newContext(author: "Seed")

@@ -14,7 +14,7 @@ import Testing
 @Suite struct SilentFailureTests {
     /// U+2028, U+2029 and the bidi controls are refused in single-line fields, like the other
     /// controls, and JSON escapes them.
-    @Test(arguments: ["\u{2028}", "\u{2029}", "\u{202A}", "\u{202E}", "\u{2066}", "\u{2069}"])
+    @Test(.tags(.multiProcess), arguments: ["\u{2028}", "\u{2029}", "\u{202A}", "\u{202E}", "\u{2066}", "\u{2069}"])
     func separatorsAndBidiControlsAreRefusedInSingleLineFields(character: String) throws {
         let group = TemporaryGroup()
         let share = try Child(
@@ -28,7 +28,7 @@ import Testing
 
     /// A 0-byte `tokens.lmdb` beside a store that had consumers is a lost registry: the
     /// targets say so, verify fails, and `storectl repair-registry` starts one they accept.
-    @Test func anEmptiedRegistryIsReportedAsDamaged() throws {
+    @Test(.tags(.multiProcess)) func anEmptiedRegistryIsReportedAsDamaged() throws {
         let group = TemporaryGroup()
         let arguments = ["--group", group.path]
         #expect(
@@ -52,7 +52,7 @@ import Testing
 
     /// Two `storectl migrate` at once: one migrates and prints its steps, the other says another
     /// process did; neither fails.
-    @Test func twoMigrationsAtOnceOneRunsTheOtherSaysSo() throws {
+    @Test(.tags(.multiProcess)) func twoMigrationsAtOnceOneRunsTheOtherSaysSo() throws {
         let group = TemporaryGroup()
         do {
             let old = try group.open(try ReadLater.model(version: 1))

@@ -18,7 +18,7 @@ import Testing
             .sorted { $0.id < $1.id }.map { "\($0.id)@\($0.version)" }
     }
 
-    @Test func aWatcherSeesEveryTransactionOfTwoWritersOnceInOrderAndNoneOfItsOwn() throws {
+    @Test(.tags(.multiProcess)) func aWatcherSeesEveryTransactionOfTwoWritersOnceInOrderAndNoneOfItsOwn() throws {
         let group = TemporaryGroup()
         let container = try group.open()
         let n = 60
@@ -42,7 +42,7 @@ import Testing
         #expect(Set(view).isSubset(of: Set(fresh)) || view.count <= fresh.count)
     }
 
-    @Test func aWatcherKilledMidBurstCatchesUpWithNoGapAndNoDuplicate() throws {
+    @Test(.tags(.multiProcess)) func aWatcherKilledMidBurstCatchesUpWithNoGapAndNoDuplicate() throws {
         let group = TemporaryGroup()
         let container = try group.open()
         let total = 400
@@ -74,7 +74,7 @@ import Testing
         #expect(view == (try freshView(container)))
     }
 
-    @Test func theCleanerDeletesOnlyWhatEveryLiveConsumerMerged() throws {
+    @Test(.tags(.multiProcess)) func theCleanerDeletesOnlyWhatEveryLiveConsumerMerged() throws {
         let group = TemporaryGroup()
         let container = try group.open()
         let registry = try TokenRegistry(group: group.path)
@@ -128,7 +128,7 @@ import Testing
         #expect(try registry.consumer("C")?.isEvicted == false)
     }
 
-    @Test func fourProcessesAdvancingOneConsumerLeaveTheMaximum() throws {
+    @Test(.tags(.multiProcess)) func fourProcessesAdvancingOneConsumerLeaveTheMaximum() throws {
         let group = TemporaryGroup()
         let container = try group.open()
         let context = container.newContext(author: "W")
@@ -144,7 +144,7 @@ import Testing
         #expect(try TokenRegistry(group: group.path).consumer("Shared")?.token?.value == 1234)
     }
 
-    @Test func aProcessKilledInsideARegistryReadLeavesNoStuckSlot() throws {
+    @Test(.tags(.multiProcess)) func aProcessKilledInsideARegistryReadLeavesNoStuckSlot() throws {
         let group = TemporaryGroup()
         _ = try group.open()
         // Keep the registry open here: with no live process holding it, LMDB would simply reset

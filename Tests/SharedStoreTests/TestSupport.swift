@@ -3,6 +3,45 @@ import ReadLater
 import SharedStore
 import Testing
 
+extension Tag {
+    /// A test that starts other processes (`sharedstore-helper`, the targets, `storectl`): it
+    /// needs the executables built beside the test bundle, and it is the slow kind.
+    @Tag static var multiProcess: Self
+    /// A suite that needs the PostgreSQL server `Scripts/test.sh` starts (`PGHOST`); it is
+    /// skipped without one.
+    @Tag static var postgres: Self
+}
+
+/// The randomized tests' generator, shared by every suite: seeded, so that a failure replays from
+/// the seed its message names.
+struct TestRandom {
+    var state: UInt64
+
+    init(state: UInt64) { self.state = state }
+
+    /// A number in `0..<n` (0 when `n` is not positive).
+    mutating func next(_ n: Int) -> Int {
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        return n > 0 ? Int((state >> 33) % UInt64(n)) : 0
+    }
+
+    /// One of `choices` (which must not be empty).
+    mutating func pick<T>(_ choices: [T]) -> T { choices[next(choices.count)] }
+
+    /// True with probability `percent` / 100.
+    mutating func chance(_ percent: Int) -> Bool { next(100) < percent }
+
+    /// A short word over a small alphabet, so that random values often meet (equal, prefix, order).
+    mutating func word(maxLength: Int = 3, letters: [Character] = ["a", "b", "C", "é"]) -> String {
+        String((0..<next(maxLength + 1)).map { _ in pick(letters) })
+    }
+
+    /// An integer in `range`, or nil about one time in `nilOneIn`.
+    mutating func optionalInteger(_ range: ClosedRange<Int>, nilOneIn: Int = 5) -> Int? {
+        next(nilOneIn) == 0 ? nil : range.lowerBound + next(range.count)
+    }
+}
+
 /// A private temporary group directory per test, removed when the test ends.
 final class TemporaryGroup {
     let root: String
@@ -269,13 +308,19 @@ func tokenValue(_ text: String?) -> Int64 {
 }
 
 func expectStoreError(
-    _ code: StoreError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
+    _ code: StoreError.Code, containing text: String? = nil, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () throws -> Void
 ) {
     do {
         try body()
         Issue.record("expected StoreError .\(code), nothing was thrown", sourceLocation: sourceLocation)
     } catch let error as StoreError {
         #expect(error.code == code, "got .\(error.code): \(error.message)", sourceLocation: sourceLocation)
+        if let text {
+            #expect(
+                error.message.contains(text), "the message does not say '\(text)': \(error.message)",
+                sourceLocation: sourceLocation)
+        }
     } catch {
         Issue.record("expected StoreError .\(code), got \(error)", sourceLocation: sourceLocation)
     }

@@ -26,6 +26,9 @@ extension Container {
     /// ```
     /// - Returns: what `body` returned; a temporary id it returns is replaced by the saved one
     ///   when it is the id itself.
+    ///
+    /// - Throws: what `body` throws, or what ``ObjectContext/save()`` throws; either way nothing
+    ///   is saved.
     public func write<T: Sendable>(
         author: String, name: String? = nil, _ body: @escaping @Sendable (ObjectContext) throws -> T
     ) async throws -> T {
@@ -40,12 +43,17 @@ extension Container {
 
     /// Reads on a thread of the store's own: `body` gets a new context (its changes are not
     /// saved) and what it returns comes back.
+    ///
+    /// - Throws: what `body` throws (the errors of ``ObjectContext/fetch(_:)`` and the other
+    ///   reads).
     public func read<T: Sendable>(_ body: @escaping @Sendable (ObjectContext) throws -> T) async throws -> T {
         try await offExecutor { try body(self.newContext()) }
     }
 
     /// ``fetchHistory(_:)`` without blocking the caller's executor (another name, so that
     /// async code may still call the blocking one).
+    ///
+    /// - Throws: like ``fetchHistory(_:)``.
     public func history(_ request: HistoryRequest) async throws -> [HistoryTransaction] {
         try await offExecutor { try self.fetchHistory(request) }
     }

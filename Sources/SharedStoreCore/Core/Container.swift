@@ -15,9 +15,23 @@ import Synchronization
 /// let context = container.newContext(name: "share", author: "ShareExtension")
 /// ```
 public final class Container: Sendable {
+    /// How a container opens its store (Core Data's store description options).
+    ///
+    /// For example:
+    /// ```swift
+    /// var options = Container.Options()
+    /// options.synchronous = .full          // a save survives a power loss, not only a crash
+    /// options.busyTimeout = 2
+    /// let container = try Container(group: dir, model: model, options: options)
+    /// ```
     public struct Options: Sendable, Hashable {
+        /// SQLite's `synchronous` setting, which decides what an acknowledged save survives; the raw
+        /// value is the pragma's value.
         public enum Synchronous: String, Sendable, Hashable {
+            /// A save survives the crash or `kill -9` of any process; a power loss may lose the last
+            /// acknowledged saves (never half of one). The fastest.
             case normal = "NORMAL"
+            /// A save survives a power loss too: every commit waits for the disk.
             case full = "FULL"
         }
         /// Record every save as a history transaction (Core Data's NSPersistentHistoryTrackingKey).
@@ -31,13 +45,19 @@ public final class Container: Sendable {
         /// What a migration does with stored objects that break a uniqueness constraint the new
         /// model adds: refuse (default), or keep one of each group and delete the others.
         public var duplicatesWhenMigrating = DuplicateResolution.refuse
+        /// The defaults: history tracking on, on disk, `.normal`, a 5-second busy timeout, and migrations
+        /// that refuse duplicates.
         public init() {}
     }
 
+    /// The store's file name in the group directory.
     public static let storeFileName = "Store.sqlite"
 
+    /// The group directory the container opened (the `group` of ``init(group:model:options:migrations:)``).
     public let directory: String
+    /// The model the container opened the store with: the store is at its version.
     public let model: Model
+    /// The options the container opened the store with.
     public let options: Options
     /// The store's identity, made once when the store is created; tokens and ids carry it.
     public let storeID: UUID
@@ -211,6 +231,12 @@ public final class Container: Sendable {
     }
 
     /// Parses `Entity/N` as an id of this store, checking that the entity exists.
+    ///
+    /// For example: `try container.objectID(parsing: "Article/42")`.
+    ///
+    /// - Throws: ``StoreError`` `.malformedID` for text that is not `Entity/N` (or its URI form) or
+    ///   names an entity the model lacks, `.foreignID` for a URI of another store. Whether the object
+    ///   exists is not checked.
     public func objectID(parsing text: String) throws -> ObjectID {
         let id = try ObjectID(parsing: text, storeID: storeID)
         guard model.entity(named: id.entity) != nil else {
@@ -220,6 +246,9 @@ public final class Container: Sendable {
     }
 
     /// Parses a printed token and checks that it belongs to this store.
+    ///
+    /// - Throws: ``StoreError`` `.malformedToken` for text SharedStore did not print,
+    ///   `.foreignToken` for a token of another store.
     public func token(parsing text: String) throws -> HistoryToken {
         let token = try HistoryToken(parsing: text)
         try check(token)

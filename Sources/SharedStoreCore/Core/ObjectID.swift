@@ -7,16 +7,24 @@ import SharedStoreSupport
 /// Prints as `Article/42`; its URI form `x-sharedstore://<store-uuid>/Article/42` names the store
 /// too. An id made by `insert` before the save is temporary (negative key) until the save.
 public struct ObjectID: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
+    /// The store the object lives in (``Container/storeID``).
     public let storeID: UUID
+    /// The name of the object's entity.
     public let entity: String
+    /// The object's key in its entity's table (`Z_PK`): positive once saved, negative while the id is
+    /// temporary.
     public let primaryKey: Int64
 
+    /// The id of `entity`'s object with key `primaryKey` in store `storeID`, unchecked: an id the
+    /// store does not hold makes a later read or write fail with `.objectNotFound`.
     public init(storeID: UUID, entity: String, primaryKey: Int64) {
         self.storeID = storeID
         self.entity = entity
         self.primaryKey = primaryKey
     }
 
+    /// Whether the id was made by an insert not yet saved: ``SaveResult/permanentID(for:)`` gives the
+    /// id the save assigned.
     public var isTemporary: Bool { primaryKey < 0 }
 
     /// Hashes the key alone: ids of one context, view or result nearly always share their store,
@@ -32,8 +40,12 @@ public struct ObjectID: Sendable, Hashable, Comparable, Codable, CustomStringCon
         isTemporary ? "\(entity)/t\(-primaryKey)" : "\(entity)/\(primaryKey)"
     }
 
+    /// The id with its store: `x-sharedstore://<store-uuid>/Article/42` (Core Data's
+    /// `uriRepresentation()`). ``init(parsing:storeID:)`` reads it back, and refuses it for another
+    /// store.
     public var uri: String { "x-sharedstore://\(storeID.uuidString.lowercased())/\(description)" }
 
+    /// Orders ids by entity name, then key (the store is not compared).
     public static func < (a: ObjectID, b: ObjectID) -> Bool {
         (a.entity, a.primaryKey) < (b.entity, b.primaryKey)
     }
@@ -63,6 +75,9 @@ public struct ObjectID: Sendable, Hashable, Comparable, Codable, CustomStringCon
         self.init(storeID: storeID, entity: String(parts[0]), primaryKey: pk)
     }
 
+    /// Decodes the URI form (``uri``), a single string.
+    ///
+    /// - Throws: ``StoreError`` `.malformedID` for anything else.
     public init(from decoder: Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
         guard text.hasPrefix("x-sharedstore://"), let uuid = UUID(uuidString: String(text.dropFirst(16).prefix(36)))
@@ -72,6 +87,7 @@ public struct ObjectID: Sendable, Hashable, Comparable, Codable, CustomStringCon
         try self.init(parsing: text, storeID: uuid)
     }
 
+    /// Encodes the URI form (``uri``) as a single string, so that a decoded id knows its store.
     public func encode(to encoder: Encoder) throws {
         var c = encoder.singleValueContainer()
         try c.encode(uri)

@@ -9,7 +9,10 @@ import SharedStoreSupport
 /// snapshot of a fetch): a row becomes one small array, not a dictionary to allocate and hash.
 /// ``values`` gives them as a dictionary when asked.
 public struct Snapshot: Sendable, Hashable, CustomStringConvertible {
+    /// The object's id.
     public let id: ObjectID
+    /// The object's version when it was read: every save of the object bumps it, so a save of a
+    /// context that read an older version is a conflict for its ``MergePolicy``.
     public let version: Int64
     /// Attribute names and their values, position by position.
     private var names: [String]
@@ -25,6 +28,8 @@ public struct Snapshot: Sendable, Hashable, CustomStringConvertible {
         case shared(SharedRows, offset: Int)
     }
 
+    /// A snapshot of `values` and set to-one `relationships`; the library makes these when it reads,
+    /// a test or a view may too.
     public init(id: ObjectID, version: Int64, values: [String: Value], relationships: [String: ObjectID]) {
         self.id = id
         self.version = version
@@ -118,6 +123,8 @@ public struct Snapshot: Sendable, Hashable, CustomStringConvertible {
     /// The names of the attributes it holds.
     public var attributeNames: [String] { names }
 
+    /// Whether two snapshots are the same object at the same version with the same values and
+    /// relationships (whatever the order their attributes were read in).
     public static func == (a: Snapshot, b: Snapshot) -> Bool {
         guard a.id == b.id, a.version == b.version, a.relationships == b.relationships else { return false }
         // Snapshots of one entity share their names (and their order): compare the columns.
@@ -125,6 +132,7 @@ public struct Snapshot: Sendable, Hashable, CustomStringConvertible {
         return a.values == b.values
     }
 
+    /// Hashes what == compares.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(id)
         hasher.combine(version)
@@ -135,6 +143,8 @@ public struct Snapshot: Sendable, Hashable, CustomStringConvertible {
         hasher.combine(relationships)
     }
 
+    /// `Article/7 {isRead: false, title: "…", category: Category/2}`: attributes and relationships by
+    /// name.
     public var description: String {
         let parts =
             zip(names, columnArray).sorted { $0.0 < $1.0 }.map { "\($0.0): \($0.1)" }

@@ -11,6 +11,8 @@ import SharedStoreSupport
 /// catch let error as StoreError where error.code == .validation { print(error.message) }
 /// ```
 public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What kind of failure happened: match on it (`catch let e as StoreError where e.code == .busy`).
+    /// Its raw value is stable text (`"historyExpired"`), for logs and JSON.
     public enum Code: String, Sendable, Hashable {
         /// The model is inconsistent (unknown destination, bad name, …).
         case invalidModel
@@ -70,7 +72,9 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case storage
     }
 
+    /// The kind of failure.
     public let code: Code
+    /// One line for people that names the problem: the path, object, property, token or rule.
     public let message: String
     /// Extra context: the SQL, path or token involved.
     public let context: String?
@@ -84,7 +88,8 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// rule of a `.validation` error (``uniqueness``, ``validation``); nil for the others.
     public let details: Details?
 
-    /// An error of kind `code` saying `message`, with what it is about.
+    /// An error with its code, message and what goes with it (its typed ``details`` among them);
+    /// the library makes these, a test or a wrapper may too.
     public init(
         _ code: Code, _ message: String, context: String? = nil, conflicts: [MergeConflict] = [],
         resultCode: ResultCode? = nil, details: Details? = nil
@@ -97,6 +102,7 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         self.details = details
     }
 
+    /// The message, followed by the context in brackets when there is one.
     public var description: String {
         context.map { "\(message) [\($0)]" } ?? message
     }

@@ -5,6 +5,9 @@ import SharedStoreSupport
 extension Container {
     /// The token of the newest transaction ever committed (also when history has since been
     /// deleted): fetching after it returns only what comes next.
+    ///
+    /// - Throws: ``StoreError`` when the store cannot be read: `.modelOutdated` after another
+    ///   process migrated it, `.busy`, `.storage`.
     public func currentToken() throws -> HistoryToken {
         try read { s in HistoryToken(storeID: storeID, value: try s.currentToken()) }
     }
@@ -89,6 +92,9 @@ extension Container {
     }
 
     /// How many transactions are retained (through `token`, or all), the floor excluded.
+    ///
+    /// - Throws: ``StoreError`` when the store cannot be read: `.modelOutdated` after another
+    ///   process migrated it, `.busy`, `.storage`.
     public func historyCount(through token: Int64? = nil) throws -> Int {
         try read { s in try s.historyCount(through: token ?? Int64.max) }
     }
@@ -99,6 +105,9 @@ extension Container {
     }
 
     /// Transactions and changes retained in history.
+    ///
+    /// - Throws: ``StoreError`` when the store cannot be read: `.modelOutdated` after another
+    ///   process migrated it, `.busy`, `.storage`.
     public func historyStatistics() throws -> HistoryStatistics {
         try read { s in
             var statistics = HistoryStatistics(transactions: 0, changes: 0)
@@ -118,7 +127,9 @@ extension Container {
 
 /// How much history a store retains (``Container/historyStatistics()``).
 public struct HistoryStatistics: Sendable, Hashable {
+    /// How many transactions history retains.
     public var transactions: Int
+    /// How many object changes those transactions hold.
     public var changes: Int
 }
 

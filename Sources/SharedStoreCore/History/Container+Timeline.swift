@@ -21,6 +21,10 @@ extension Container {
     public static let restoreContext = "store.restored"
 
     /// Token numbers that named transactions this store has since lost, oldest first.
+    ///
+    /// - Throws: ``StoreError`` when the store cannot be read: `.modelOutdated` after another
+    ///   process migrated it, `.busy`, `.storage`. `.notAStore` when the store's record of lost
+    ///   tokens is damaged.
     public func lostTokenRanges() throws -> [ClosedRange<Int64>] {
         try read { s in try lostRanges(s) }
     }
@@ -55,12 +59,17 @@ extension Container {
     }
 
     /// Whether a token registry has held consumers of this store (``noteRegistryInUse()``).
+    ///
+    /// - Throws: ``StoreError`` when the store cannot be read: `.modelOutdated` after another
+    ///   process migrated it, `.busy`, `.storage`.
     public func registryWasInUse() throws -> Bool {
         try read { s in try s.meta(.registryInUse) != nil }
     }
 
     /// Records, once, that a token registry holds consumers of this store: from then on an
     /// empty registry beside the store is a lost one, not a new one.
+    ///
+    /// - Throws: like any write: `.busy`, `.diskFull`, `.fileAccess`, `.storage`.
     public func noteRegistryInUse() throws {
         guard try !registryWasInUse() else { return }
         try write { s in try s.setMeta(.registryInUse, "1") }

@@ -9,23 +9,30 @@ import SharedStoreSupport
 /// them is defined but meaningless: check ``storeID``.
 public struct HistoryToken: Sendable, Hashable, Comparable, Codable, CustomStringConvertible, LosslessStringConvertible
 {
+    /// The store whose history the token is a position in (``Container/storeID``).
     public let storeID: UUID
     /// The transaction number: strictly increasing in commit order, never reused.
     public let value: Int64
 
+    /// The token `value` of store `storeID`; a consumer normally gets tokens from the store
+    /// (``Container/currentToken()``, a ``SaveResult``) or parses them (``init(parsing:)``).
     public init(storeID: UUID, value: Int64) {
         self.storeID = storeID
         self.value = value
     }
 
+    /// Whether `a` comes before `b`: by ``value`` within one store. Tokens of two stores order by
+    /// their store ids, which means nothing about their commits.
     public static func < (a: HistoryToken, b: HistoryToken) -> Bool {
         a.storeID == b.storeID ? a.value < b.value : a.storeID.uuidString < b.storeID.uuidString
     }
 
+    /// The printed form, `42.<store-uuid-hex>` (32 lowercase hex digits, no dashes).
     public var description: String {
         "\(value).\(storeID.uuidString.lowercased().replacingOccurrences(of: "-", with: ""))"
     }
 
+    /// Parses the printed form; nil where ``init(parsing:)`` throws.
     public init?(_ description: String) {
         guard let token = try? HistoryToken(parsing: description) else { return nil }
         self = token
@@ -52,10 +59,14 @@ public struct HistoryToken: Sendable, Hashable, Comparable, Codable, CustomStrin
         self.init(storeID: uuid, value: value)
     }
 
+    /// Decodes the printed form from a single string.
+    ///
+    /// - Throws: ``StoreError`` `.malformedToken` for anything else.
     public init(from decoder: Decoder) throws {
         try self.init(parsing: try decoder.singleValueContainer().decode(String.self))
     }
 
+    /// Encodes the printed form as a single string.
     public func encode(to encoder: Encoder) throws {
         var c = encoder.singleValueContainer()
         try c.encode(description)

@@ -18,6 +18,7 @@ extension HistoryTransaction {
 }
 
 extension HistoryChange {
+    /// The change in the `storectl history` shape: `type`, `id`, `gid`, `updated` and `tombstone`.
     public var json: JSONValue {
         .object([
             ("type", .string(kind.rawValue)),

@@ -14,10 +14,19 @@ import SharedStoreSupport
 /// let container = try Container(group: path, model: v3, migrations: [rating])
 /// ```
 public struct MigrationStep: Sendable {
+    /// The model version the step belongs to: it runs when a store below this version is migrated
+    /// to this version or above; steps run in the order of their versions.
     public let version: Int
+    /// What the step does, in words: the migration's plan lists it (`storectl migrate --dry-run`).
     public let name: String
     let body: @Sendable (borrowing MigrationDatabase) throws -> Void
 
+    /// A step of `version` named `name` whose `body` runs SQL over the new schema
+    /// (``MigrationDatabase``).
+    ///
+    /// When `body` throws, the whole migration rolls back, the store stays at its old version and
+    /// ``Container/init(group:model:options:migrations:)`` throws that error (an SQL failure as a
+    /// ``StoreError``).
     public init(version: Int, _ name: String, _ body: @escaping @Sendable (borrowing MigrationDatabase) throws -> Void)
     {
         self.version = version
@@ -30,18 +39,26 @@ public struct MigrationStep: Sendable {
 /// what stops it (changes lightweight migration cannot make, stored objects that break the new
 /// model). A plan with reasons is refused before anything is touched.
 public struct MigrationPlan: Sendable, Hashable {
+    /// The store's model version before the migration.
     public let fromVersion: Int
+    /// The model version it migrates to.
     public let toVersion: Int
+    /// Each step in words, in the order it runs: renames, drops, additions, defaults, duplicates
+    /// resolved, indexes, custom steps, recomputed derived attributes and counts, the history record.
     public let steps: [String]
     /// Why it cannot run (empty: it can).
     public let refusals: [String]
 
+    /// Whether the migration cannot run (``refusals`` says why).
     public var isRefused: Bool { !refusals.isEmpty }
 }
 
 /// Who a migration's history transaction is by, and its context name.
 public enum MigrationHistory {
+    /// The author of a migration's history transaction: consumers that exclude it skip migrations.
     public static let author = "Migration"
+    /// The context name of a migration's history transaction, followed by the versions
+    /// (`migration.1-2`).
     public static let context = "migration"
 }
 

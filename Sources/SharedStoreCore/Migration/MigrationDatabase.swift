@@ -9,11 +9,16 @@ public struct MigrationDatabase: ~Copyable {
     let c: SQLiteConnection
 
     /// Runs `sql` with `values` bound to its `?` placeholders (never spliced into the text).
+    ///
+    /// - Throws: ``StoreError`` with SQLite's message (`.storage` for an SQL error); thrown out of
+    ///   the step, it rolls the whole migration back.
     public func execute(_ sql: String, _ values: [Value] = []) throws {
         try StoreError.wrap(path: "migration step") { try c.execute(sql, try values.map(Self.bindable)) }
     }
 
     /// The rows of a query, each as its columns' values (integers, doubles, text, data, nil).
+    ///
+    /// - Throws: like ``execute(_:_:)``.
     public func rows(_ sql: String, _ values: [Value] = []) throws -> [[Value]] {
         try StoreError.wrap(path: "migration step") {
             try c.cached(sql).rows(try values.map(Self.bindable)) { row in

@@ -145,6 +145,17 @@ extension Container {
         try write { s in try s.rebuildMirrorIDs() }
     }
 
+    /// Of `gids`, those this store never knew: no object holds them and the mirror's map does not
+    /// name them (it names every object the mirror pushed, before the push, and every one it
+    /// pulled). Maps every object again first when some are not in the map (one pass over each
+    /// table), for a copy whose map predates its objects.
+    package func unknownGlobalIDs(_ gids: Set<UUID>) throws -> Set<UUID> {
+        func unmapped() throws -> Set<UUID> { try read { s in try gids.filter { try !s.isMapped($0) } } }
+        guard !gids.isEmpty, !(try unmapped()).isEmpty else { return [] }
+        try rebuildMirrorIDs()
+        return try unmapped()
+    }
+
     /// The newest local transaction saved before `time` (seconds since 1970; nil: none kept).
     package func newestHistoryToken(before time: Double) throws -> Int64? {
         try read { s in try s.newestHistoryToken(before: time) }

@@ -9,6 +9,9 @@ import SharedStoreSupport
 /// and the JSON of a Codable value (a record's property of any `Codable` type). Each is checked
 /// on save.
 public enum AttributeType: String, Sendable, Hashable, Codable {
+    /// `string` (TEXT), `integer` (a 64-bit INTEGER), `double` (REAL; an integer value is widened),
+    /// `bool` (0 or 1), `date` (REAL seconds since 1970), `data` (BLOB), `uuid` (lowercased TEXT),
+    /// `url` (an absolute URL), `decimal` (a number's exact text) and `json` (JSON text).
     case string, integer, double, bool, date, data, uuid, url, decimal, json
 }
 
@@ -54,15 +57,27 @@ public enum Derivation: Sendable, Hashable {
 
 /// An attribute of an entity, with its validation rules.
 public struct Attribute: Sendable, Hashable {
+    /// The attribute's name: a plain ASCII identifier of at most 64 characters, unique in its entity
+    /// and none of `Z_PK`, `Z_OPT`, `id` or `objectID` (``Model/init(version:_:)`` checks it). It is
+    /// the column's name.
     public var name: String
+    /// What values the attribute holds; a save of a value of another type fails with `.validation`.
     public var type: AttributeType
+    /// Whether the attribute may hold ``Value/null``; a save that leaves a required attribute nil
+    /// (and it has no ``defaultValue``) fails with `.validation` ("… is required").
     public var isOptional: Bool
+    /// The value an insert gets when it does not set the attribute (``Value/null``: none). A
+    /// migration that adds the attribute gives it to the existing objects.
     public var defaultValue: Value
+    /// The least number of characters a string value may have (checked on save).
     public var minLength: Int?
+    /// The most characters a string value may have (checked on save).
     public var maxLength: Int?
     /// A regular expression the whole string must match.
     public var pattern: String?
+    /// The smallest number an integer or double value may be (checked on save).
     public var minValue: Double?
+    /// The largest number an integer or double value may be (checked on save).
     public var maxValue: Double?
     /// Keep the value in the history tombstone when the object is deleted.
     public var preservesValueInHistoryOnDeletion: Bool
@@ -84,12 +99,39 @@ public struct Attribute: Sendable, Hashable {
         return a
     }
 
+    /// Whether the attribute is derived (has a ``derivation``): the save computes it.
     public var isDerived: Bool { derivation != nil }
 
     /// What a `canonical` derived attribute holds for `text`: lowercased, diacritics removed
     /// (to search it with the same folding).
     public static func canonical(_ text: String) -> String { DerivationMap.canonical(text) }
 
+    /// An attribute named `name` holding values of `type`, with the rules a save checks.
+    ///
+    /// For example:
+    /// ```swift
+    /// Attribute("title", .string, minLength: 1, maxLength: 500, singleLine: true, preservedInHistory: true)
+    /// Attribute("isRead", .bool, default: false)
+    /// Attribute("label", .string, renamedFrom: "name")      // version 2 renames `name`
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - name: the attribute's name (``name``).
+    ///   - type: the type of its values.
+    ///   - optional: whether nil is allowed (required by default).
+    ///   - defaultValue: what an insert that leaves the attribute out gets.
+    ///   - minLength: the least number of characters of a string.
+    ///   - maxLength: the most characters of a string.
+    ///   - pattern: a regular expression (NSRegularExpression syntax) the whole string must match.
+    ///   - minValue: the smallest number allowed.
+    ///   - maxValue: the largest number allowed.
+    ///   - singleLine: refuse control characters other than a tab (``isSingleLine``).
+    ///   - preservedInHistory: keep the value in the delete's history record
+    ///     (``preservesValueInHistoryOnDeletion``).
+    ///   - renamedFrom: the name in the previous model version (``renamedFrom``).
+    ///
+    /// Nothing is checked here: ``Model/init(version:_:)`` checks the name, the pattern and that the
+    /// default has the attribute's type.
     public init(
         _ name: String, _ type: AttributeType, optional: Bool = false, default defaultValue: Value = .null,
         minLength: Int? = nil, maxLength: Int? = nil, pattern: String? = nil,
@@ -113,18 +155,40 @@ public struct Attribute: Sendable, Hashable {
 
 /// A relationship: to-one (stored as a column) or to-many (the inverse of a to-one).
 public struct Relationship: Sendable, Hashable {
+    /// The relationship's name, unique among the entity's properties. A to-one relationship is a
+    /// column of that name holding the destination's primary key.
     public var name: String
+    /// The entity the relationship points at.
     public var destination: String
+    /// The relationship of ``destination`` that points back; every relationship has one.
     public var inverse: String
+    /// Whether it holds many objects: the inverse of a to-one (read through the to-one's column) or,
+    /// when the inverse is to-many too, a many-to-many relationship kept in a join table.
     public var isToMany: Bool
+    /// What deleting an object of this entity does to the objects this relationship holds.
     public var deleteRule: DeleteRule
 
+    /// A to-one relationship to `destination`, whose relationship `inverse` must be to-many (one-to-one
+    /// relationships are not supported).
+    ///
+    /// For example:
+    /// ```swift
+    /// Relationship.toOne("category", "Category", inverse: "articles")
+    /// ```
     public static func toOne(_ name: String, _ destination: String, inverse: String, deleteRule: DeleteRule = .nullify)
         -> Relationship
     {
         Relationship(name: name, destination: destination, inverse: inverse, isToMany: false, deleteRule: deleteRule)
     }
 
+    /// A to-many relationship to `destination`: the inverse of a to-one relationship, or, when
+    /// `inverse` is to-many too, a many-to-many relationship (linked with
+    /// ``ObjectContext/relate(_:_:to:)``).
+    ///
+    /// For example:
+    /// ```swift
+    /// Relationship.toMany("articles", "Article", inverse: "category", deleteRule: .cascade)
+    /// ```
     public static func toMany(_ name: String, _ destination: String, inverse: String, deleteRule: DeleteRule = .nullify)
         -> Relationship
     {
@@ -136,11 +200,15 @@ public struct Relationship: Sendable, Hashable {
 /// each ascending or descending, so that fetches that filter and sort on them read the index,
 /// not the table.
 public struct Index: Sendable, Hashable {
+    /// One column of an index: a property and its order.
     public struct Part: Sendable, Hashable {
+        /// An attribute or to-one relationship of the entity.
         public let property: String
+        /// Whether the index holds the property in ascending order.
         public let ascending: Bool
     }
 
+    /// The indexed properties, in order: an index serves a condition on a prefix of them.
     public let parts: [Part]
 
     /// An index on `properties`, each ascending.
@@ -158,7 +226,9 @@ public struct Index: Sendable, Hashable {
 /// object). Every writer of the store keeps it: it is part of the model's identity, so a process
 /// with a model lacking it cannot open the store. `storectl verify` compares it with a real count.
 public struct KeptCount: Sendable, Hashable {
+    /// The count's name: a plain identifier, unique among the entity's kept counts.
     public let name: String
+    /// Which objects it counts (``Condition/always``: all of them).
     public let condition: Condition
 
     /// A count named `name` of the objects matching `condition` (all of them by default).
@@ -171,9 +241,16 @@ public struct KeptCount: Sendable, Hashable {
 /// An entity: attributes, relationships, uniqueness constraints (each a list of attribute names),
 /// indexes and kept counts.
 public struct Entity: Sendable, Hashable {
+    /// The entity's name: a plain ASCII identifier that does not start with `ss_` or `sqlite`. It is
+    /// the table's name.
     public var name: String
+    /// The entity's attributes, in the order history numbers them.
     public var attributes: [Attribute]
+    /// The entity's relationships; each names its inverse in the destination entity.
     public var relationships: [Relationship]
+    /// Properties (attributes or to-one relationships) whose values no two objects may share: each
+    /// inner list is one constraint, single (`[["name"]]`) or compound (`[["first", "last"]]`). A save
+    /// that would break one is resolved by the context's ``MergePolicy`` (`.uniqueness` with `.error`).
     public var uniquenessConstraints: [[String]]
     /// Indexes that fetches use (a uniqueness constraint and a to-one relationship have one
     /// already). Created with the store and, when a model adds one, at the next open.
@@ -183,6 +260,16 @@ public struct Entity: Sendable, Hashable {
     /// The name this entity had in the model version before (a migration renames its table).
     public var renamedFrom: String?
 
+    /// An entity named `name` with its properties and what the store keeps for it.
+    ///
+    /// For example:
+    /// ```swift
+    /// Entity("Category", attributes: [Attribute("name", .string)],
+    ///        relationships: [.toMany("articles", "Article", inverse: "category")],
+    ///        uniquenessConstraints: [["name"]])
+    /// ```
+    ///
+    /// The entity is checked with its model (``Model/init(version:_:)``), not here.
     public init(
         _ name: String, attributes: [Attribute], relationships: [Relationship] = [],
         uniquenessConstraints: [[String]] = [], indexes: [Index] = [], keptCounts: [KeptCount] = [],
@@ -197,7 +284,9 @@ public struct Entity: Sendable, Hashable {
         self.indexes = indexes
     }
 
+    /// The attribute named `name`, or nil.
     public func attribute(named name: String) -> Attribute? { attributes.first { $0.name == name } }
+    /// The relationship named `name`, or nil.
     public func relationship(named name: String) -> Relationship? { relationships.first { $0.name == name } }
 
     var toOneRelationships: [Relationship] { relationships.filter { !$0.isToMany } }
@@ -242,11 +331,12 @@ public struct Entity: Sendable, Hashable {
 
 /// A managed object model: the entities a store holds. Checked for consistency on creation.
 public struct Model: Sendable, Hashable {
+    /// The model's entities, in the order they were given.
     public let entities: [Entity]
     let entityIndex: [String: Int]
     /// The model's version (Core Data's model versions): a store keeps the version and schema
     /// of the model that made or last migrated it; a model with a higher version migrates it
-    /// (``Migration``), a model with a lower one cannot open it (`.modelNewer`).
+    /// (``MigrationPlan``), a model with a lower one cannot open it (`.modelNewer`).
     public let version: Int
 
     /// - Throws: ``StoreError`` with code `.invalidModel` naming the first inconsistency.
@@ -260,6 +350,7 @@ public struct Model: Sendable, Hashable {
         try validate()
     }
 
+    /// The entity named `name`, or nil.
     public func entity(named name: String) -> Entity? { entityIndex[name].map { entities[$0] } }
 
     /// The index of an entity of this model (a precondition: the entity comes from it).

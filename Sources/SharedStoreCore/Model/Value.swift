@@ -4,20 +4,33 @@ import SharedStoreSupport
 
 /// An attribute value, as it crosses tasks and processes: Sendable, Hashable and Codable.
 public enum Value: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// No value: an optional attribute left empty (SQL NULL).
     case null
+    /// A string; also the stored form of `url`, `decimal` and `json` attributes.
     case string(String)
+    /// A 64-bit integer.
     case integer(Int64)
+    /// A double; an attribute of type `double` also takes an ``integer(_:)``.
     case double(Double)
+    /// A boolean.
     case bool(Bool)
+    /// A date, stored as seconds since 1970.
     case date(Date)
+    /// Bytes.
     case data(Data)
+    /// A UUID.
     case uuid(UUID)
 
+    /// Whether the value is ``null``.
     public var isNull: Bool { if case .null = self { return true } else { return false } }
 
+    /// The string, or nil for any other case.
     public var stringValue: String? { if case .string(let v) = self { return v } else { return nil } }
+    /// The integer, or nil for any other case.
     public var integerValue: Int64? { if case .integer(let v) = self { return v } else { return nil } }
+    /// The boolean, or nil for any other case.
     public var boolValue: Bool? { if case .bool(let v) = self { return v } else { return nil } }
+    /// The number as a double (an ``integer(_:)`` converted), or nil for any other case.
     public var doubleValue: Double? {
         switch self {
         case .double(let v): return v
@@ -25,10 +38,14 @@ public enum Value: Sendable, Hashable, Codable, CustomStringConvertible {
         default: return nil
         }
     }
+    /// The date, or nil for any other case.
     public var dateValue: Date? { if case .date(let v) = self { return v } else { return nil } }
+    /// The bytes, or nil for any other case.
     public var dataValue: Data? { if case .data(let v) = self { return v } else { return nil } }
+    /// The UUID, or nil for any other case.
     public var uuidValue: UUID? { if case .uuid(let v) = self { return v } else { return nil } }
 
+    /// The value for people: `nil`, a string in quotes, a date in ISO 8601, data as its size.
     public var description: String {
         switch self {
         case .null: return "nil"
@@ -75,9 +92,14 @@ public enum Value: Sendable, Hashable, Codable, CustomStringConvertible {
 extension Value: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
     ExpressibleByBooleanLiteral, ExpressibleByNilLiteral
 {
+    /// `"text"` is ``string(_:)``.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// `42` is ``integer(_:)``.
     public init(integerLiteral value: Int64) { self = .integer(value) }
+    /// `4.5` is ``double(_:)``.
     public init(floatLiteral value: Double) { self = .double(value) }
+    /// `true` is ``bool(_:)``.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// `nil` is ``null``: in a condition, `Key("note") == nil` becomes `IS NULL`.
     public init(nilLiteral: ()) { self = .null }
 }

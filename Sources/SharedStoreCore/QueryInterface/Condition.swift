@@ -97,15 +97,25 @@ public struct Condition: Sendable, Hashable {
     /// Any of `conditions` (no object when there are none).
     public static func any(_ conditions: [Condition]) -> Condition { Condition(.or(conditions)) }
 
+    /// A comparison operator, as `Key` and `RelationshipCount` build it; its raw value is the
+    /// operator's text in a condition's stored form.
     public enum Comparison: String, Sendable, Hashable {
+        /// `==`, `!=`, `<`, `<=`, `>`, `>=`.
         case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
     }
+    /// A string operator of ``Key`` (``Key/contains(_:_:)`` and the others); its raw value is Core
+    /// Data's name for it.
     public enum TextOperator: String, Sendable, Hashable {
+        /// `CONTAINS`, `BEGINSWITH`, `ENDSWITH`, `LIKE` (`*` and `?` wildcards) and `==`.
         case contains = "CONTAINS", beginsWith = "BEGINSWITH", endsWith = "ENDSWITH", like = "LIKE", equal = "=="
     }
 
+    /// How a string operator compares: Core Data's `[c]` and `[d]` modifiers. Both fold the stored
+    /// string and the pattern before comparing (Foundation's case and diacritic folding).
     public struct TextOptions: OptionSet, Sendable, Hashable {
+        /// The options' bits (``caseInsensitive`` is 1, ``diacriticInsensitive`` 2).
         public let rawValue: Int
+        /// Options from their bits.
         public init(rawValue: Int) { self.rawValue = rawValue }
         /// `[c]`
         public static let caseInsensitive = TextOptions(rawValue: 1)
@@ -114,7 +124,16 @@ public struct Condition: Sendable, Hashable {
         static let all: TextOptions = [.caseInsensitive, .diacriticInsensitive]
     }
 
+    /// Objects that match both `a` and `b` (`AND`).
+    ///
+    /// For example:
+    /// ```swift
+    /// Key("isRead") == false && Key("category.name") == "Swift"
+    /// ```
     public static func && (a: Condition, b: Condition) -> Condition { Condition(.and([a, b])) }
+    /// Objects that match `a`, `b` or both (`OR`).
     public static func || (a: Condition, b: Condition) -> Condition { Condition(.or([a, b])) }
+    /// Objects that do not match `a` (`NOT`). Conditions are two-valued: an object that `a` does not
+    /// match because it has no value (a nil compared with `<`, say) matches `!a`.
     public static prefix func ! (a: Condition) -> Condition { Condition(.not(a)) }
 }

@@ -25,8 +25,11 @@ extension UUID: ValueConvertible { public var storedValue: Value { .uuid(self) }
 extension URL: ValueConvertible { public var storedValue: Value { .string(absoluteString) } }
 extension Decimal: ValueConvertible { public var storedValue: Value { .string(description) } }
 extension Optional: ValueConvertible where Wrapped: ValueConvertible {
+    /// The wrapped value's stored value, or ``Value/null`` for nil: `Key("note") == optionalText`
+    /// becomes `IS NULL` when the optional is nil.
     public var storedValue: Value { self?.storedValue ?? .null }
 }
 extension RawRepresentable where Self: ValueConvertible, RawValue: ValueConvertible {
+    /// The raw value's stored value: an enum backed by a String is stored as its string.
     public var storedValue: Value { rawValue.storedValue }
 }

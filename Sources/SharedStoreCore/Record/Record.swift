@@ -18,12 +18,20 @@ import SharedStoreSupport
 /// let unread = try context.fetch(Article.self, where: Key("isRead") == false)
 /// ```
 public protocol Record: Codable, Sendable {
+    /// The name of the entity the record maps to; a model without it makes every use fail with
+    /// `.unknownEntity`.
     static var entityName: String { get }
+    /// The object's id: nil for a record not inserted yet, set by the fetch that read it. The record
+    /// encoder leaves it out of the values it writes.
     var id: ObjectID? { get set }
 }
 
 extension ObjectContext {
     /// Inserts a record; returns its temporary id.
+    ///
+    /// - Throws: `.unknownEntity` when the model lacks `R.entityName`, `.unknownProperty` for a
+    ///   property the entity lacks, `.validation` for a value the record cannot store (a nested value
+    ///   outside a `.json` attribute, an object id in an attribute). Value rules are checked on save.
     @discardableResult
     public func insert<R: Record>(_ record: R) throws -> ObjectID {
         let (values, rels) = try RecordEncoder.encode(record, entity: try model.entity(R.entityName))
@@ -51,6 +59,9 @@ extension ObjectContext {
     }
 
     /// Fetches records of type `R`.
+    ///
+    /// - Throws: like ``fetch(_:)``, and `.validation` for an object the record cannot be decoded
+    ///   from (a property it requires is nil, or of another type).
     public func fetch<R: Record>(
         _ type: R.Type, where condition: Condition = .always, sortedBy sort: [SortKey] = [],
         limit: Int? = nil, offset: Int = 0
@@ -61,6 +72,8 @@ extension ObjectContext {
     }
 
     /// The first record of type `R` matching `condition` in `sort` order, or nil.
+    ///
+    /// - Throws: like ``fetch(_:where:sortedBy:limit:offset:)``.
     public func fetchOne<R: Record>(_ type: R.Type, where condition: Condition = .always, sortedBy sort: [SortKey] = [])
         throws -> R?
     {
@@ -68,6 +81,8 @@ extension ObjectContext {
     }
 
     /// How many objects of `R`'s entity match `condition` (a kept count when one matches).
+    ///
+    /// - Throws: like ``count(_:)``.
     public func count<R: Record>(_ type: R.Type, where condition: Condition = .always) throws -> Int {
         try count(FetchRequest(R.entityName, where: condition))
     }
@@ -78,6 +93,9 @@ extension ObjectContext {
     }
 
     /// Deletes a fetched or saved record's object (pending until the save, like ``delete(_:)``).
+    ///
+    /// - Throws: `.objectNotFound` for a record without an id (never saved); otherwise like
+    ///   ``delete(_:)-(ObjectID)``.
     public func delete<R: Record>(_ record: R) throws {
         guard let id = record.id else {
             throw StoreError(.objectNotFound, "\(R.entityName) record has no id: it was never saved")

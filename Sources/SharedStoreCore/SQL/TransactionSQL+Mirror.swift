@@ -121,6 +121,12 @@ extension TransactionSQL {
         ).firstRow([bytes]) { $0.int64(0) }
     }
 
+    /// Whether the mirror's map names `gid` (an object this store pushed, pulled or mapped).
+    func isMapped(_ gid: UUID) throws -> Bool {
+        try c.cached("SELECT 1 FROM ss_mirror_ids WHERE gid = ?").firstRow([.blob(GlobalID.bytes(gid))]) { _ in true }
+            ?? false
+    }
+
     /// Maps every object of the store by its global id (one pass over each table): after a
     /// restore, whose copy may predate entries the mirror had not written yet.
     func rebuildMirrorIDs() throws {

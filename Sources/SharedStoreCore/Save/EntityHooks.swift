@@ -6,9 +6,11 @@ import Synchronization
 /// the hook may change (stored attributes only: a derived attribute is the save's to compute,
 /// the seed's first pitfall).
 public struct ObjectDraft: Sendable {
+    /// The name of the object's entity.
     public let entity: String
     /// Nil for an object being inserted (its key comes with the save).
     public let id: ObjectID?
+    /// Whether the object is being inserted by this save (it has no id yet).
     public var isInserted: Bool { id == nil }
     /// The values given (an attribute not given reads as its default).
     private(set) var values: [String: Value]
@@ -52,11 +54,25 @@ public struct ObjectDraft: Sendable {
 /// date), checked by the save after `willSave`. A broken rule fails the save, naming the object
 /// and the rule.
 public struct ValidationRule: Sendable {
+    /// When a rule is checked: on the object as it will be inserted or updated, or as it was before
+    /// a delete.
     public enum Event: Sendable, Hashable { case insert, update, delete }
+    /// The rule's name, in words: the `.validation` error of a broken rule quotes it.
     public let name: String
+    /// The saves that check the rule (inserts and updates by default).
     public let events: Set<Event>
     let check: @Sendable (Snapshot) -> Bool
 
+    /// A rule named `name`, checked on `events`, that holds when `check` returns true for the
+    /// object (a ``Snapshot`` of all its attributes and to-one relationships).
+    ///
+    /// For example:
+    /// ```swift
+    /// ValidationRule("a due date comes after the start date") { object in
+    ///     guard let start = object["start"].dateValue, let due = object["due"].dateValue else { return true }
+    ///     return due > start
+    /// }
+    /// ```
     public init(
         _ name: String, on events: Set<Event> = [.insert, .update], _ check: @escaping @Sendable (Snapshot) -> Bool
     ) {
@@ -81,13 +97,29 @@ public struct ValidationRule: Sendable {
 ///   only, may throw to refuse. It must not delete files: the transaction may still roll back.
 /// - `awakeFromFetch(snapshot)`: when a context fetches an object; reads only.
 public struct EntityHooks: Sendable {
+    /// Runs once per object, when the save inserts it: it may set attributes (a UUID, a creation
+    /// date). What it throws fails the save.
     public var awakeFromInsert: (@Sendable (inout ObjectDraft) throws -> Void)?
+    /// Runs before each inserted or updated object is written: it may change stored attributes,
+    /// never derived ones. What it throws fails the save.
     public var willSave: (@Sendable (inout ObjectDraft) throws -> Void)?
+    /// Rules over the whole object, checked after `willSave`; the first broken one fails the save
+    /// with `.validation` naming the object and the rule.
     public var rules: [ValidationRule]
+    /// Runs after an object is written, inside the save's transaction, with the object as stored;
+    /// it cannot fail the save.
     public var didSave: (@Sendable (Snapshot) -> Void)?
+    /// Runs before an object is deleted (cascaded deletes included), with the object as it was; it
+    /// may throw to refuse the delete, which fails the save. It must not delete files: the
+    /// transaction can still roll back.
     public var prepareForDeletion: (@Sendable (Snapshot) throws -> Void)?
+    /// Runs when a context fetches an object, outside any save; it only reads.
     public var awakeFromFetch: (@Sendable (Snapshot) -> Void)?
 
+    /// Hooks for one entity, any of them nil; register them with ``Container/register(_:_:)``.
+    ///
+    /// A hook that throws a ``StoreError`` fails the save with that code, its message prefixed with
+    /// the object and the hook's name; any other error fails it with `.validation`.
     public init(
         awakeFromInsert: (@Sendable (inout ObjectDraft) throws -> Void)? = nil,
         willSave: (@Sendable (inout ObjectDraft) throws -> Void)? = nil, rules: [ValidationRule] = [],

@@ -26,20 +26,28 @@ public struct MergeConflict: Sendable, Hashable, CustomStringConvertible {
     /// One property: the value the context read, the value now in the store, the value it saves.
     /// To-one relationships show as `Entity/N` strings (or nil).
     public struct Property: Sendable, Hashable {
+        /// The property's name (an attribute or a to-one relationship).
         public let name: String
+        /// The value the context read.
         public let read: Value
+        /// The value the store holds now.
         public let stored: Value
+        /// The value the context is saving.
         public let saving: Value
     }
 
+    /// The conflicting object.
     public let objectID: ObjectID
     /// The object was deleted from the store.
     public let deletedInStore: Bool
     /// The properties this context changes; with the ones the store changed too first.
     public let properties: [Property]
+    /// The object's version when the context read it.
     public let versionRead: Int64
+    /// The object's version in the store now (nil when it was deleted).
     public let versionStored: Int64?
 
+    /// One line: the object, the versions and each property's three values.
     public var description: String {
         if deletedInStore { return "\(objectID) was deleted from the store after it was read" }
         let parts = properties.map { "\($0.name): read \($0.read), store \($0.stored), saving \($0.saving)" }

@@ -17,6 +17,9 @@ extension ObjectContext {
     }
 
     /// The global ids of the stored objects of `ids` (one read; objects without one are left out).
+    ///
+    /// - Throws: `.unknownEntity` for an id of an entity the model lacks; ``StoreError`` when the
+    ///   store cannot be read.
     public func globalIDs(of ids: [ObjectID]) throws -> [ObjectID: UUID] {
         var out: [ObjectID: UUID] = [:]
         try container.read { s in
@@ -28,6 +31,8 @@ extension ObjectContext {
     }
 
     /// The object of `entity` whose global id is `globalID`, or nil.
+    ///
+    /// - Throws: `.unknownEntity`; ``StoreError`` when the store cannot be read.
     public func objectID(forGlobalID globalID: UUID, entity: String) throws -> ObjectID? {
         let e = try model.entity(entity)
         return try container.readOneStatement { s in try s.primaryKey(e, globalID: globalID) }.map {
@@ -37,6 +42,8 @@ extension ObjectContext {
 
     /// ``forEach(_:_:)`` with each object's global id (nil for a row a foreign tool inserted
     /// without one), read in the same statement.
+    ///
+    /// - Throws: like ``forEach(_:_:)``.
     public func forEachWithGlobalID(_ request: FetchRequest, _ body: (Snapshot, UUID?) throws -> Void) throws {
         let awake = container.awakeFromFetch(request.entity)
         try container.readOneStatement { s in

@@ -198,7 +198,8 @@ public struct BatchWriter: ~Copyable {
     /// Inserts an object with `values` and to-one `relationships` (stored objects, or objects this
     /// batch made); returns its permanent id.
     ///
-    /// - Throws: `.validation`, `.uniqueness`, `.unknownProperty`, `.objectNotFound` naming `object`.
+    /// - Throws: `.validation`, `.uniqueness`, `.unknownProperty`, `.objectNotFound` naming
+    ///   `object`.
     public mutating func insert(
         _ entityName: String, _ values: [String: Value], relationships: [String: ObjectID?] = [:],
         object: @autoclosure () -> String
@@ -230,6 +231,13 @@ public struct BatchWriter: ~Copyable {
 
     /// The object of `entityName` whose uniqueness constraint `values` hold: the stored one, or
     /// one this batch inserts now (a category named in many lines is one object).
+    ///
+    /// The stored object is the first that matches `values` on one of the entity's uniqueness
+    /// constraints (a constraint with a nil part matches nothing); with none, the object is
+    /// inserted.
+    ///
+    /// - Throws: `.validation` for a value of the wrong type; like
+    ///   ``insert(_:_:relationships:object:)`` when it inserts.
     public mutating func uniqueObject(
         _ entityName: String, _ values: [String: Value], object: @autoclosure () -> String
     )
@@ -251,8 +259,12 @@ public struct BatchWriter: ~Copyable {
 
 /// What a batch operation did.
 public struct BatchResult: Sendable, Hashable {
+    /// How many objects the batch inserted, updated or deleted.
     public let count: Int
+    /// The batch's history token (nil when it changed nothing or history is off).
     public let token: HistoryToken?
+    /// The ids of the objects it changed, in order; empty for ``ObjectContext/batch(_:)``, which may
+    /// insert millions.
     public let objectIDs: [ObjectID]
 }
 
@@ -342,6 +354,10 @@ extension ObjectContext {
 
     /// Sets `values` on every object matching `condition`, in one transaction, recorded in history
     /// object by object (objects whose values already match are left alone).
+    ///
+    /// - Throws: like ``save()``: `.unknownEntity`, `.unknownProperty`, `.validation`,
+    ///   `.uniqueness`, and `.busy` or `.diskFull` when the store cannot be written; the whole batch
+    ///   rolls back.
     @discardableResult
     public func batchUpdate(_ entityName: String, where condition: Condition, set values: [String: Value]) throws
         -> BatchResult
@@ -363,6 +379,9 @@ extension ObjectContext {
 
     /// Deletes every object matching `condition` in one transaction, applying delete rules and
     /// recording each deleted object (with its tombstone) in history.
+    ///
+    /// - Throws: like ``save()``: `.unknownEntity`, `.deleteDenied` for a `deny` rule, and `.busy`
+    ///   or `.diskFull` when the store cannot be written; the whole batch rolls back.
     @discardableResult
     public func batchDelete(_ entityName: String, where condition: Condition) throws -> BatchResult {
         let e = try model.entity(entityName)

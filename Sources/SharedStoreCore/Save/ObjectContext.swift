@@ -7,8 +7,9 @@ import SharedStoreSupport
 /// A context collects inserts, updates and deletes and writes them in one SQLite transaction on
 /// ``save()``, together with one history transaction that carries its ``name`` and
 /// ``transactionAuthor``. It is confined to the task that uses it (not Sendable); what crosses
-/// tasks are ``Snapshot`` values and ``ObjectID``s. Fetches read the store as last saved; pending
-/// changes show in ``hasChanges``, not in fetch results.
+/// tasks are ``Snapshot`` values and ``ObjectID``s. A fetch or a count sees what the store holds
+/// with this context's unsaved changes applied (``FetchRequest/includesPendingChanges``); a
+/// failed save keeps the changes pending.
 ///
 /// For example:
 /// ```swift
@@ -17,8 +18,13 @@ import SharedStoreSupport
 /// let result = try context.save()   // result.token, result.permanentID(for: id)
 /// ```
 public final class ObjectContext {
+    /// The container whose store the context reads and writes.
     public let container: Container
+    /// The context's name (Core Data's `name`): every history transaction it saves records it, for
+    /// diagnostics.
     public var name: String?
+    /// The author its saves record in history (Core Data's `transactionAuthor`): a consumer excludes
+    /// its own author when it fetches history, so that it does not merge its own changes.
     public var transactionAuthor: String?
     /// How a save resolves conflicts with the store (default `.error`).
     public var mergePolicy: MergePolicy = .error
@@ -54,6 +60,7 @@ public final class ObjectContext {
 
     var model: Model { container.model }
 
+    /// Whether the context holds unsaved inserts, updates, deletes or links.
     public var hasChanges: Bool { !inserts.isEmpty || !updates.isEmpty || !deletes.isEmpty || !links.isEmpty }
 
     /// Drops every pending change.
@@ -87,7 +94,21 @@ public final class ObjectContext {
         return id
     }
 
-    /// Sets attributes of an object (stored or inserted in this context).
+    /// Sets attributes (and to-one `relationships`) of an object, stored or inserted in this
+    /// context, on the next save. The values it sets replace what the store holds only for those
+    /// properties; a save of an object another save changed since this context read it is a
+    /// conflict for the ``mergePolicy``.
+    ///
+    /// For example:
+    /// ```swift
+    /// try context.update(id, ["isRead": true])
+    /// try context.save()
+    /// ```
+    ///
+    /// - Throws: ``StoreError``: `.unknownEntity`, `.unknownProperty` for a name the entity lacks,
+    ///   `.validation` for a derived attribute or a relationship to an object of the wrong entity,
+    ///   `.objectNotFound` for an object the store does not hold (or this context deleted),
+    ///   `.foreignID` for an id of another store. Value rules are checked on save.
     public func update(_ id: ObjectID, _ values: [String: Value], relationships: [String: ObjectID?] = [:]) throws {
         let entity = try checkID(id)
         try checkNames(entity, values: values, relationships: relationships)
@@ -106,7 +127,10 @@ public final class ObjectContext {
         updates[id, default: PendingUpdate()].relationships.merge(relationships) { $1 }
     }
 
-    /// Sets a to-one relationship (nil clears it).
+    /// Sets a to-one relationship (nil clears it) on the next save.
+    ///
+    /// - Throws: like ``update(_:_:relationships:)``; `.unknownProperty` when `relationship` is not
+    ///   a to-one relationship of the object's entity.
     public func set(_ relationship: String, of id: ObjectID, to target: ObjectID?) throws {
         try update(id, [:], relationships: [relationship: target])
     }
@@ -115,12 +139,19 @@ public final class ObjectContext {
     /// inverse with it); a link that exists already is left as it is.
     ///
     /// For example: `try context.relate(post, "topics", to: swift)`
+    ///
+    /// - Throws: `.unknownProperty` when `relationship` is not many-to-many, `.validation` when
+    ///   `target` is not of its destination entity, `.foreignID` or `.objectNotFound` for an id
+    ///   this context cannot name.
     public func relate(_ id: ObjectID, _ relationship: String, to target: ObjectID) throws {
         try checkLink(id, relationship, target)
         links.append((id, relationship, target, true))
     }
 
-    /// Breaks the link between `id` and `target` through many-to-many `relationship` on save.
+    /// Breaks the link between `id` and `target` through many-to-many `relationship` on save; a
+    /// link that does not exist is left alone.
+    ///
+    /// - Throws: like ``relate(_:_:to:)``.
     public func unrelate(_ id: ObjectID, _ relationship: String, from target: ObjectID) throws {
         try checkLink(id, relationship, target)
         links.append((id, relationship, target, false))
@@ -139,7 +170,13 @@ public final class ObjectContext {
         }
     }
 
-    /// Deletes an object on save, applying the delete rules of its relationships.
+    /// Deletes an object on save, applying the delete rules of its relationships (the save
+    /// fails with `.deleteDenied` for a `deny` rule with related objects, and with
+    /// `.objectNotFound` when the object is gone). An object inserted in this context is simply
+    /// dropped.
+    ///
+    /// - Throws: `.foreignID` for an id of another store, `.unknownEntity`, `.objectNotFound` for
+    ///   a temporary id this context did not insert.
     public func delete(_ id: ObjectID) throws {
         _ = try checkID(id)
         if let i = insertIndex[id] {
@@ -187,7 +224,21 @@ public final class ObjectContext {
 
     // MARK: - Reading
 
-    /// The objects matching `request`, as stored.
+    /// The objects matching `request`, in its order: what the store holds, with this context's
+    /// unsaved inserts, updates and deletes of the entity applied unless
+    /// ``FetchRequest/includesPendingChanges`` is off. The context remembers the versions it
+    /// read, so that a save of those objects detects a conflict.
+    ///
+    /// For example:
+    /// ```swift
+    /// let unread = try context.fetch(FetchRequest("Article", where: Key("isRead") == false,
+    ///                                             sortedBy: [Key("createdAt").descending], limit: 20))
+    /// ```
+    ///
+    /// - Throws: ``StoreError``: `.unknownEntity`, `.unknownProperty` for a key path the model
+    ///   lacks, `.validation` for a value of the wrong type, `.invalidArgument` for a comparison
+    ///   that has no meaning or a negative window, `.modelOutdated` when another process migrated
+    ///   the store to a newer model, `.busy` or `.storage` when SQLite fails.
     public func fetch(_ request: FetchRequest) throws -> [Snapshot] {
         if request.includesPendingChanges && hasChanges && hasPendingChanges(of: request.entity) {
             let snapshots = try fetchIncludingPending(request, try model.entity(request.entity))
@@ -210,6 +261,8 @@ public final class ObjectContext {
     /// ```swift
     /// try context.forEach(FetchRequest("Article", sortedBy: [Key("createdAt").ascending])) { print($0.id) }
     /// ```
+    ///
+    /// - Throws: like ``fetch(_:)``, or what `body` throws (the stream stops there).
     public func forEach(_ request: FetchRequest, _ body: (Snapshot) throws -> Void) throws {
         guard let awake = container.awakeFromFetch(request.entity) else {
             return try container.readOneStatement { s in try s.forEach(request, body) }
@@ -230,6 +283,11 @@ public final class ObjectContext {
     /// ```swift
     /// try context.aggregate("Article", [.count, .max("createdAt")], groupedBy: ["category.label"])
     /// ```
+    ///
+    /// - Throws: `.unknownEntity`, `.unknownProperty` for a key path the model lacks,
+    ///   `.invalidArgument` for a grouping by a relationship, an aggregate over an attribute that is
+    ///   not a number, date, string or decimal, or a sum that is not of a number; the errors of
+    ///   ``fetch(_:)`` for the condition.
     public func aggregate(
         _ entity: String, _ aggregates: [Aggregate], where condition: Condition = .always, groupedBy: [String] = []
     ) throws -> [AggregateRow] {
@@ -239,7 +297,11 @@ public final class ObjectContext {
         }
     }
 
-    /// How many objects match `request` (with this context's unsaved changes, as ``fetch(_:)``).
+    /// How many objects match `request` (with this context's unsaved changes, as ``fetch(_:)``),
+    /// within its window. A request without a window whose condition is one of the entity's
+    /// ``KeptCount``s reads that count, one row whatever the size of the store.
+    ///
+    /// - Throws: like ``fetch(_:)``.
     public func count(_ request: FetchRequest) throws -> Int {
         if request.includesPendingChanges && hasChanges && hasPendingChanges(of: request.entity) {
             return try countIncludingPending(request, try model.entity(request.entity))
@@ -260,7 +322,11 @@ public final class ObjectContext {
         return s
     }
 
-    /// The ids of the objects on the to-many side of `relationship` of `id`.
+    /// The ids of the objects on the to-many side of `relationship` of `id`, as stored (pending
+    /// changes aside).
+    ///
+    /// - Throws: `.unknownEntity`, `.unknownProperty` when `relationship` is not a to-many
+    ///   relationship of the object's entity.
     public func related(_ relationship: String, of id: ObjectID) throws -> [ObjectID] {
         let entity = try model.entity(id.entity)
         guard let r = entity.relationship(named: relationship), r.isToMany else {
@@ -278,10 +344,16 @@ public final class ObjectContext {
 /// What a save did: its history token (nil when nothing changed or history is off) and the
 /// permanent ids of the inserted objects.
 public struct SaveResult: Sendable, Hashable {
+    /// The save's history token: nil when nothing was saved or the container records no history.
     public let token: HistoryToken?
+    /// The permanent id of each inserted object, by its temporary id.
     public let permanentIDs: [ObjectID: ObjectID]
+    /// How many objects the save's history records as inserted.
     public let insertedCount: Int
+    /// How many objects the save's history records as updated: those the context changed, and
+    /// those a delete rule, a link or a derived attribute changed with them.
     public let updatedCount: Int
+    /// How many objects the save's history records as deleted, cascades included.
     public let deletedCount: Int
 
     /// The permanent id of an object inserted with temporary id `id` (or `id` itself).
