@@ -1,6 +1,6 @@
 // The library's one import: `import SharedStore` brings every public type of its layers.
 //
-//   SharedStoreSupport   JSON values, timestamps, safe text, the monotonic clock
+//   SharedStoreSupport   JSON values (public); timestamps, safe text, the clock, Protected (package)
 //   SharedStoreSQLite    the SQLite wrapper        (public: only ResultCode; the rest is package)
 //   SharedStoreLMDB      the LMDB wrapper          (package: used by the sync layer only)
 //   SharedStoreCore      model, store, history, the SQL owner

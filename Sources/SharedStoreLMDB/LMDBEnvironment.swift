@@ -14,6 +14,28 @@ import Synchronization
 /// process by a mutex and across processes by a lock with a deadline; only growing the map,
 /// which LMDB allows with no transaction active, waits for all of them. Transactions are
 /// closure-scoped and every value is copied into Swift memory before its transaction ends.
+///
+/// ## Lock order
+///
+/// A thread takes these locks only in this order, outermost first, and never one above a lock
+/// it holds; so no two threads (or processes) can each wait for the other:
+/// 1. `registry` (the process's environments by path): while an environment is opened or shared
+///    (``shared(path:flags:busyTimeout:databases:mapSize:)``), around `init` and `syncAtLeast`.
+/// 2. `writer` (this process's writers): for a whole ``write(_:)``, and to change the sync flags.
+/// 3. `writerLock` (a byte of the data file, between processes, with a deadline): inside
+///    `writer`, for a whole ``write(_:)``.
+/// 4. `opening` (`mdb_dbi_open`): to open named databases, in a read (``read(_:)``, holding
+///    nothing else) or in a write (inside `writerLock`).
+/// 5. `transactions` (shared by every transaction, exclusive to set the map size): inside all
+///    of the above. A holder of the shared side never waits for the exclusive side: it gives up
+///    its hold first (`releasingShared`), so that a map resize waits only for the others.
+/// 6. LMDB's own mutexes (its writer mutex and reader table, in the lock file): inside
+///    `mdb_txn_begin`, under the shared side of `transactions`.
+/// 7. `databases` and `syncFlags`: leaves, held for a read or an assignment; no lock is taken
+///    while one of them is held.
+///
+/// The body of a transaction starts no other transaction of the environment (and opens none):
+/// it would take `transactions` or `writer` again.
 package final class LMDBEnvironment: @unchecked Sendable {
     private let env: OpaquePointer
     package let path: String

@@ -127,7 +127,9 @@ public final class Mirror {
         do {
             try lock.acquire(timeout: 0)
         } catch let busy as LockBusy {
-            throw MirrorError("another mirror runs on this store: \(busy.holder); one at a time", code: .busy)
+            throw MirrorError(
+                "another mirror runs on this store: \(busy.holder); one at a time", code: .busy,
+                reason: .busy(holder: busy.holder))
         }
         self.container = container
         self.registry = registry
@@ -371,7 +373,8 @@ public final class Mirror {
         guard model <= container.model.version else {
             throw MirrorError(
                 "server transaction \(t.sequence) was made with model \(model), newer than this app's "
-                    + "(\(container.model.version)): update the app to pull further", code: .newerModel)
+                    + "(\(container.model.version)): update the app to pull further", code: .newerModel,
+                reason: .newerModel(sequence: t.sequence, rowModel: model, appModel: container.model.version))
         }
         return (model, changes)
     }

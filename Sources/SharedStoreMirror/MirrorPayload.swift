@@ -109,7 +109,9 @@ package enum MirrorPayload {
 
     static func decodeAll(_ text: String, sequence: Int64) throws -> (model: Int, changes: [MirrorChange]) {
         func bad(_ what: String) -> MirrorError {
-            MirrorError("server transaction \(sequence) is malformed: \(what)", code: .malformedRow)
+            MirrorError(
+                "server transaction \(sequence) is malformed: \(what)", code: .malformedRow,
+                reason: .badRow(sequence: sequence, problem: what))
         }
         guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
             throw bad("not a JSON object")
@@ -176,28 +178,5 @@ package enum MirrorPayload {
         case "u": return UUID(uuidString: s).map(Value.uuid)
         default: return nil
         }
-    }
-}
-
-/// A mirror's failure, in words, with what kind it is.
-public struct MirrorError: Error, Sendable, CustomStringConvertible {
-    public enum Code: Sendable, Hashable {
-        /// A server row that cannot be read (another program wrote it): quarantined.
-        case malformedRow
-        /// A server row made by a newer model: this app must be updated to pull past it.
-        case newerModel
-        /// Another mirror runs on this store.
-        case busy
-        /// Anything else (the store cannot be mirrored as it is).
-        case other
-    }
-    /// What kind of failure it is (whether a row is quarantined, a follower stops or retries).
-    public let code: Code
-    /// The failure in words, naming what failed.
-    public let description: String
-    /// A failure described as `description`, of kind `code`.
-    public init(_ description: String, code: Code = .other) {
-        self.code = code
-        self.description = description
     }
 }

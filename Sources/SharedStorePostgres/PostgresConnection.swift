@@ -6,6 +6,16 @@ import SharedStoreSupport
 public struct PostgresError: Error, Sendable, CustomStringConvertible {
     public let sqlState: String?
     public let message: String
+    /// True when the server could not be reached or the connection to it broke (libpq said so,
+    /// or the connection is no longer up): trying again later, with a new connection, may work.
+    public let connectionFailed: Bool
+
+    /// An error with `sqlState` (nil: libpq's own, not the server's) and `message`.
+    public init(sqlState: String?, message: String, connectionFailed: Bool = false) {
+        self.sqlState = sqlState
+        self.message = message
+        self.connectionFailed = connectionFailed
+    }
 
     public var description: String { "PostgreSQL: \(message)" + (sqlState.map { " (SQLSTATE \($0))" } ?? "") }
 }
@@ -27,7 +37,7 @@ public final class PostgresConnection {
         guard PQstatus(connection) == CONNECTION_OK else {
             let message = String(cString: PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
             PQfinish(connection)
-            throw PostgresError(sqlState: nil, message: "cannot connect: \(message)")
+            throw PostgresError(sqlState: nil, message: "cannot connect: \(message)", connectionFailed: true)
         }
         handle = connection
         // Notices ("already exists, skipping") are not errors: not printed.
@@ -60,6 +70,9 @@ public final class PostgresConnection {
         }
         return out
     }
+
+    /// Whether the connection is up (libpq's `PQstatus`): false once the server went away.
+    public var isConnected: Bool { PQstatus(handle) == CONNECTION_OK }
 
     /// The server's version number (150004 for 15.4).
     public var serverVersion: Int { Int(PQserverVersion(handle)) }
@@ -101,7 +114,8 @@ public final class PostgresConnection {
             PQexecParams(handle, sql, Int32(parameters.count), nil, values, nil, nil, 0)
         }
         guard let result else {
-            throw PostgresError(sqlState: nil, message: String(cString: PQerrorMessage(handle)))
+            throw PostgresError(
+                sqlState: nil, message: String(cString: PQerrorMessage(handle)), connectionFailed: !isConnected)
         }
         defer { PQclear(result) }
         switch PQresultStatus(result) {
@@ -116,7 +130,7 @@ public final class PostgresConnection {
         default:
             let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
             let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
-            throw PostgresError(sqlState: state, message: message)
+            throw PostgresError(sqlState: state, message: message, connectionFailed: !isConnected)
         }
     }
 
@@ -132,13 +146,16 @@ public final class PostgresConnection {
         var out = drainNotifications()
         guard out.isEmpty else { return out }
         let socket = PQsocket(handle)
-        guard socket >= 0 else { throw PostgresError(sqlState: nil, message: "the connection is closed") }
+        guard socket >= 0 else {
+            throw PostgresError(sqlState: nil, message: "the connection is closed", connectionFailed: true)
+        }
         var descriptors = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0)]
         for fd in wake where fd >= 0 { descriptors.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
         let ready = poll(&descriptors, nfds_t(descriptors.count), Int32(max(0, min(timeout, 3600)) * 1000))
         guard ready > 0, descriptors[0].revents != 0 else { return [] }
         guard PQconsumeInput(handle) == 1 else {
-            throw PostgresError(sqlState: nil, message: String(cString: PQerrorMessage(handle)))
+            // Reading the socket failed: the connection broke.
+            throw PostgresError(sqlState: nil, message: String(cString: PQerrorMessage(handle)), connectionFailed: true)
         }
         out = drainNotifications()
         return out

@@ -1,10 +1,10 @@
 import Foundation
 
 /// ISO 8601 UTC with milliseconds, the timestamp format of every JSON output.
-public enum ISO8601 {
+package enum ISO8601 {
     /// `date` in UTC with milliseconds, rounded down: `2026-11-30T00:20:28.502Z`. A date beyond year
     /// ±200000, or not finite, prints as its seconds since 1970.
-    public static func string(_ date: Date) -> String {
+    package static func string(_ date: Date) -> String {
         let ms = (date.timeIntervalSince1970 * 1000).rounded(.down)
         // Beyond year ±200000 (or not finite) there is no calendar form worth printing.
         guard ms.isFinite, abs(ms) < 6e18 / 1000 else { return String(date.timeIntervalSince1970) }

@@ -6,17 +6,17 @@ import Foundation
 /// An `NSLock` (a pthread mutex) rather than `Synchronization.Mutex`: on Linux the latter waits
 /// on a futex directly, which ThreadSanitizer cannot see, so `Scripts/sanitize.sh` reported
 /// races on values it protects (false ones, but they would hide a true one).
-public final class Protected<Value>: @unchecked Sendable {
+package final class Protected<Value>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value
 
     /// A lock around `value`.
-    public init(_ value: Value) { self.value = value }
+    package init(_ value: Value) { self.value = value }
 
     /// Runs `body` with the value while holding the lock, and returns what it returns; the lock is
     /// released when `body` throws too. `body` must not call `withLock` on the same instance (the lock
     /// is not recursive).
-    public func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+    package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         lock.lock()
         defer { lock.unlock() }
         return try body(&value)

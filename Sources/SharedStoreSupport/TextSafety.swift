@@ -8,9 +8,9 @@
 /// they reorder what follows, so a listed name can read as another) — are shown visibly escaped
 /// instead: `\n`, `\r`, `\t`, `\e`, else `\u{…}`. JSON output escapes the same characters as
 /// `\uXXXX` (``JSONValue``).
-public enum TextSafety {
+package enum TextSafety {
     /// True for C0, DEL and C1 control characters, U+2028, U+2029 and the bidi controls.
-    public static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+    package static func isControl(_ scalar: Unicode.Scalar) -> Bool {
         let v = scalar.value
         if v < 0x20 || (0x7F...0x9F).contains(v) { return true }
         guard v >= 0x2028 else { return false }
@@ -18,14 +18,14 @@ public enum TextSafety {
     }
 
     /// True when `text` holds a control character (`allowingTab`: other than a tab).
-    public static func containsControl(_ text: String, allowingTab: Bool = false) -> Bool {
+    package static func containsControl(_ text: String, allowingTab: Bool = false) -> Bool {
         text.unicodeScalars.contains { isControl($0) && !(allowingTab && $0 == "\t") }
     }
 
     /// `text` with every control character escaped visibly; unchanged when it has none.
     ///
     /// For example: `visible("evil\u{1B}]0;x\u{07}")` is `evil\e]0;x\u{7}`.
-    public static func visible(_ text: String) -> String {
+    package static func visible(_ text: String) -> String {
         guard containsControl(text) else { return text }
         var out = ""
         out.unicodeScalars.reserveCapacity(text.unicodeScalars.count + 8)

@@ -12,12 +12,15 @@ import SharedStoreSupport
 /// died between its commit and its signal).
 ///
 /// Three forms: blocking ``next(timeout:)``, an AsyncSequence ``changes()``, and a callback
-/// ``onChange(_:)``.
+/// ``onChange(_:)``. When the store fails for good — another process migrated it to a newer
+/// model (`.modelOutdated`), its group directory was removed — `next(timeout:)` throws the
+/// error, every stream ends with it, and callbacks are no longer called: an observer never goes
+/// silent while its store is gone.
 ///
 /// For example:
 /// ```swift
 /// let observer = try ChangeObserver(container: container)
-/// for await token in observer.changes() { try view.sync() }
+/// for try await token in observer.changes() { try view.sync() }
 /// ```
 public final class ChangeObserver: Sendable {
     /// The container whose store the observer follows.
@@ -31,7 +34,9 @@ public final class ChangeObserver: Sendable {
         var last: Int64
         var stopped = false
         var threadStarted = false
-        var continuations: [UUID: AsyncStream<HistoryToken>.Continuation] = [:]
+        /// What ended the observation when the store failed (the streams ended with it).
+        var failure: (any Error)?
+        var continuations: [UUID: AsyncThrowingStream<HistoryToken, any Error>.Continuation] = [:]
         var callbacks: [UUID: @Sendable (HistoryToken) -> Void] = [:]
         init(last: Int64) { self.last = last }
         init() { last = 0 }
@@ -63,6 +68,9 @@ public final class ChangeObserver: Sendable {
 
     /// Waits for the next change and returns the new current token; nil when `timeout` passes
     /// first or the observer is stopped. Not to be mixed with ``changes()`` or ``onChange(_:)``.
+    ///
+    /// - Throws: what reading the store throws: `.modelOutdated` once another process migrated
+    ///   it, `.fileAccess` once its group directory or store file was removed.
     public func next(timeout: TimeInterval) throws -> HistoryToken? {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
@@ -75,7 +83,7 @@ public final class ChangeObserver: Sendable {
 
     /// Stops observing: ends every stream and wakes a blocked ``next(timeout:)``.
     public func stop() {
-        let continuations = state.withLock { s -> [AsyncStream<HistoryToken>.Continuation] in
+        let continuations = state.withLock { s -> [AsyncThrowingStream<HistoryToken, any Error>.Continuation] in
             s.stopped = true
             defer {
                 s.continuations.removeAll()
@@ -87,22 +95,29 @@ public final class ChangeObserver: Sendable {
         continuations.forEach { $0.finish() }
     }
 
-    /// An endless sequence of "store changed" events, each carrying the current token.
-    public func changes() -> AsyncStream<HistoryToken> {
-        let (stream, continuation) = AsyncStream.makeStream(of: HistoryToken.self, bufferingPolicy: .bufferingNewest(1))
+    /// A sequence of "store changed" events, each carrying the current token: endless until
+    /// ``stop()`` ends it, or until the store fails for good, which ends it with the error.
+    ///
+    /// - Throws: (while iterating) `.modelOutdated` once another process migrated the store,
+    ///   `.fileAccess` once its group directory or store file was removed, or what else reading
+    ///   the store threw that waiting cannot mend (a busy store is tried again at the next wake).
+    public func changes() -> AsyncThrowingStream<HistoryToken, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(
+            of: HistoryToken.self, throwing: (any Error).self, bufferingPolicy: .bufferingNewest(1))
         let id = UUID()
-        let stopped = state.withLock { s -> Bool in
+        let (stopped, failure) = state.withLock { s -> (Bool, (any Error)?) in
             if !s.stopped { s.continuations[id] = continuation }
-            return s.stopped
+            return (s.stopped, s.failure)
         }
-        if stopped { continuation.finish() } else { startThread() }
+        if stopped { continuation.finish(throwing: failure) } else { startThread() }
         continuation.onTermination = { [weak self] _ in
             _ = self?.state.withLock { $0.continuations.removeValue(forKey: id) }
         }
         return stream
     }
 
-    /// Calls `body` on a background thread after each change, until ``stop()``.
+    /// Calls `body` on a background thread after each change, until ``stop()`` or until the store
+    /// fails for good (``changes()`` says why).
     public func onChange(_ body: @escaping @Sendable (HistoryToken) -> Void) {
         state.withLock { s in if !s.stopped { s.callbacks[UUID()] = body } }
         startThread()
@@ -114,12 +129,25 @@ public final class ChangeObserver: Sendable {
     }
 
     private static func check(_ container: Container, _ state: Protected<State>) throws -> HistoryToken? {
+        try checkStoreFile(container)
         let token = try container.currentToken()
         return state.withLock { s in
             guard token.value > s.last else { return nil }
             s.last = token.value
             return token
         }
+    }
+
+    /// Fails when the store's file is gone (its group directory removed, say): the open
+    /// connections would go on reading the unlinked file, and no save would ever signal again.
+    private static func checkStoreFile(_ container: Container) throws {
+        guard !container.options.inMemory else { return }
+        var st = stat()
+        guard lstat(container.storePath, &st) != 0, errno == ENOENT else { return }
+        throw StoreError(
+            .fileAccess,
+            "the store \(TextSafety.visible(container.storePath)) was removed while this process observed it "
+                + "(its group directory is gone?); open the group again")
     }
 
     private func startThread() {
@@ -133,17 +161,40 @@ public final class ChangeObserver: Sendable {
         let (container, state, watch, interval) = (container, state, watch, pollInterval)
         let thread = Thread {
             while !state.withLock({ $0.stopped }) {
-                if let token = try? Self.check(container, state) {
-                    let (continuations, callbacks) = state.withLock {
-                        (Array($0.continuations.values), Array($0.callbacks.values))
-                    }
-                    continuations.forEach { $0.yield(token) }
-                    callbacks.forEach { $0(token) }
+                do {
+                    if let token = try Self.check(container, state) { Self.report(token, state) }
+                } catch let error as StoreError where error.code == .busy {
+                    // Locked past the busy timeout: the next wake-up tries again.
+                } catch {
+                    Self.fail(error, state)
+                    break
                 }
                 if watch.wait(timeout: interval) == .stopped { break }
             }
         }
         thread.name = "SharedStore.ChangeObserver"
         thread.start()
+    }
+
+    /// Hands `token` to every stream and callback.
+    private static func report(_ token: HistoryToken, _ state: Protected<State>) {
+        let (continuations, callbacks) = state.withLock { (Array($0.continuations.values), Array($0.callbacks.values)) }
+        continuations.forEach { $0.yield(token) }
+        callbacks.forEach { $0(token) }
+    }
+
+    /// Ends the observation after the store failed: every stream ends with `error`, callbacks
+    /// are dropped, a later ``changes()`` ends with it at once.
+    private static func fail(_ error: any Error, _ state: Protected<State>) {
+        let continuations = state.withLock { s -> [AsyncThrowingStream<HistoryToken, any Error>.Continuation] in
+            s.stopped = true
+            s.failure = error
+            defer {
+                s.continuations.removeAll()
+                s.callbacks.removeAll()
+            }
+            return Array(s.continuations.values)
+        }
+        continuations.forEach { $0.finish(throwing: error) }
     }
 }

@@ -208,16 +208,17 @@ private struct FollowLoop {
     /// Whether retrying cannot mend `error`: the store was migrated by a newer app, or the
     /// server holds rows only a newer app can read.
     static func isFatal(_ error: any Error) -> Bool {
-        if let e = error as? MirrorError { return e.code == .newerModel }
+        if case .newerModel? = MirrorError.reason(of: error) { return true }
         if let e = error as? StoreError { return e.code == .modelOutdated || e.code == .modelNewer }
         return false
     }
 
     /// What kept the round from running, in a few words.
     static func state(of error: any Error) -> String {
-        if let e = error as? MirrorError, e.code == .busy { return "another mirror runs on this store" }
-        if let e = error as? PostgresError, e.sqlState == nil || e.message.hasPrefix("cannot connect") {
-            return "unreachable"
+        switch MirrorError.reason(of: error) {
+        case .busy?: return "another mirror runs on this store"
+        case .serverUnreachable?: return "unreachable"
+        case .newerModel?, .badRow?, nil: break
         }
         if let e = error as? StoreError, e.code == .busy { return "the store is busy" }
         return "the round failed"

@@ -122,7 +122,7 @@ import Testing
         Task.detached {                                             // another process's save, say
             _ = try await container.write(author: "MainApp") { try $0.insert("Article", ["title": "New"]) }
         }
-        for await _ in changes {
+        for try await _ in changes {
             try view.sync { transaction in print(transaction.token) } // merge, then advance the token
             break                                                     // (a widget keeps watching)
         }

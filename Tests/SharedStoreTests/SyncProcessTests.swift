@@ -270,10 +270,10 @@ import Testing
         try context.insert(Fixtures.article("signalled"))
         let token = try context.save().token
         var iterator = stream.makeAsyncIterator()
-        let received = await iterator.next()
+        let received = try await iterator.next()
         #expect(received == token)
         observer.stop()
-        #expect(await iterator.next() == nil)
+        #expect(try await iterator.next() == nil)
     }
 
     @Test func mergingTwiceLeavesTheSameViewAsAFreshFetch() throws {

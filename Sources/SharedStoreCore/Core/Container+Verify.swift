@@ -74,7 +74,7 @@ extension Container {
             var result: [(name: String, kept: Int64?, counted: Int64)] = []
             for e in model.entities {
                 for k in e.keptCounts {
-                    let name = SQLStore.keptCountName(e, k)
+                    let name = SchemaSQL.keptCountName(e, k)
                     result.append((name, try s.keptCount(name), try s.recount(e, k)))
                 }
             }
@@ -92,7 +92,7 @@ extension Container {
             var result: [(name: String, objects: Int64)] = []
             for e in model.entities {
                 for a in e.derivedAttributes {
-                    result.append(("\(e.name).\(a.name)", try SQLStore.derivedMismatches(s.c, model: model, e, a)))
+                    result.append(("\(e.name).\(a.name)", try SchemaSQL.derivedMismatches(s.c, model: model, e, a)))
                 }
             }
             return result
@@ -106,7 +106,7 @@ extension Container {
             var fixed: [(name: String, objects: Int)] = []
             for e in model.entities {
                 for a in e.derivedAttributes {
-                    let n = try SQLStore.recomputeDerived(s.c, model: model, entity: e.name, attribute: a.name)
+                    let n = try SchemaSQL.recomputeDerived(s.c, model: model, entity: e.name, attribute: a.name)
                     if n > 0 { fixed.append(("\(e.name).\(a.name)", n)) }
                 }
             }
@@ -121,7 +121,7 @@ extension Container {
             var fixed: [(name: String, was: Int64?, now: Int64)] = []
             for e in model.entities {
                 for k in e.keptCounts {
-                    let name = SQLStore.keptCountName(e, k)
+                    let name = SchemaSQL.keptCountName(e, k)
                     let (was, now) = (try s.keptCount(name), try s.recount(e, k))
                     if was != now {
                         try s.setKeptCount(name, now)
@@ -144,7 +144,7 @@ extension Container {
                     n += 1
                     for a in e.attributes {
                         do {
-                            _ = try validate(object[a.name], a, object: object.id.description)
+                            _ = try validator.validate(object[a.name], a, object: object.id.description)
                         } catch let error as StoreError {
                             if problems.count < limit { problems.append(error.message) }
                         }

@@ -65,18 +65,16 @@ public final class Container: Sendable {
     let writer: ConnectionGuard
     let reader: ConnectionGuard
     let process: (pid: Int64, executable: String)
-    private let patterns = Protected<[String: Regex]>([:])
     /// Each entity's hot SQL, by entity index.
     let entitySQL: [EntitySQL]
     /// The model's derived attributes, arranged for the save path.
     let derivations: DerivationMap
     /// Validation rules and lifecycle events registered per entity (``register(_:_:)``).
     let hookRegistry = HookRegistry()
-    /// The SQL and bindings of recent fetch requests: a program runs the same requests again and
-    /// again (a widget's summary, a live query, a page of a list). Bounded; cleared when full.
-    let compiledFetches = Protected<[FetchRequest: CompiledQuery]>([:])
-    /// The request compiled or found last, with its SQL.
-    let lastFetch = Protected<(request: FetchRequest, query: CompiledQuery)?>(nil)
+    /// Checks values against their attributes' rules, for every save of this container.
+    let validator = Validator()
+    /// The SQL of recent fetch requests.
+    let fetchCache = FetchCache()
     /// Run after every commit of this container (``addCommitHook(_:)``).
     private let commitHooks = Protected<[@Sendable (HistoryToken?) -> Void]>([])
     /// The newest token this process has seen: a save must get a higher one. SQLite gives a row
@@ -121,13 +119,13 @@ public final class Container: Sendable {
             let connection = try StoreError.wrap(path: "memory") {
                 try SQLiteConnection(path: memoryPath, busyTimeoutMilliseconds: timeout)
             }
-            try StoreError.wrap(path: "memory") { try SQLStore.defineFunctions(connection) }
+            try StoreError.wrap(path: "memory") { try SchemaSQL.defineFunctions(connection) }
             let state = try Self.openSchema(
                 connection, model: model, migrations: migrations, options: options, path: "memory")
             storeID = state.storeID
             numbering = try HistoryNumbering(model: model, catalog: state.catalog, path: "memory")
             schemaCookie.store(
-                try StoreError.wrap(path: "memory") { try SQLStore.schemaCookie(connection) }, ordering: .relaxed)
+                try StoreError.wrap(path: "memory") { try SchemaSQL.schemaCookie(connection) }, ordering: .relaxed)
             writer = ConnectionGuard(connection)
             reader = writer
             return
@@ -143,7 +141,7 @@ public final class Container: Sendable {
             path: path, model: model, options: options, migrations: migrations, timeout: timeout)
         storeID = state.storeID
         numbering = try HistoryNumbering(model: model, catalog: state.catalog, path: path)
-        schemaCookie.store(try StoreError.wrap(path: path) { try SQLStore.schemaCookie(w) }, ordering: .relaxed)
+        schemaCookie.store(try StoreError.wrap(path: path) { try SchemaSQL.schemaCookie(w) }, ordering: .relaxed)
         writer = ConnectionGuard(w)
         reader = ConnectionGuard(r)
         noteToken(try currentToken().value)
@@ -167,15 +165,15 @@ public final class Container: Sendable {
                 // Check before configuring: WAL mode would rewrite the header of a foreign database.
                 let existing = try Schema.inspect(w, model: model, path: path)
                 try StoreError.wrap(path: path) {
-                    try SQLStore.configure(w, synchronous: options.synchronous)
-                    try SQLStore.defineFunctions(w)
+                    try SchemaSQL.configure(w, synchronous: options.synchronous)
+                    try SchemaSQL.defineFunctions(w)
                 }
                 let state = try openSchema(
                     w, model: model, migrations: migrations, options: options, path: path, found: existing)
                 let r = try StoreError.wrap(path: path) { () throws -> SQLiteConnection in
                     let r = try SQLiteConnection(path: path, busyTimeoutMilliseconds: timeout)
-                    try SQLStore.makeQueryOnly(r)
-                    try SQLStore.defineFunctions(r)
+                    try SchemaSQL.makeQueryOnly(r)
+                    try SchemaSQL.defineFunctions(r)
                     return r
                 }
                 return (w, r, state)
@@ -274,7 +272,7 @@ public final class Container: Sendable {
     /// takes a new lease in a synced commit, and starts again (see Container+Lease.swift).
     /// `lease: false` is for a transaction that gives no token (a check of the write lock): it
     /// neither takes a lease nor records a reboot's lost numbers.
-    func write<T>(lease: Bool = true, _ body: (SQLStore) throws -> T) throws -> T {
+    func write<T>(lease: Bool = true, _ body: (TransactionSQL) throws -> T) throws -> T {
         let path = storePath
         return try writer.withConnection { c in
             try StoreError.wrap(path: path) {
@@ -283,7 +281,7 @@ public final class Container: Sendable {
                         let result = try c.writeTransaction {
                             let othersCommitted = c.dataVersion != c.checkedDataVersion
                             try checkModel(c)
-                            let s = SQLStore(c: c, container: self)
+                            let s = TransactionSQL(c: c, container: self)
                             if lease, try leaseNeeded(s, othersCommitted: othersCommitted) { throw LeaseNeeded() }
                             return try body(s)
                         }
@@ -300,23 +298,23 @@ public final class Container: Sendable {
     }
 
     /// Runs `body` with the writer connection outside any transaction (a checkpoint).
-    func writeOutsideTransaction<T>(_ body: (SQLStore) throws -> T) throws -> T {
+    func writeOutsideTransaction<T>(_ body: (TransactionSQL) throws -> T) throws -> T {
         let path = storePath
         return try writer.withConnection { c in
-            try StoreError.wrap(path: path) { try body(SQLStore(c: c, container: self)) }
+            try StoreError.wrap(path: path) { try body(TransactionSQL(c: c, container: self)) }
         }
     }
 
     /// Runs `body` with the reader outside a transaction: for a read of one statement, which is
     /// its own consistent snapshot (SQLite's implicit read transaction lasts until it is reset).
-    func readOneStatement<T>(_ body: (SQLStore) throws -> T) throws -> T {
+    func readOneStatement<T>(_ body: (TransactionSQL) throws -> T) throws -> T {
         let path = storePath
         return try reader.withConnection { c in
             try StoreError.wrap(path: path) {
                 // Checked after the statement: the data version then tells what it read.
                 let result: T
                 do {
-                    result = try body(SQLStore(c: c, container: self))
+                    result = try body(TransactionSQL(c: c, container: self))
                 } catch let error as SQLiteError {
                     // A migration under the statement: say so, not what SQLite said.
                     try checkModel(c)
@@ -335,12 +333,12 @@ public final class Container: Sendable {
     private func checkModel(_ c: SQLiteConnection) throws {
         let data = c.dataVersion
         if data == c.checkedDataVersion { return }
-        let cookie = try SQLStore.schemaCookie(c)
+        let cookie = try SchemaSQL.schemaCookie(c)
         if cookie == schemaCookie.load(ordering: .relaxed) {
             c.checkedDataVersion = data
             return
         }
-        let version = try SQLStore.storedModelVersion(c)
+        let version = try SchemaSQL.storedModelVersion(c)
         guard version == model.version else {
             throw StoreError(
                 .modelOutdated,
@@ -352,28 +350,19 @@ public final class Container: Sendable {
     }
 
     /// Runs `body` in a read transaction: one consistent snapshot of the store.
-    func read<T>(_ body: (SQLStore) throws -> T) throws -> T {
+    func read<T>(_ body: (TransactionSQL) throws -> T) throws -> T {
         let path = storePath
         return try reader.withConnection { c in
             try StoreError.wrap(path: path) {
                 try c.readTransaction {
                     try checkModel(c)
-                    return try body(SQLStore(c: c, container: self))
+                    return try body(TransactionSQL(c: c, container: self))
                 }
             }
         }
     }
 
     // MARK: - Validation
-
-    func regex(_ pattern: String) -> Regex? {
-        patterns.withLock { cache in
-            if let r = cache[pattern] { return r }
-            guard let r = Regex(pattern) else { return nil }
-            cache[pattern] = r
-            return r
-        }
-    }
 
     /// Checks `values` for a new object of `entity` against the model's rules (required,
     /// type, length, pattern, range), as a save would, without saving anything.
@@ -382,72 +371,7 @@ public final class Container: Sendable {
     public func validate(_ entity: String, _ values: [String: Value], object: String) throws {
         let e = try model.entity(entity)
         try e.checkAttributes(values, object: object)
-        for a in e.attributes { _ = try validate(values[a.name] ?? a.defaultValue, a, object: object) }
-    }
-
-    /// Checks a value against its attribute's rules.
-    ///
-    /// - Throws: `.validation` naming the object, the attribute and the rule.
-    func validate(_ value: Value, _ a: Attribute, object: @autoclosure () -> String) throws -> SQLValue {
-        // Names are built only when a rule fails: this runs for every attribute of every save.
-        var name: String { "\(object()).\(a.name)" }
-        if value.isNull {
-            guard a.isOptional else { throw StoreError(.validation, "\(name) is required") }
-            return .null
-        }
-        let sql = try SQLMapping.sqlValue(value, a.type, name: name)
-        switch value {
-        case .string(let s):
-            // Counting characters walks the whole string: only for a length rule.
-            if a.minLength != nil || a.maxLength != nil {
-                let n = s.count
-                if let min = a.minLength, n < min {
-                    throw StoreError(.validation, "\(name) is \(n) characters long, at least \(min) required")
-                }
-                if let max = a.maxLength, n > max {
-                    throw StoreError(.validation, "\(name) is \(n) characters long, at most \(max) allowed")
-                }
-            }
-            if a.isSingleLine, TextSafety.containsControl(s, allowingTab: true) {
-                let shown = TextSafety.visible(s)
-                throw StoreError(.validation, "\(name) '\(shown)' holds a control character (a newline, an escape…)")
-            }
-            if let p = a.pattern {
-                guard let re = regex(p), re.matches(s) else {
-                    throw StoreError(.validation, "\(name) '\(TextSafety.visible(s))' does not match the pattern \(p)")
-                }
-            }
-        case .date(let d) where !d.timeIntervalSince1970.isFinite:
-            throw StoreError(.validation, "\(name) is not a valid date")
-        case .double(let d) where !d.isFinite:
-            throw StoreError(.validation, "\(name) is not a finite number")
-        case .integer, .double:
-            let d = value.doubleValue ?? 0
-            if let min = a.minValue, d < min {
-                throw StoreError(.validation, "\(name) is \(value), at least \(min) required")
-            }
-            if let max = a.maxValue, d > max {
-                throw StoreError(.validation, "\(name) is \(value), at most \(max) allowed")
-            }
-        default: break
-        }
-        return sql
-    }
-
-}
-
-/// A compiled validation pattern that matches a whole string. NSRegularExpression is immutable
-/// once made and safe to share between threads, which Foundation on Linux does not declare.
-struct Regex: @unchecked Sendable {
-    private let expression: NSRegularExpression
-
-    init?(_ pattern: String) {
-        guard let e = try? NSRegularExpression(pattern: "^(?:\(pattern))$") else { return nil }
-        expression = e
-    }
-
-    func matches(_ s: String) -> Bool {
-        expression.firstMatch(in: s, range: NSRange(s.startIndex..., in: s)) != nil
+        for a in e.attributes { _ = try validator.validate(values[a.name] ?? a.defaultValue, a, object: object) }
     }
 }
 

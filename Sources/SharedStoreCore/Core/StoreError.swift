@@ -83,18 +83,23 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The SQLite result code behind the error, when SQLite reported it; match it with `~=`
     /// (`case .constraint` matches every constraint code).
     public let resultCode: ResultCode?
+    /// What the failure is about, in a typed form, for the failures a caller handles: the
+    /// constraint, values and existing object of a `.uniqueness` error, the object, property and
+    /// rule of a `.validation` error (``uniqueness``, ``validation``); nil for the others.
+    public let details: Details?
 
-    /// An error with its code, message and what goes with it; the library makes these, a test or a
-    /// wrapper may too.
+    /// An error with its code, message and what goes with it (its typed ``details`` among them);
+    /// the library makes these, a test or a wrapper may too.
     public init(
         _ code: Code, _ message: String, context: String? = nil, conflicts: [MergeConflict] = [],
-        resultCode: ResultCode? = nil
+        resultCode: ResultCode? = nil, details: Details? = nil
     ) {
         self.code = code
         self.message = message
         self.context = context
         self.conflicts = conflicts
         self.resultCode = resultCode
+        self.details = details
     }
 
     /// The message, followed by the context in brackets when there is one.

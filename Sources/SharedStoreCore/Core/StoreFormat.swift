@@ -46,13 +46,13 @@ enum Schema {
     }
 
     private static func found(_ c: SQLiteConnection, model: Model, path: String) throws -> Found? {
-        let tables = try SQLStore.tableNames(c)
+        let tables = try SchemaSQL.tableNames(c)
         if tables.isEmpty { return nil }
-        guard tables.contains(SQLStore.metaTable) else {
+        guard tables.contains(SchemaSQL.metaTable) else {
             throw StoreError(
                 .notAStore, "\(path) is an SQLite database of another application (no ss_meta table); left untouched")
         }
-        let meta = try SQLStore.meta(c)
+        let meta = try SchemaSQL.meta(c)
         let id = try storeID(meta, path: path)
         switch meta[MetaKey.format.rawValue] {
         case legacyFormat:
@@ -143,7 +143,7 @@ enum Schema {
                 if let found = try found(c, model: model, path: path) { return found }
                 let id = UUID()
                 let catalog = HistoryCatalog(model)
-                try SQLStore.createSchema(
+                try SchemaSQL.createSchema(
                     c, model: model,
                     meta: metaRows(model: model, catalog: catalog) + [
                         (.storeID, id.uuidString), (.createdAt, ISO8601.string(Date())),
@@ -163,8 +163,8 @@ enum Schema {
                 switch try found(c, model: model, path: path) {
                 case .ready(let state)?: return state
                 case .legacy(let legacy)?:
-                    try SQLStore.upgradeLegacy(c, meta: metaRows(model: model, catalog: legacy.catalog))
-                    try SQLStore.addGlobalIDs(c, tables: model.entities.map(\.name))
+                    try SchemaSQL.upgradeLegacy(c, meta: metaRows(model: model, catalog: legacy.catalog))
+                    try SchemaSQL.addGlobalIDs(c, tables: model.entities.map(\.name))
                     return State(
                         storeID: legacy.storeID, version: model.version, schema: StoredSchema(model),
                         catalog: legacy.catalog)

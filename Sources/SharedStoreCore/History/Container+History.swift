@@ -67,7 +67,7 @@ extension Container {
 
     /// One chunk of ``deleteHistory(through:chunkSize:)``: returns the rows scanned and the
     /// transactions deleted (the marker row of the last chunk counts as deleted).
-    private func deleteChunk(_ s: SQLStore, through token: HistoryToken, size: Int) throws -> (Int, Int) {
+    private func deleteChunk(_ s: TransactionSQL, through token: HistoryToken, size: Int) throws -> (Int, Int) {
         let newest = try s.currentToken()
         guard token.value <= newest else {
             throw StoreError(.invalidArgument, "token \(token) is ahead of this store's newest transaction \(newest)")
@@ -170,11 +170,11 @@ struct HistoryReader {
         }
         if case .afterDate(let d) = request.start { filter.after = d.timeIntervalSince1970 }
         self.filter = filter
-        query = SQLStore.historyQuery(filter)
+        query = TransactionSQL.historyQuery(filter)
     }
 
     /// The next batch (empty when every row of it was filtered out), or nil at the end.
-    mutating func next(_ s: SQLStore) throws -> [HistoryTransaction]? {
+    mutating func next(_ s: TransactionSQL) throws -> [HistoryTransaction]? {
         guard remaining > 0 else { return nil }
         let meta = try s.historyMeta()
         if !started {
@@ -195,7 +195,7 @@ struct HistoryReader {
     }
 
     /// Where the stream starts, checked against the retained history and the store's timeline.
-    private func start(_ s: SQLStore, _ meta: HistoryMeta) throws -> Int64 {
+    private func start(_ s: TransactionSQL, _ meta: HistoryMeta) throws -> Int64 {
         switch request.start {
         case .beginning:
             return meta.floor

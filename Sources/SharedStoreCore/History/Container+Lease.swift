@@ -66,7 +66,7 @@ extension Container {
     /// Whether the write transaction of `s` must stop before it gives a token: the lease runs
     /// out, or the store has not been checked since a reboot. `othersCommitted` says whether
     /// another connection committed since this one's last write (then the newest token is read).
-    func leaseNeeded(_ s: SQLStore, othersCommitted: Bool) throws -> Bool {
+    func leaseNeeded(_ s: TransactionSQL, othersCommitted: Bool) throws -> Bool {
         guard options.historyTracking, !options.inMemory else { return false }
         if leaseChecked.load(ordering: .relaxed) {
             if options.synchronous == .full { return false }
@@ -98,10 +98,10 @@ extension Container {
     /// lost. Runs on the writer connection outside any transaction.
     func extendLease(_ c: SQLiteConnection) throws {
         let normal = options.synchronous == .normal
-        if normal { try SQLStore.setSynchronous(c, .full) }
-        defer { if normal { try? SQLStore.setSynchronous(c, .normal) } }
+        if normal { try SchemaSQL.setSynchronous(c, .full) }
+        defer { if normal { try? SchemaSQL.setSynchronous(c, .normal) } }
         let marked: Int64? = try c.writeTransaction {
-            let s = SQLStore(c: c, container: self)
+            let s = TransactionSQL(c: c, container: self)
             let current = try s.currentToken()
             var next = current
             var marked: Int64?
@@ -133,7 +133,7 @@ extension Container {
     /// covered beyond the newest token are recorded as lost first, and the lease then covers the
     /// migration's own token. The caller commits the transaction synced.
     static func leaseForMigration(_ c: SQLiteConnection, meta: [String: String]) throws {
-        var current = try SQLStore.newestToken(c)
+        var current = try SchemaSQL.newestToken(c)
         if let lease = parseLease(meta[MetaKey.tokenLease.rawValue]), lease.boot != bootID, lease.through > current {
             guard lease.through < Int64.max - 1 else {
                 throw StoreError(.tokenSpaceExhausted, "token space exhausted: the store leased token \(lease.through)")
@@ -141,6 +141,6 @@ extension Container {
             current = try recordLost(c, (current + 1)...lease.through, after: meta[MetaKey.lostTokens.rawValue])
         }
         let (through, overflow) = current.addingReportingOverflow(1 + leaseSpan)
-        try SQLStore.setMeta(c, .tokenLease, "\(overflow ? Int64.max : through) \(bootID)")
+        try SchemaSQL.setMeta(c, .tokenLease, "\(overflow ? Int64.max : through) \(bootID)")
     }
 }

@@ -29,7 +29,7 @@ extension Container {
         try read { s in try lostRanges(s) }
     }
 
-    func lostRanges(_ s: SQLStore) throws -> [ClosedRange<Int64>] {
+    func lostRanges(_ s: TransactionSQL) throws -> [ClosedRange<Int64>] {
         try s.historyMeta().lost.map(Self.parseLostRanges) ?? []
     }
 
@@ -106,7 +106,7 @@ extension Container {
 
     /// Records `range` as lost and gives `range.upperBound + 1` to a transaction of author
     /// ``restoreAuthor`` with no changes, in the write transaction of `s`. Returns that token.
-    func recordLost(_ s: SQLStore, _ range: ClosedRange<Int64>) throws -> Int64 {
+    func recordLost(_ s: TransactionSQL, _ range: ClosedRange<Int64>) throws -> Int64 {
         try Self.recordLost(s.c, range, after: try s.historyMeta().lost)
     }
 
@@ -114,9 +114,9 @@ extension Container {
     /// exists); `after` is the store's record of lost ranges so far.
     static func recordLost(_ c: SQLiteConnection, _ range: ClosedRange<Int64>, after: String?) throws -> Int64 {
         let lost = try (after.map(parseLostRanges) ?? []) + [range]
-        try SQLStore.insertEmptyTransaction(
+        try SchemaSQL.insertEmptyTransaction(
             c, token: range.upperBound + 1, author: restoreAuthor, context: restoreContext)
-        try SQLStore.setMeta(c, .lostTokens, lost.map { "\($0.lowerBound)-\($0.upperBound)" }.joined(separator: ","))
+        try SchemaSQL.setMeta(c, .lostTokens, lost.map { "\($0.lowerBound)-\($0.upperBound)" }.joined(separator: ","))
         return range.upperBound + 1
     }
 }

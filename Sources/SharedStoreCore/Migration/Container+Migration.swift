@@ -25,14 +25,14 @@ extension Container {
             try c.readTransaction { () throws -> StoreDescription? in
                 // An empty file: another process is making the store at this moment (it makes
                 // every table in one transaction), or nobody has yet.
-                let tables = try SQLStore.tableNames(c)
+                let tables = try SchemaSQL.tableNames(c)
                 if tables.isEmpty { return nil }
-                guard tables.contains(SQLStore.metaTable) else {
+                guard tables.contains(SchemaSQL.metaTable) else {
                     throw StoreError(
                         .notAStore,
                         "\(path) is an SQLite database of another application (no ss_meta table); left untouched")
                 }
-                let meta = try SQLStore.meta(c)
+                let meta = try SchemaSQL.meta(c)
                 guard !meta.isEmpty else { return nil }
                 let id = try Schema.storeID(meta, path: path)
                 let format = meta[MetaKey.format.rawValue] ?? "?"
@@ -86,7 +86,7 @@ extension Container {
         // applies it, and its first read fails. Said plainly, with what to do. (A journal another
         // process is writing right now is not hot: the read waits for it.)
         do {
-            _ = try StoreError.wrap(path: path) { try SQLStore.tableNames(c) }
+            _ = try StoreError.wrap(path: path) { try SchemaSQL.tableNames(c) }
         } catch {
             var st = stat()
             if lstat(path + "-journal", &st) == 0, st.st_size > 0 {
@@ -99,7 +99,7 @@ extension Container {
             }
             throw error
         }
-        try StoreError.wrap(path: path) { try SQLStore.defineFunctions(c) }
+        try StoreError.wrap(path: path) { try SchemaSQL.defineFunctions(c) }
         return c
     }
 }

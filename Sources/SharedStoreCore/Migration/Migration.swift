@@ -102,13 +102,13 @@ struct MigrationRunner {
     private func problems(_ check: MigrationCheck) throws -> [String] {
         switch check {
         case .noNulls(let table, let column, let what):
-            let n = try SQLStore.nullCount(c, table, column)
+            let n = try SchemaSQL.nullCount(c, table, column)
             return n == 0 ? [] : ["\(what), but \(n) stored object(s) have no value; give it a default"]
         case .empty(let table, let what):
-            let n = try SQLStore.rowCount(c, table)
+            let n = try SchemaSQL.rowCount(c, table)
             return n == 0 ? [] : ["\(what), but \(table) holds \(n) object(s); make it optional or give it a default"]
         case .unique(let table, let columns, let shown):
-            let dups = try SQLStore.duplicateValues(c, table, columns, limit: 5)
+            let dups = try SchemaSQL.duplicateValues(c, table, columns, limit: 5)
             guard !dups.isEmpty else { return [] }
             let list = dups.map { "(\($0.values.joined(separator: ", "))) × \($0.count)" }.joined(separator: ", ")
             return ["new uniqueness constraint \(shown): stored objects share \(list)"]
@@ -120,11 +120,11 @@ struct MigrationRunner {
     func run(_ stateBefore: Schema.State, checkpoint: Bool = true) throws -> Schema.State {
         try StoreError.wrap(path: path) {
             // Synced whatever the store's level: it takes a token, and with it the token lease.
-            let level = try SQLStore.synchronousLevel(c)
-            if level < 2 { try SQLStore.setSynchronous(c, .full) }
-            defer { if level < 2 { try? SQLStore.setSynchronous(c, .normal) } }
+            let level = try SchemaSQL.synchronousLevel(c)
+            if level < 2 { try SchemaSQL.setSynchronous(c, .full) }
+            defer { if level < 2 { try? SchemaSQL.setSynchronous(c, .normal) } }
             return try c.writeTransaction {
-                let meta = try SQLStore.meta(c)
+                let meta = try SchemaSQL.meta(c)
                 let state = try Schema.currentState(meta, id: stateBefore.storeID, model: model, path: path)
                 if state.version == model.version && state.schema == StoredSchema(model) { return state }
                 guard state.version < model.version else {
@@ -144,7 +144,7 @@ struct MigrationRunner {
                 let changes = try apply(planner, from: state)
                 let catalog = planner.newCatalog
                 let numbering = try HistoryNumbering(model: model, catalog: catalog, path: path)
-                try SQLStore.finishMigration(
+                try SchemaSQL.finishMigration(
                     c, meta: Schema.metaRows(model: model, catalog: catalog),
                     history: (MigrationHistory.author, "\(MigrationHistory.context).\(state.version)-\(model.version)"),
                     changes: changes.isEmpty ? HistoryCodec.empty : HistoryCodec.encode(changes, numbering))
@@ -158,20 +158,20 @@ struct MigrationRunner {
     /// tables and columns, defaults, duplicates resolved, indexes that come, custom steps, kept
     /// counts. Returns the object changes to record (only resolving duplicates makes any).
     private func apply(_ planner: MigrationPlanner, from state: Schema.State) throws -> [RecordedChange] {
-        try SQLStore.prepareMigration(c)
+        try SchemaSQL.prepareMigration(c)
         for action in planner.actions {
             switch action {
-            case .renameTable(let from, let to, _): try SQLStore.renameTable(c, from, to)
-            case .renameColumn(let table, let from, let to): try SQLStore.renameColumn(c, table, from, to)
+            case .renameTable(let from, let to, _): try SchemaSQL.renameTable(c, from, to)
+            case .renameColumn(let table, let from, let to): try SchemaSQL.renameColumn(c, table, from, to)
             default: break
             }
         }
         try addGlobalIDs()
-        try SQLStore.reconcileIndexes(c, model: model, phase: .drop)
+        try SchemaSQL.reconcileIndexes(c, model: model, phase: .drop)
         for action in planner.actions {
             switch action {
-            case .dropColumn(let table, let column, _): try SQLStore.dropColumn(c, table, column)
-            case .dropTable(let name, _): try SQLStore.dropTable(c, name)
+            case .dropColumn(let table, let column, _): try SchemaSQL.dropColumn(c, table, column)
+            case .dropTable(let name, _): try SchemaSQL.dropTable(c, name)
             default: break
             }
         }
@@ -185,7 +185,7 @@ struct MigrationRunner {
                 if try resolver.resolve(entity: entity, columns: columns) > 0 { recount.insert(entity) }
             }
         }
-        try SQLStore.reconcileIndexes(c, model: model, phase: .create)
+        try SchemaSQL.reconcileIndexes(c, model: model, phase: .create)
         let db = MigrationDatabase(c: c)
         for step in steps.sorted(by: { $0.version < $1.version })
         where step.version > state.version && step.version <= model.version {
@@ -194,20 +194,20 @@ struct MigrationRunner {
         for action in planner.actions {
             switch action {
             case .recompute(let entity, let attribute):
-                try SQLStore.recomputeDerived(c, model: model, entity: entity, attribute: attribute)
+                try SchemaSQL.recomputeDerived(c, model: model, entity: entity, attribute: attribute)
             default: break
             }
         }
         for action in planner.actions {
             switch action {
-            case .recount(let entity, let count): try SQLStore.recount(c, model: model, entity: entity, count: count)
-            case .removeCount(let name): try SQLStore.deleteKeptCount(c, name)
+            case .recount(let entity, let count): try SchemaSQL.recount(c, model: model, entity: entity, count: count)
+            case .removeCount(let name): try SchemaSQL.deleteKeptCount(c, name)
             default: break
             }
         }
         for entity in recount.sorted() {
             for k in try model.entity(entity).keptCounts {
-                try SQLStore.recount(c, model: model, entity: entity, count: k.name)
+                try SchemaSQL.recount(c, model: model, entity: entity, count: k.name)
             }
         }
         return resolver.changes
@@ -216,20 +216,22 @@ struct MigrationRunner {
     /// Gives the objects of a store of format 2 or 3 their global ids (format 4), before
     /// anything else.
     private func addGlobalIDs() throws {
-        let tables = try SQLStore.tableSet(c)
-        try SQLStore.addGlobalIDs(c, tables: model.entities.map(\.name).filter(tables.contains))
+        let tables = try SchemaSQL.tableSet(c)
+        try SchemaSQL.addGlobalIDs(c, tables: model.entities.map(\.name).filter(tables.contains))
     }
 
     private func create(_ planner: MigrationPlanner) throws {
         for action in planner.actions {
             switch action {
-            case .createEntity(let name): try SQLStore.createEntityTable(c, try model.entity(name))
+            case .createEntity(let name): try SchemaSQL.createEntityTable(c, try model.entity(name))
             case .addColumn(let table, let column, let type, let value):
-                let stored = try type.map { try SQLMapping.sqlValue(value, $0, name: "\(table).\(column)") } ?? .null
-                try SQLStore.addColumn(c, table, column, type, stored)
-            case .createJoinTable(let name): try SQLStore.createJoinTable(c, name)
+                let stored =
+                    try type.map { try SQLMapping.sqlValue(value, $0, object: table, property: column) } ?? .null
+                try SchemaSQL.addColumn(c, table, column, type, stored)
+            case .createJoinTable(let name): try SchemaSQL.createJoinTable(c, name)
             case .fillNulls(let table, let column, let value, let type):
-                _ = try SQLStore.fillNulls(c, table, column, try SQLMapping.sqlValue(value, type, name: column))
+                _ = try SchemaSQL.fillNulls(
+                    c, table, column, try SQLMapping.sqlValue(value, type, object: nil, property: column))
             default: break
             }
         }

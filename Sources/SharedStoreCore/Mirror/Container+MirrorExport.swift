@@ -5,7 +5,7 @@ import SharedStoreSupport
 extension Container {
     /// Makes the mirror's tables (idempotent).
     package func prepareMirroring() throws {
-        try write { s in try SQLStore.createMirrorTables(s.c) }
+        try write { s in try SchemaSQL.createMirrorTables(s.c) }
     }
 
     /// Moves the pull cursor to `sequence` (when it is further) with `ids` recorded, in one write
@@ -111,7 +111,7 @@ extension Container {
 
     /// One object's state; `targets` remembers the global ids of to-one targets read so far (a
     /// batch of articles names few categories).
-    func exportObject(_ s: SQLStore, _ e: Entity, _ pk: Int64, _ targets: inout [ObjectID: UUID]) throws
+    func exportObject(_ s: TransactionSQL, _ e: Entity, _ pk: Int64, _ targets: inout [ObjectID: UUID]) throws
         -> MirrorObject?
     {
         guard let (snapshot, gid) = try s.snapshotWithGlobalID(e, pk) else { return nil }

@@ -67,10 +67,10 @@ extension Container {
     /// The global ids local transactions after `token` (not `author`'s) changed, each also as
     /// the object it became here (a collision made it another's alias); and the row each names
     /// (the mirror's map may not have it yet: it is recorded after the upload).
-    private func unpushedObjects(_ s: SQLStore, after token: Int64, author: String) throws
+    private func unpushedObjects(_ s: TransactionSQL, after token: Int64, author: String) throws
         -> (gids: Set<UUID>, rows: [UUID: ObjectID])
     {
-        let query = SQLStore.historyQuery(HistoryFilter(authors: nil, excludedAuthors: [author]))
+        let query = TransactionSQL.historyQuery(HistoryFilter(authors: nil, excludedAuthors: [author]))
         var out = Set<UUID>()
         var rows: [UUID: ObjectID] = [:]
         var after = token
@@ -93,7 +93,7 @@ extension Container {
     /// The states here of the objects `changes` name that this store holds newer (its own
     /// changes not pushed yet, or pushed past the transaction): each object's whole state, or
     /// its deletion when it is gone.
-    private func newerStates(_ s: SQLStore, _ changes: [MirrorChange], _ importer: MirrorImporter) throws
+    private func newerStates(_ s: TransactionSQL, _ changes: [MirrorChange], _ importer: MirrorImporter) throws
         -> [MirrorChange]
     {
         var out: [MirrorChange] = []

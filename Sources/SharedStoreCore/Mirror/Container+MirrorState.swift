@@ -180,7 +180,7 @@ extension Container {
         let name = "\(e.name) \(GlobalID.text(object.globalID))"
         do {
             for a in e.attributes where !a.isDerived {
-                _ = try validate(object.values[a.name] ?? a.defaultValue, a, object: name)
+                _ = try validator.validate(object.values[a.name] ?? a.defaultValue, a, object: name)
             }
             return nil
         } catch {

@@ -4,7 +4,7 @@ import SharedStoreSupport
 
 /// Applies one remote transaction's changes inside the import's write transaction.
 struct MirrorImporter {
-    let s: SQLStore
+    let s: TransactionSQL
     let sequence: Int64
     let unpushed: Set<UUID>
     let uploaded: [UUID: Int64]
@@ -17,7 +17,7 @@ struct MirrorImporter {
     /// names.
     var older = false
 
-    init(s: SQLStore, sequence: Int64, unpushed: Set<UUID>, uploaded: [UUID: Int64]) {
+    init(s: TransactionSQL, sequence: Int64, unpushed: Set<UUID>, uploaded: [UUID: Int64]) {
         self.s = s
         self.sequence = sequence
         self.unpushed = unpushed
@@ -42,8 +42,8 @@ struct MirrorImporter {
     /// The object `gid` stands for here (following aliases left by collisions).
     func resolve(_ gid: UUID) throws -> UUID { try Self.resolve(s, gid) }
 
-    static func resolve(_ s: SQLStore, _ gid: UUID) throws -> UUID {
-        // Chains are kept one step long (``SQLStore/setAlias(_:to:)``); a longer one, from a
+    static func resolve(_ s: TransactionSQL, _ gid: UUID) throws -> UUID {
+        // Chains are kept one step long (``TransactionSQL/setAlias(_:to:)``); a longer one, from a
         // store made before that, is followed for a while.
         var current = gid
         for _ in 0..<64 {
@@ -89,9 +89,9 @@ struct MirrorImporter {
             let known = try key(e, gid)
             // One global id never names two objects, not even of two entities.
             if known == nil, let other = try s.mappedEntity(gid, other: e) {
-                throw StoreError(
-                    .validation,
-                    "global id \(GlobalID.text(gid)) names a \(other) here, and the row makes it a \(e.name)")
+                throw StoreError.validation(
+                    "global id \(GlobalID.text(gid)) names a \(other) here, and the row makes it a \(e.name)",
+                    object: "\(e.name) \(GlobalID.text(gid))", property: nil, rule: .globalIDEntity(other))
             }
             if let pk = known {
                 if let other = try w.existingUnique(e, changes, object: "\(e.name) \(gid)"), other != pk {
@@ -237,10 +237,11 @@ struct MirrorImporter {
             let destination = try model.entity(r.destination)
             let pk = try target.flatMap { try key(destination, $0) }
             if pk == nil, let target, let other = try s.mappedEntity(target, other: destination) {
-                throw StoreError(
-                    .validation,
+                throw StoreError.validation(
                     "\(e.name) \(GlobalID.text(object.globalID)).\(r.name) names \(GlobalID.text(target)), "
-                        + "a \(other) here, not a \(destination.name)")
+                        + "a \(other) here, not a \(destination.name)",
+                    object: "\(e.name) \(GlobalID.text(object.globalID))", property: r.name,
+                    rule: .globalIDEntity(other))
             }
             changes.relationships[r.name] = .some(pk)
         }

@@ -306,10 +306,9 @@ public struct Entity: Sendable, Hashable {
                     .unknownProperty, (object.map { "\($0): " } ?? "") + "\(self.name) has no attribute '\(name)'")
             }
             if let d = a.derivation {
-                throw StoreError(
-                    .validation,
+                throw StoreError.validation(
                     (object.map { "\($0): " } ?? "") + "\(self.name).\(name) is derived (\(d.text)): the save computes "
-                        + "it; it cannot be set")
+                        + "it; it cannot be set", object: object ?? self.name, property: name, rule: .derived)
             }
         }
     }
@@ -365,7 +364,16 @@ public struct Model: Sendable, Hashable {
         return e
     }
 
-    private static let reserved: Set<String> = ["Z_PK", "Z_OPT", "id", "objectID"]
+    /// Names no property may take: the names records and snapshots give the object itself, and
+    /// SharedStore's own columns (``StoreColumn``) in any case — SQLite compares column names
+    /// without case, so a property `z_pk` would be the primary key's column.
+    private static let reserved: Set<String> = ["id", "objectID"]
+    private static let reservedColumns = Set(StoreColumn.all.map { $0.lowercased() })
+
+    /// Whether `name` is one of ``reserved`` or, in any case, a column of SharedStore's own.
+    private static func isReserved(_ name: String) -> Bool {
+        reserved.contains(name) || reservedColumns.contains(name.lowercased())
+    }
 
     private func validate() throws {
         func fail(_ message: String) -> StoreError { StoreError(.invalidModel, message) }
@@ -377,7 +385,7 @@ public struct Model: Sendable, Hashable {
             }
             var names = Set<String>()
             for n in e.attributes.map(\.name) + e.relationships.map(\.name) {
-                guard Self.isIdentifier(n), !Self.reserved.contains(n) else {
+                guard Self.isIdentifier(n), !Self.isReserved(n) else {
                     throw fail("\(e.name).\(n) is not an allowed property name")
                 }
                 guard names.insert(n).inserted else { throw fail("\(e.name).\(n) is declared twice") }

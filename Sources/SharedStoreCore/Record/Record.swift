@@ -118,9 +118,12 @@ extension Record {
         do {
             try self.init(from: SnapshotDecoder(snapshot: snapshot))
         } catch let e as StoreError {
-            throw e
+            // The decoder's own errors do not know the object: they name it here.
+            throw e.describing(ValidationFailure(object: snapshot.id.description, property: nil, rule: .record))
         } catch {
-            throw StoreError(.validation, "cannot read \(snapshot.id) as \(Self.self): \(error)")
+            throw StoreError.validation(
+                "cannot read \(snapshot.id) as \(Self.self): \(error)", object: snapshot.id.description, property: nil,
+                rule: .record)
         }
     }
 }

@@ -84,13 +84,16 @@ struct SnapshotDecoder: Decoder {
         }
 
         func mismatch(_ key: Key, _ type: Any.Type) -> StoreError {
-            StoreError(
-                .validation, "\(snapshot.id).\(key.stringValue) holds \(snapshot[key.stringValue]), not a \(type)")
+            StoreError.validation(
+                "\(snapshot.id).\(key.stringValue) holds \(snapshot[key.stringValue]), not a \(type)",
+                object: snapshot.id.description, property: key.stringValue, rule: .record)
         }
 
         func value(_ key: Key) throws -> Value {
             guard snapshot.has(key.stringValue) else {
-                throw StoreError(.validation, "\(snapshot.id.entity) has no attribute '\(key.stringValue)'")
+                throw StoreError.validation(
+                    "\(snapshot.id.entity) has no attribute '\(key.stringValue)'", object: snapshot.id.description,
+                    property: key.stringValue, rule: .record)
             }
             return snapshot[key.stringValue]
         }

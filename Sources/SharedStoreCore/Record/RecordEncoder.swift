@@ -7,8 +7,16 @@ import SharedStoreSupport
 enum RecordEncoder {
     static func encode<R: Record>(_ record: R, entity: Entity) throws -> ([String: Value], [String: ObjectID?]) {
         let box = Box(entity: entity)
-        try record.encode(to: Encoder(box: box))
-        if let failure = box.failure { throw unsupported(failure) }
+        do {
+            try record.encode(to: Encoder(box: box))
+        } catch let error as StoreError {
+            // The encoder's own errors do not know the entity: they name it here.
+            throw error.describing(ValidationFailure(object: entity.name, property: nil, rule: .record))
+        }
+        if let failure = box.failure {
+            throw unsupported(failure).describing(
+                ValidationFailure(object: entity.name, property: failure, rule: .record))
+        }
         var values: [String: Value] = [:]
         var rels: [String: ObjectID?] = [:]
         for (key, v) in box.fields where key != "id" {
@@ -16,14 +24,19 @@ enum RecordEncoder {
                 // A record reads derived attributes; the save computes them.
                 if a.isDerived { continue }
                 guard case .value(let value) = v else {
-                    throw StoreError(.validation, "\(entity.name).\(key) takes a value, not an object id")
+                    throw StoreError.validation(
+                        "\(entity.name).\(key) takes a value, not an object id", object: entity.name, property: key,
+                        rule: .type(a.type))
                 }
                 values[key] = value
             } else if entity.relationship(named: key) != nil {
                 switch v {
                 case .object(let id): rels[key] = .some(id)
                 case .value(.null): rels[key] = .some(nil)
-                default: throw StoreError(.validation, "\(entity.name).\(key) takes an object id")
+                default:
+                    throw StoreError.validation(
+                        "\(entity.name).\(key) takes an object id", object: entity.name, property: key,
+                        rule: .destination(entity.relationship(named: key)?.destination ?? ""))
                 }
             } else {
                 throw StoreError(.unknownProperty, "\(R.self) has property '\(key)' that \(entity.name) does not have")

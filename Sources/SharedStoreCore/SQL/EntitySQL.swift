@@ -7,7 +7,7 @@ import SharedStoreSQLite
 final class EntitySQL: Sendable {
     let index: Int
     /// The columns a snapshot is read from, and how (``columns(of:)``, ``RowLayout``).
-    let columns: String
+    let columns: [String]
     let layout: RowLayout
     let insert: String
     let select: String
@@ -19,32 +19,35 @@ final class EntitySQL: Sendable {
 
     init(_ e: Entity, index: Int, model: Model) {
         self.index = index
-        columns = Self.columns(of: e)
+        let columns = Self.columns(of: e)
+        self.columns = columns
         layout = RowLayout(e)
         let table = SQLMapping.quote(e.name)
         // Every stored property, then the object's global id.
-        let names = e.storedPropertyNames.map(SQLMapping.quote) + [SQLStore.globalIDColumn]
+        let names = e.storedPropertyNames.map(SQLMapping.quote) + [StoreColumn.globalID]
         let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
+        let pk = StoreColumn.primaryKey
         insert = "INSERT INTO \(table)(\(names.joined(separator: ", "))) VALUES (\(placeholders))"
-        select = "SELECT \(Self.columns(of: e)) FROM \(table) AS t0 WHERE t0.Z_PK = ?"
-        delete = "DELETE FROM \(table) WHERE Z_PK = ? RETURNING \(SQLStore.globalIDColumn)"
-        exists = "SELECT 1 FROM \(table) WHERE Z_PK = ?"
+        select = SelectFrame.select(columns, from: e, where: SelectFrame.byPrimaryKey)
+        delete = "DELETE FROM \(table) WHERE \(pk) = ? RETURNING \(StoreColumn.globalID)"
+        exists = "SELECT 1 FROM \(table) WHERE \(pk) = ?"
         // A kept count reads only its entity's attributes (the model checks it): no store id is
         // ever bound. A condition that does not compile is compiled (and fails) when used.
         var q = QueryBuilder(model: model, entity: e, storeID: UUID())
         if !e.keptCounts.isEmpty, let expressions = try? e.keptCounts.map({ try q.sql($0.condition) }) {
             keptCounts = (
-                expressions, q.bindings,
-                "SELECT \(expressions.joined(separator: ", ")) FROM \(table) AS t0 WHERE t0.Z_PK = ?"
+                expressions, q.bindings, SelectFrame.select(expressions, from: e, where: SelectFrame.byPrimaryKey)
             )
         } else {
             keptCounts = nil
         }
     }
 
-    /// `t0.Z_PK, t0.Z_OPT, t0."attr"…, t0."toOne"…`: the columns a ``Snapshot`` is read from.
-    static func columns(of e: Entity) -> String {
-        (["t0.Z_PK", "t0.Z_OPT"] + e.storedPropertyNames.map { "t0.\(SQLMapping.quote($0))" }).joined(separator: ", ")
+    /// `t0.Z_PK, t0.Z_OPT, t0."attr"…, t0."toOne"…`: the columns a ``Snapshot`` is read from
+    /// (``RowDecoder``).
+    static func columns(of e: Entity) -> [String] {
+        ([StoreColumn.primaryKey, StoreColumn.version] + e.storedPropertyNames.map(SQLMapping.quote))
+            .map(SelectFrame.column)
     }
 
     func statement(_ kind: EntityStatement, _ c: SQLiteConnection) throws -> SQLiteStatement {

@@ -14,7 +14,7 @@ struct QueryBuilder {
     private(set) var bindings: [SQLValue] = []
     private var subqueries = 0
 
-    init(model: Model, entity: Entity, storeID: UUID, alias: String = "t0") {
+    init(model: Model, entity: Entity, storeID: UUID, alias: String = SelectFrame.alias) {
         self.model = model
         self.entity = entity
         self.storeID = storeID
@@ -45,18 +45,18 @@ struct QueryBuilder {
         if let existing = aliases[r.name] {
             joined = existing
         } else {
-            joined = (alias == "t0" ? "j" : "\(alias)j") + "\(aliases.count + 1)"
+            joined = (alias == SelectFrame.alias ? "j" : "\(alias)j") + "\(aliases.count + 1)"
             aliases[r.name] = joined
             joins.append(
                 "LEFT JOIN \(SQLMapping.quote(dest.name)) AS \(joined) "
-                    + "ON \(joined).Z_PK = \(alias).\(SQLMapping.quote(r.name))"
+                    + "ON \(joined).\(StoreColumn.primaryKey) = \(alias).\(SQLMapping.quote(r.name))"
             )
         }
         return ("\(joined).\(SQLMapping.quote(a.name))", a)
     }
 
     private mutating func bind(_ v: Value, _ a: Attribute, _ path: String) throws -> String {
-        bindings.append(try SQLMapping.sqlValue(v, a.type, name: "\(entity.name).\(path)"))
+        bindings.append(try SQLMapping.sqlValue(v, a.type, object: entity.name, property: path))
         return "?"
     }
 
@@ -124,15 +124,15 @@ struct QueryBuilder {
         let dest = try model.entity(r.destination)
         subqueries += 1
         let sub = "\(alias)s\(subqueries)"
-        let q = SQLMapping.quote
+        let (q, key) = (SQLMapping.quote, StoreColumn.primaryKey)
         if let join = model.joinTable(entity, r) {
             let links = "\(sub)l"
             return (
-                "\(q(join.name)) AS \(links) JOIN \(q(dest.name)) AS \(sub) ON \(sub).Z_PK = \(links).\(join.theirs)",
-                "\(links).\(join.mine) = \(alias).Z_PK", dest, sub
+                "\(q(join.name)) AS \(links) JOIN \(q(dest.name)) AS \(sub) ON \(sub).\(key) = \(links).\(join.theirs)",
+                "\(links).\(join.mine) = \(alias).\(key)", dest, sub
             )
         }
-        return ("\(q(dest.name)) AS \(sub)", "\(sub).\(q(r.inverse)) = \(alias).Z_PK", dest, sub)
+        return ("\(q(dest.name)) AS \(sub)", "\(sub).\(q(r.inverse)) = \(alias).\(key)", dest, sub)
     }
 
     /// `path op value`; a nil value only with == and != (IS NULL, IS NOT NULL).
@@ -172,14 +172,14 @@ struct QueryBuilder {
     }
 
     mutating func orderBy(_ keys: [SortKey]) throws -> String {
-        guard !keys.isEmpty else { return " ORDER BY \(alias).Z_PK" }
+        guard !keys.isEmpty else { return " ORDER BY \(alias).\(StoreColumn.primaryKey)" }
         let parts = try keys.map { k -> String in
             let (col, _) = try column(k.path)
             return "\(col) \(k.ascending ? "ASC" : "DESC")"
         }
         // The key breaks ties in the direction of the last sort key: an index on the sort keys
         // (which ends with the row id) then serves the whole order, either way.
-        return " ORDER BY " + parts.joined(separator: ", ") + ", \(alias).Z_PK"
+        return " ORDER BY " + parts.joined(separator: ", ") + ", \(alias).\(StoreColumn.primaryKey)"
             + (keys.last?.ascending == false ? " DESC" : "")
     }
 }

@@ -19,10 +19,21 @@ enum SQLMapping {
         }
     }
 
-    /// The stored form of `value` for an attribute of type `type`.
+    /// The stored form of `value` for property `property` of `object`, of type `type`.
     ///
-    /// - Throws: `.validation` when the value is of another type.
-    static func sqlValue(_ value: Value, _ type: AttributeType, name: @autoclosure () -> String) throws -> SQLValue {
+    /// - Parameter object: the object the value is for, as messages name it; nil for a value
+    ///   that belongs to none yet (a migration's default: the message names the column alone).
+    /// - Throws: `.validation` when the value is of another type, naming the object, the
+    ///   property and the type (``ValidationFailure/Rule/type(_:)``).
+    static func sqlValue(_ value: Value, _ type: AttributeType, object: @autoclosure () -> String?, property: String)
+        throws -> SQLValue
+    {
+        func fail(_ what: String) -> StoreError {
+            let object = object()
+            return .validation(
+                (object.map { "\($0).\(property)" } ?? property) + " takes " + what, object: object ?? "",
+                property: property, rule: .type(type))
+        }
         switch (value, type) {
         case (.null, _): return .null
         case (.string(let s), .string): return .text(s)
@@ -35,22 +46,21 @@ enum SQLMapping {
         case (.uuid(let u), .uuid): return .text(u.uuidString.lowercased())
         case (.string(let s), .url):
             guard let url = URL(string: s), url.scheme != nil else {
-                throw StoreError(.validation, "\(name()) takes an absolute URL, not '\(TextSafety.visible(s))'")
+                throw fail("an absolute URL, not '\(TextSafety.visible(s))'")
             }
             return .text(url.absoluteString)
         case (.string(let s), .decimal):
             guard Decimal(string: s, locale: Locale(identifier: "en_US_POSIX")) != nil else {
-                throw StoreError(.validation, "\(name()) takes a decimal number, not '\(TextSafety.visible(s))'")
+                throw fail("a decimal number, not '\(TextSafety.visible(s))'")
             }
             return .text(s)
         case (.string(let s), .json):
             guard (try? JSONSerialization.jsonObject(with: Data(s.utf8), options: [.fragmentsAllowed])) != nil else {
-                throw StoreError(
-                    .validation, "\(name()) takes JSON text, not '\(TextSafety.visible(String(s.prefix(60))))'")
+                throw fail("JSON text, not '\(TextSafety.visible(String(s.prefix(60))))'")
             }
             return .text(s)
         default:
-            throw StoreError(.validation, "\(name()) takes \(type.article) \(type.rawValue), not \(value)")
+            throw fail("\(type.article) \(type.rawValue), not \(value)")
         }
     }
 

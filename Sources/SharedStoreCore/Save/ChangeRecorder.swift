@@ -20,6 +20,12 @@ struct ChangeRecorder {
     var isEmpty: Bool { changes.isEmpty && inserts.isEmpty }
     var count: Int { changes.count + inserts.count }
 
+    /// Whether this transaction inserted object `pk` of the entity at index `entity` (for an
+    /// error: it reads every change).
+    func hasInserted(_ entity: Int, _ pk: Int64) -> Bool {
+        coalesced.contains { $0.kind == .insert && $0.entity == entity && $0.primaryKey == pk }
+    }
+
     mutating func inserted(_ entity: Int, _ pk: Int64, globalID: UUID) {
         if onlyInserts {
             inserts.append(entity, pk, globalID)
@@ -86,7 +92,7 @@ struct ChangeRecorder {
     ///
     /// - Throws: `.tokenSpaceExhausted` when SQLite had no higher row id to give (a damaged
     ///   store holding the largest token): the whole save rolls back.
-    func write(_ s: SQLStore, author: String?, contextName: String?) throws -> HistoryToken? {
+    func write(_ s: TransactionSQL, author: String?, contextName: String?) throws -> HistoryToken? {
         let container = s.container
         guard container.options.historyTracking, !isEmpty else { return nil }
         if onlyInserts {
@@ -106,7 +112,9 @@ struct ChangeRecorder {
             changes: HistoryCodec.encode(changes, container.numbering))
     }
 
-    private func insertRow(_ s: SQLStore, author: String?, contextName: String?, entities: Int64, changes: [UInt8])
+    private func insertRow(
+        _ s: TransactionSQL, author: String?, contextName: String?, entities: Int64, changes: [UInt8]
+    )
         throws -> HistoryToken
     {
         let container = s.container

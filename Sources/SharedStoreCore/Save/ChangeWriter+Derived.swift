@@ -100,7 +100,7 @@ extension ChangeWriter {
             for d in byAttribute[attribute] ?? [] {
                 let x = model.entities[d.entity]
                 let type = x.attribute(named: d.attribute)?.type ?? .string
-                let stored = try SQLMapping.sqlValue(value, type, name: "\(x.name).\(d.attribute)")
+                let stored = try SQLMapping.sqlValue(value, type, object: x.name, property: d.attribute)
                 for other in try s.propagate(x, d.attribute, via: d.via, to: pk, stored) {
                     recorder.updated(d.entity, other, properties: [x.historyIndex(of: d.attribute)])
                     relatedCache[ObjectKey(entity: d.entity, pk: other)] = nil

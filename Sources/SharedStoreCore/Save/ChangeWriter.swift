@@ -9,7 +9,7 @@ import SharedStoreSupport
 /// Shared by ``ObjectContext/save()`` and the batch operations so that both validate, apply delete
 /// rules and record history the same way.
 struct ChangeWriter {
-    let s: SQLStore
+    let s: TransactionSQL
     let resolver: MergeResolver
     var recorder = ChangeRecorder()
     /// Objects deleted in this transaction.
@@ -35,7 +35,7 @@ struct ChangeWriter {
     /// - Parameter runsHooks: false for a mirror's import: the values were validated and the
     ///   lifecycle events ran on the machine that made them (run again, `awakeFromInsert` would
     ///   stamp this machine's time over the original's).
-    init(_ s: SQLStore, policy: MergePolicy = .objectTrump, runsHooks: Bool = true) {
+    init(_ s: TransactionSQL, policy: MergePolicy = .objectTrump, runsHooks: Bool = true) {
         self.s = s
         self.resolver = MergeResolver(policy: policy)
         self.hooks = runsHooks ? s.container.hookRegistry.all() : nil
@@ -47,23 +47,10 @@ struct ChangeWriter {
     // MARK: - Checks
 
     func validate(_ value: Value, _ a: Attribute, object: @autoclosure () -> String) throws -> SQLValue {
-        try container.validate(value, a, object: object())
+        try container.validator.validate(value, a, object: object())
     }
 
     func exists(_ e: Entity, _ pk: Int64) throws -> Bool { try s.exists(e, pk) }
-
-    /// Runs a write, turning a broken uniqueness constraint into an error that names the object.
-    func unique<T>(_ object: @autoclosure () -> String, _ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let e as SQLiteError where e.isUniqueViolation {
-            let columns = e.message.components(separatedBy: "failed: ").last ?? e.message
-            throw StoreError(
-                .uniqueness,
-                "\(object()) breaks a uniqueness constraint: another object already has the same \(columns)",
-                resultCode: e.resultCode)
-        }
-    }
 
     /// The stored object that has the same value as `changes` for one of the entity's uniqueness
     /// constraints (a nil part never conflicts, as in SQLite's unique indexes).
@@ -74,7 +61,7 @@ struct ChangeWriter {
                 if let a = e.attribute(named: name) {
                     bindings.append(
                         try SQLMapping.sqlValue(
-                            changes.values[name] ?? a.defaultValue, a.type, name: "\(object()).\(name)"))
+                            changes.values[name] ?? a.defaultValue, a.type, object: object(), property: name))
                 } else {
                     bindings.append(changes.relationships[name].flatMap { $0 }.map(SQLValue.integer) ?? .null)
                 }
@@ -108,7 +95,7 @@ struct ChangeWriter {
         }
         let globalID = globalID ?? GlobalID.make()
         try stmt.bind(uuid: globalID, at: column)
-        try unique(object()) { try stmt.run() }
+        try unique(e, object(), values: { changes.value($0, of: e) }) { try stmt.run() }
         let pk = s.lastInsertedKey
         recorder.inserted(index, pk, globalID: globalID)
         if !e.keptCounts.isEmpty { counter.inserted(index, pk) }
@@ -177,7 +164,8 @@ struct ChangeWriter {
             guard case .related(let a, let via, let entity, let source) = own, via == name else { continue }
             let value = try related(entity, target)[source]
             let type = e.attribute(named: a)?.type ?? .string
-            try s.updateRow(e, pk, columns: [a], values: [try SQLMapping.sqlValue(value, type, name: "\(e.name).\(a)")])
+            try s.updateRow(
+                e, pk, columns: [a], values: [try SQLMapping.sqlValue(value, type, object: e.name, property: a)])
         }
         for f in derivations.feeds[index] where f.via == name {
             let amount = try f.sum.map { try related(index, pk)[$0] } ?? .integer(1)
@@ -256,7 +244,9 @@ struct ChangeWriter {
         let derivedValues = try deriveOwn(e, index, current: current, changes, &row)
         let counted = !e.keptCounts.isEmpty && !counter.isNew(index, pk) && KeptCounter.reads(e, row.columns)
         if counted { counter.add(index, try s.keptCountFlags(e, pk), sign: -1) }
-        try unique(object()) { try s.updateRow(e, pk, columns: row.columns, values: row.bindings) }
+        try unique(e, object(), values: { changes.value($0, of: e, derived: derivedValues, current: current) }) {
+            try s.updateRow(e, pk, columns: row.columns, values: row.bindings)
+        }
         if counted { counter.add(index, try s.keptCountFlags(e, pk), sign: 1) }
         recorder.updated(index, pk, properties: row.indexes)
         var after = current.bumped()
@@ -306,7 +296,7 @@ struct ChangeWriter {
             written: Set(row.columns))
         for (name, value) in derived.sorted(by: { $0.key < $1.key }) where value != current[name] {
             guard let i = e.attributes.firstIndex(where: { $0.name == name }) else { continue }
-            row.bindings.append(try SQLMapping.sqlValue(value, e.attributes[i].type, name: "\(e.name).\(name)"))
+            row.bindings.append(try SQLMapping.sqlValue(value, e.attributes[i].type, object: e.name, property: name))
             row.columns.append(name)
             row.indexes.append(i)
         }
@@ -339,13 +329,14 @@ struct ChangeWriter {
             bindings =
                 try e.attributes.map { a in
                     a.isDerived
-                        ? try SQLMapping.sqlValue(all[a.name] ?? .null, a.type, name: "\(e.name).\(a.name)")
+                        ? try SQLMapping.sqlValue(all[a.name] ?? .null, a.type, object: e.name, property: a.name)
                         : try validate(all[a.name] ?? a.defaultValue, a, object: read.id.description)
                 } + Array(bindings.dropFirst(e.attributes.count))
         }
         // It comes back as a new object for other machines (its old global id went with the delete).
         let globalID = GlobalID.make()
-        try unique(read.id.description) {
+        let restored = PropertyChanges(values: all, relationships: targets)
+        try unique(e, read.id.description, values: { restored.value($0, of: e) }) {
             try s.insertRow(e, primaryKey: read.id.primaryKey, values: bindings, globalID: globalID)
         }
         recorder.inserted(index, read.id.primaryKey, globalID: globalID)

@@ -5,7 +5,7 @@ import SharedStoreSupport
 /// of the related object), cascade (recorded as its delete) and deny (the save fails). Many-to-many
 /// links go in every case; the rule says what happens to the objects on the other side.
 struct DeleteRules {
-    let s: SQLStore
+    let s: TransactionSQL
     /// The objects the caller asked to delete: deny lets a related object go only when it is one.
     private var requested: Set<ObjectKey> = []
     /// Objects to delete, in order (the requested ones, then cascades).
@@ -14,7 +14,7 @@ struct DeleteRules {
     /// The entities' lifecycle events and rules (nil: none registered).
     private let hooks: [Int: HookSet]?
 
-    init(_ s: SQLStore) {
+    init(_ s: TransactionSQL) {
         self.s = s
         self.hooks = s.container.hookRegistry.all()
     }

@@ -35,20 +35,21 @@ struct DuplicateResolver {
         let e = try model.entity(name)
         let index = model.index(of: e)
         var deleted = 0
-        for group in try SQLStore.duplicateGroups(c, e.name, columns) {
+        for group in try SchemaSQL.duplicateGroups(c, e.name, columns) {
             guard let keep = resolution == .keepNewest ? group.last : group.first else { continue }
             let others = group.filter { $0 != keep }
             try moveReferences(to: e, from: others, keep: keep)
             let preserved = e.attributes.enumerated().filter { $0.element.preservesValueInHistoryOnDeletion }
             for pk in others {
-                let values = try SQLStore.rowValues(c, e.name, pk, preserved.map { ($0.element.name, $0.element.type) })
+                let values = try SchemaSQL.rowValues(
+                    c, e.name, pk, preserved.map { ($0.element.name, $0.element.type) })
                 changes.append(
                     RecordedChange(
                         kind: .delete, entity: index, primaryKey: pk,
                         tombstone: Array(zip(preserved.map(\.offset), values)),
-                        globalID: try SQLStore.globalID(c, e.name, pk)))
+                        globalID: try SchemaSQL.globalID(c, e.name, pk)))
             }
-            try SQLStore.deleteRows(c, e.name, others)
+            try SchemaSQL.deleteRows(c, e.name, others)
             deleted += others.count
         }
         return deleted
@@ -60,7 +61,7 @@ struct DuplicateResolver {
             for r in x.relationships where r.destination == e.name {
                 let xi = model.index(of: x)
                 if !r.isToMany {
-                    for pk in try SQLStore.repoint(c, x.name, r.name, from: others, to: keep) {
+                    for pk in try SchemaSQL.repoint(c, x.name, r.name, from: others, to: keep) {
                         changes.append(
                             RecordedChange(
                                 kind: .update, entity: xi, primaryKey: pk, updated: [x.historyIndex(of: r.name)]))
@@ -68,7 +69,7 @@ struct DuplicateResolver {
                 } else if let join = model.joinTable(x, r) {
                     // The links' column on e's side is the one x's side calls theirs (a
                     // relationship of e to itself comes twice, once per column).
-                    for pk in try SQLStore.moveLinks(
+                    for pk in try SchemaSQL.moveLinks(
                         c, join.name, mine: join.theirs, theirs: join.mine, from: others, to: keep)
                     {
                         changes.append(

@@ -140,9 +140,12 @@ public struct EntityHooks: Sendable {
         do {
             return try body()
         } catch let error as StoreError {
-            throw StoreError(error.code, "\(object()): \(name): \(error.message)")
+            // What the hook's error is about stays with it (a draft's derived attribute, say).
+            throw StoreError(error.code, "\(object()): \(name): \(error.message)", details: error.details)
         } catch {
-            throw StoreError(.validation, "\(object()): \(name) failed: \(error)")
+            let object = object()
+            throw StoreError.validation(
+                "\(object): \(name) failed: \(error)", object: object, property: nil, rule: .hook(name))
         }
     }
 
@@ -150,7 +153,8 @@ public struct EntityHooks: Sendable {
     /// breaks.
     func check(_ snapshot: Snapshot, _ event: ValidationRule.Event, object: String) throws {
         for rule in rules where rule.events.contains(event) && !rule.check(snapshot) {
-            throw StoreError(.validation, "\(object) breaks the rule '\(rule.name)'")
+            throw StoreError.validation(
+                "\(object) breaks the rule '\(rule.name)'", object: object, property: nil, rule: .objectRule(rule.name))
         }
     }
 }

@@ -44,7 +44,7 @@ struct KeptCounter {
     }
 
     /// Writes every count's change; called once, last in the transaction.
-    func write(_ s: SQLStore) throws {
+    func write(_ s: TransactionSQL) throws {
         var totals = delta
         for (index, runs) in inserted {
             let e = s.model.entities[index]
@@ -57,7 +57,7 @@ struct KeptCounter {
         for (index, t) in totals {
             let e = s.model.entities[index]
             for (k, n) in zip(e.keptCounts, t) where n != 0 {
-                try s.addToKeptCount(SQLStore.keptCountName(e, k), n)
+                try s.addToKeptCount(SchemaSQL.keptCountName(e, k), n)
             }
         }
     }

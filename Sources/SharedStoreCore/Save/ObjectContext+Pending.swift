@@ -26,7 +26,8 @@ extension ObjectContext {
     /// The changed and new objects that match `request` as they would be saved, with their sort
     /// keys (each tested by SQL as a one-row table).
     private func matchingPending(
-        _ s: SQLStore, _ e: Entity, _ request: FetchRequest, updated: [ObjectID: PendingUpdate], added: [PendingInsert]
+        _ s: TransactionSQL, _ e: Entity, _ request: FetchRequest, updated: [ObjectID: PendingUpdate],
+        added: [PendingInsert]
     ) throws -> [(Snapshot, [SQLValue])] {
         var out: [(Snapshot, [SQLValue])] = []
         for (id, pending) in updated {

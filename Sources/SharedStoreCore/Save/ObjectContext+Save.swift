@@ -66,7 +66,7 @@ struct SavePlan {
     }
 
     /// Runs the plan; the caller's write transaction makes it all or nothing.
-    func apply(_ s: SQLStore) throws -> SaveOutcome {
+    func apply(_ s: TransactionSQL) throws -> SaveOutcome {
         var w = ChangeWriter(s, policy: policy)
         var permanent: [ObjectID: ObjectID] = [:]
         try insertAll(&w, &permanent)

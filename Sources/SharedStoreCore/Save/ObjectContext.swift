@@ -164,8 +164,9 @@ public final class ObjectContext {
             throw StoreError(.unknownProperty, "\(entity.name) has no many-to-many relationship '\(relationship)'")
         }
         guard target.entity == r.destination else {
-            throw StoreError(
-                .validation, "\(entity.name).\(relationship) takes \(r.destination) objects, not \(target)")
+            throw StoreError.validation(
+                "\(entity.name).\(relationship) takes \(r.destination) objects, not \(target)", object: entity.name,
+                property: relationship, rule: .destination(r.destination))
         }
     }
 
@@ -214,7 +215,9 @@ public final class ObjectContext {
                 throw StoreError(.unknownProperty, "\(entity.name) has no to-one relationship '\(key)'")
             }
             if let target, target.entity != r.destination {
-                throw StoreError(.validation, "\(entity.name).\(key) takes a \(r.destination), not \(target)")
+                throw StoreError.validation(
+                    "\(entity.name).\(key) takes a \(r.destination), not \(target)", object: entity.name, property: key,
+                    rule: .destination(r.destination))
             }
         }
     }

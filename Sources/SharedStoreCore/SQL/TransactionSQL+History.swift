@@ -40,7 +40,7 @@ struct HistoryMeta {
 }
 
 /// `ss_history`: one compact row per transaction; its row id is the token.
-extension SQLStore {
+extension TransactionSQL {
     /// Appends a transaction; returns its token (the new row id). (`row.token` is not used.)
     func insertHistory(_ row: HistoryRow) throws -> Int64 {
         try statement(

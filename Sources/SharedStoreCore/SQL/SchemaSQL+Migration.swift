@@ -21,7 +21,7 @@ struct IndexDefinition: Hashable {
 /// The SQL of migrations (``MigrationRunner``): SQLite's constant-time ALTER TABLE paths where they
 /// exist (ADD COLUMN with a constant default, RENAME COLUMN, RENAME TO), DROP COLUMN, and
 /// indexes reconciled by what they cover rather than by name.
-extension SQLStore {
+extension SchemaSQL {
     static func renameTable(_ c: SQLiteConnection, _ from: String, _ to: String) throws {
         try c.execute("ALTER TABLE \(SQLMapping.quote(from)) RENAME TO \(SQLMapping.quote(to))")
     }
@@ -132,12 +132,7 @@ extension SQLStore {
 
     /// A table for an entity a migration adds (its indexes come with the reconciliation).
     static func createEntityTable(_ c: SQLiteConnection, _ e: Entity) throws {
-        let q = SQLMapping.quote
-        var columns = ["Z_PK INTEGER PRIMARY KEY AUTOINCREMENT", "Z_OPT INTEGER NOT NULL DEFAULT 1"]
-        columns += e.attributes.map { "\(q($0.name)) \(SQLMapping.columnType($0.type))" }
-        columns += e.toOneRelationships.map { "\(q($0.name)) INTEGER" }
-        columns.append("\(globalIDColumn) BLOB")
-        try c.execute("CREATE TABLE \(q(e.name))(\(columns.joined(separator: ", ")))")
+        try c.execute("CREATE TABLE \(SQLMapping.quote(e.name))(\(entityColumns(e).joined(separator: ", ")))")
     }
 
     /// A many-to-many join table with its reverse index.
@@ -170,10 +165,10 @@ extension SQLStore {
     }
 }
 
-/// Which half of ``SQLStore/reconcileIndexes(_:model:phase:)`` to run.
+/// Which half of ``SchemaSQL/reconcileIndexes(_:model:phase:)`` to run.
 enum IndexPhase { case drop, create }
 
-extension SQLStore {
+extension SchemaSQL {
     /// How many rows `table` holds.
     static func rowCount(_ c: SQLiteConnection, _ table: String) throws -> Int64 {
         try c.cached("SELECT count(*) FROM \(SQLMapping.quote(table))").firstRow { $0.int64(0) } ?? 0
@@ -243,7 +238,7 @@ extension SQLStore {
         var q = QueryBuilder(model: model, entity: e, storeID: UUID())
         let condition = try q.sql(k.condition)
         let n =
-            try c.cached("SELECT count(*) FROM \(SQLMapping.quote(e.name)) AS t0 WHERE \(condition)")
+            try c.cached(SelectFrame.select(["count(*)"], from: e, where: condition))
             .firstRow(q.bindings) { $0.int64(0) } ?? 0
         try c.execute(
             "INSERT INTO ss_counts(name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
@@ -275,10 +270,10 @@ extension SQLStore {
 
 /// The token lease inside a migration's transaction, which runs before a container exists
 /// (``Container/leaseForMigration(_:meta:)``).
-extension SQLStore {
+extension SchemaSQL {
     /// The newest token ever given, on a bare connection (``currentToken()``'s statement).
     static func newestToken(_ c: SQLiteConnection) throws -> Int64 {
-        try c.cached(currentTokenSQL).firstRow { $0.int64(0) } ?? 0
+        try c.cached(TransactionSQL.currentTokenSQL).firstRow { $0.int64(0) } ?? 0
     }
 
     /// A transaction of `author` with no changes at `token` (moving the sequence on).
@@ -301,15 +296,16 @@ extension SQLStore {
 }
 
 /// SQL for resolving the duplicates a new uniqueness constraint meets (``DuplicateResolution``).
-extension SQLStore {
+extension SchemaSQL {
     /// The primary keys of each group of rows sharing the values of `columns`, ascending.
     static func duplicateGroups(_ c: SQLiteConnection, _ table: String, _ columns: [String]) throws -> [[Int64]] {
         let q = SQLMapping.quote
         let cols = columns.map(q).joined(separator: ", ")
         let notNull = columns.map { "\(q($0)) IS NOT NULL" }.joined(separator: " AND ")
+        let key = StoreColumn.primaryKey
         let sql =
-            "SELECT group_concat(Z_PK) FROM (SELECT Z_PK, \(cols) FROM \(q(table)) WHERE \(notNull) ORDER BY Z_PK) "
-            + "GROUP BY \(cols) HAVING count(*) > 1"
+            "SELECT group_concat(\(key)) FROM (SELECT \(key), \(cols) FROM \(q(table)) WHERE \(notNull) "
+            + "ORDER BY \(key)) GROUP BY \(cols) HAVING count(*) > 1"
         return try c.cached(sql).rows { row in row.text(0).split(separator: ",").compactMap { Int64($0) }.sorted() }
     }
 
@@ -325,9 +321,10 @@ extension SQLStore {
     {
         let q = SQLMapping.quote
         let match = "\(q(column)) IN (SELECT value FROM json_each(?))"
-        let changed = try c.cached("SELECT Z_PK FROM \(q(table)) WHERE \(match)").rows([keyList(from)]) { $0.int64(0) }
+        let changed = try c.cached("SELECT \(StoreColumn.primaryKey) FROM \(q(table)) WHERE \(match)")
+            .rows([keyList(from)]) { $0.int64(0) }
         try c.execute(
-            "UPDATE \(q(table)) SET \(q(column)) = ?, Z_OPT = Z_OPT + 1 WHERE \(match)",
+            "UPDATE \(q(table)) SET \(q(column)) = ?, \(StoreColumn.bumpVersion) WHERE \(match)",
             [.integer(target), keyList(from)])
         return changed
     }
@@ -358,39 +355,40 @@ extension SQLStore {
         guard !columns.isEmpty else { return [] }
         let q = SQLMapping.quote
         let list = columns.map { q($0.0) }.joined(separator: ", ")
-        return try c.cached("SELECT \(list) FROM \(q(table)) WHERE Z_PK = ?").firstRow([.integer(pk)]) { row in
+        let sql = "SELECT \(list) FROM \(q(table)) WHERE \(StoreColumn.isKey)"
+        return try c.cached(sql).firstRow([.integer(pk)]) { row in
             columns.enumerated().map { SQLMapping.value(row, Int32($0.offset), $0.element.1) }
         } ?? []
     }
 
     /// Deletes rows `keys` of `table`.
     static func deleteRows(_ c: SQLiteConnection, _ table: String, _ keys: [Int64]) throws {
-        try c.execute(
-            "DELETE FROM \(SQLMapping.quote(table)) WHERE Z_PK IN (SELECT value FROM json_each(?))", [keyList(keys)])
+        let match = "\(StoreColumn.primaryKey) IN (SELECT value FROM json_each(?))"
+        try c.execute("DELETE FROM \(SQLMapping.quote(table)) WHERE \(match)", [keyList(keys)])
     }
 }
 
 /// Derived attributes computed in SQL from what they derive from: for a migration that adds one,
 /// `storectl verify` (which compares) and `storectl recount` (which puts them right).
-extension SQLStore {
+extension SchemaSQL {
     /// The SQL expression of derived attribute `a` of `e` for the row `t0`; nil for `now` (the
     /// time of a save cannot be computed again).
     static func derivedExpression(_ model: Model, _ e: Entity, _ a: Attribute) -> String? {
-        let q = SQLMapping.quote
+        let (q, row, key) = (SQLMapping.quote, SelectFrame.column, StoreColumn.primaryKey)
         guard let d = a.derivation else { return nil }
         switch d {
         case .now: return nil
-        case .canonical(let source): return "ss_canonical(t0.\(q(source)))"
+        case .canonical(let source): return "ss_canonical(\(row(q(source))))"
         case .related(let via, let source):
             guard let r = e.relationship(named: via) else { return nil }
-            return "(SELECT d.\(q(source)) FROM \(q(r.destination)) AS d WHERE d.Z_PK = t0.\(q(via)))"
+            return "(SELECT d.\(q(source)) FROM \(q(r.destination)) AS d WHERE d.\(key) = \(row(q(via))))"
         case .count(let rel):
             guard let r = e.relationship(named: rel) else { return nil }
-            return "(SELECT count(*) FROM \(q(r.destination)) AS d WHERE d.\(q(r.inverse)) = t0.Z_PK)"
+            return "(SELECT count(*) FROM \(q(r.destination)) AS d WHERE d.\(q(r.inverse)) = \(row(key)))"
         case .sum(let rel, let source):
             guard let r = e.relationship(named: rel) else { return nil }
             let total = a.type == .double ? "total(d.\(q(source)))" : "coalesce(sum(d.\(q(source))), 0)"
-            return "(SELECT \(total) FROM \(q(r.destination)) AS d WHERE d.\(q(r.inverse)) = t0.Z_PK)"
+            return "(SELECT \(total) FROM \(q(r.destination)) AS d WHERE d.\(q(r.inverse)) = \(row(key)))"
         }
     }
 
@@ -402,15 +400,16 @@ extension SQLStore {
         guard let a = e.attribute(named: attribute), let expr = derivedExpression(model, e, a) else { return 0 }
         let col = SQLMapping.quote(a.name)
         try c.execute(
-            "UPDATE \(SQLMapping.quote(e.name)) AS t0 SET \(col) = \(expr) WHERE t0.\(col) IS NOT \(expr)")
+            "UPDATE \(SQLMapping.quote(e.name)) AS \(SelectFrame.alias) SET \(col) = \(expr) "
+                + "WHERE \(SelectFrame.column(col)) IS NOT \(expr)")
         return c.changes
     }
 
     /// How many objects of `e` hold a derived attribute `a` that computing it again would change.
     static func derivedMismatches(_ c: SQLiteConnection, model: Model, _ e: Entity, _ a: Attribute) throws -> Int64 {
         guard let expr = derivedExpression(model, e, a) else { return 0 }
-        return try c.cached(
-            "SELECT count(*) FROM \(SQLMapping.quote(e.name)) AS t0 WHERE t0.\(SQLMapping.quote(a.name)) IS NOT \(expr)"
-        ).firstRow { $0.int64(0) } ?? 0
+        let stored = SelectFrame.column(SQLMapping.quote(a.name))
+        return try c.cached(SelectFrame.select(["count(*)"], from: e, where: "\(stored) IS NOT \(expr)"))
+            .firstRow { $0.int64(0) } ?? 0
     }
 }

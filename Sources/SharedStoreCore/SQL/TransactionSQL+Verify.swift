@@ -3,7 +3,7 @@ import SharedStoreSQLite
 import SharedStoreSupport
 
 /// The queries of `storectl verify`: what can be checked at rest.
-extension SQLStore {
+extension TransactionSQL {
     /// SQLite's own structural check: `["ok"]`, or the first problems.
     func quickCheck() throws -> [String] {
         try c.cached("PRAGMA quick_check").rows { $0.text(0) }
@@ -24,7 +24,7 @@ extension SQLStore {
         return try c.cached(
             """
             SELECT count(*) FROM \(q(e.name)) AS s WHERE s.\(q(r.name)) IS NOT NULL
-            AND NOT EXISTS (SELECT 1 FROM \(q(r.destination)) AS d WHERE d.Z_PK = s.\(q(r.name)))
+            AND NOT EXISTS (SELECT 1 FROM \(q(r.destination)) AS d WHERE d.\(StoreColumn.primaryKey) = s.\(q(r.name)))
             """
         ).firstRow { $0.int64(0) } ?? 0
     }
@@ -35,8 +35,8 @@ extension SQLStore {
         return try c.cached(
             """
             SELECT count(*) FROM \(q(join.name)) AS j
-            WHERE NOT EXISTS (SELECT 1 FROM \(q(e.name)) WHERE Z_PK = j.\(join.mine))
-               OR NOT EXISTS (SELECT 1 FROM \(q(r.destination)) WHERE Z_PK = j.\(join.theirs))
+            WHERE NOT EXISTS (SELECT 1 FROM \(q(e.name)) WHERE \(StoreColumn.primaryKey) = j.\(join.mine))
+               OR NOT EXISTS (SELECT 1 FROM \(q(r.destination)) WHERE \(StoreColumn.primaryKey) = j.\(join.theirs))
             """
         ).firstRow { $0.int64(0) } ?? 0
     }
@@ -55,15 +55,15 @@ extension SQLStore {
     /// How many objects of `e` have no global id, or one that is not 16 bytes.
     func objectsWithoutGlobalID(_ e: Entity) throws -> Int64 {
         try c.cached(
-            "SELECT count(*) FROM \(SQLMapping.quote(e.name)) WHERE length(\(Self.globalIDColumn)) IS NOT 16"
+            "SELECT count(*) FROM \(SQLMapping.quote(e.name)) WHERE length(\(StoreColumn.globalID)) IS NOT 16"
         ).firstRow { $0.int64(0) } ?? 0
     }
 
     /// Gives every object of `e` lacking a well-formed global id a new one; returns how many.
     func assignMissingGlobalIDs(_ e: Entity) throws -> Int {
         try c.execute(
-            "UPDATE \(SQLMapping.quote(e.name)) SET \(Self.globalIDColumn) = ss_new_gid() "
-                + "WHERE length(\(Self.globalIDColumn)) IS NOT 16")
+            "UPDATE \(SQLMapping.quote(e.name)) SET \(StoreColumn.globalID) = ss_new_gid() "
+                + "WHERE length(\(StoreColumn.globalID)) IS NOT 16")
         return c.changes
     }
 }

@@ -13,23 +13,7 @@ import SharedStoreSupport
 ///   uniqueness constraints, pointing at the winner).
 /// - `ss_mirror_quarantine`: server rows that could not be applied here (with the server's
 ///   sequence) and local changes that could not go up (without one), each with its reason.
-extension SQLStore {
-    static let mirrorTable = "ss_mirror"
-
-    static func createMirrorTables(_ c: SQLiteConnection) throws {
-        try c.execute(
-            """
-            CREATE TABLE IF NOT EXISTS ss_mirror(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS ss_mirror_ids(gid BLOB PRIMARY KEY, pk INTEGER NOT NULL) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS ss_mirror_alias(gid BLOB PRIMARY KEY, target BLOB NOT NULL) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS ss_mirror_merges(
-                loser BLOB PRIMARY KEY, winner BLOB NOT NULL, entity TEXT NOT NULL) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS ss_mirror_quarantine(
-                id INTEGER PRIMARY KEY, sequence INTEGER UNIQUE, origin TEXT NOT NULL, token INTEGER NOT NULL,
-                gid BLOB, reason TEXT NOT NULL, at REAL NOT NULL);
-            """)
-    }
-
+extension TransactionSQL {
     /// Records a row that could not be applied (`sequence` non-nil: a server row) or a local
     /// change that could not go up (`gid`: its object); a server row is recorded once.
     func quarantine(_ row: MirrorQuarantine) throws {
@@ -73,7 +57,8 @@ extension SQLStore {
     func objects(withGlobalID gid: UUID) throws -> [(Entity, Int64)] {
         var out: [(Entity, Int64)] = []
         for e in model.entities {
-            let sql = "SELECT Z_PK FROM \(SQLMapping.quote(e.name)) WHERE \(Self.globalIDColumn) = ?"
+            let table = SQLMapping.quote(e.name)
+            let sql = "SELECT \(StoreColumn.primaryKey) FROM \(table) WHERE \(StoreColumn.globalID) = ?"
             for pk in try c.cached(sql).rows([.blob(GlobalID.bytes(gid))], { $0.int64(0) }) { out.append((e, pk)) }
         }
         return out
@@ -93,7 +78,7 @@ extension SQLStore {
 
     /// Global ids held by more than one object (of one entity or of several), with how many.
     func duplicateGlobalIDs(limit: Int) throws -> [(UUID, Int64)] {
-        let union = model.entities.map { "SELECT \(Self.globalIDColumn) AS g FROM \(SQLMapping.quote($0.name))" }
+        let union = model.entities.map { "SELECT \(StoreColumn.globalID) AS g FROM \(SQLMapping.quote($0.name))" }
             .joined(separator: " UNION ALL ")
         return try c.cached(
             "SELECT g, count(*) FROM (\(union)) WHERE g IS NOT NULL GROUP BY g HAVING count(*) > 1 LIMIT ?"
@@ -130,8 +115,9 @@ extension SQLStore {
         guard let pk = try c.cached("SELECT pk FROM ss_mirror_ids WHERE gid = ?").firstRow([bytes], { $0.int64(0) })
         else { return nil }
         if try globalID(e, pk) == gid { return pk }
+        let key = StoreColumn.primaryKey
         return try c.cached(
-            "SELECT Z_PK FROM \(SQLMapping.quote(e.name)) WHERE \(Self.globalIDColumn) = ? ORDER BY Z_PK LIMIT 1"
+            "SELECT \(key) FROM \(SQLMapping.quote(e.name)) WHERE \(StoreColumn.globalID) = ? ORDER BY \(key) LIMIT 1"
         ).firstRow([bytes]) { $0.int64(0) }
     }
 
@@ -145,9 +131,10 @@ extension SQLStore {
     /// restore, whose copy may predate entries the mirror had not written yet.
     func rebuildMirrorIDs() throws {
         for e in model.entities {
+            let (gid, key) = (StoreColumn.globalID, StoreColumn.primaryKey)
             try c.execute(
-                "INSERT INTO ss_mirror_ids(gid, pk) SELECT \(Self.globalIDColumn), Z_PK FROM "
-                    + "\(SQLMapping.quote(e.name)) WHERE length(\(Self.globalIDColumn)) = 16 ORDER BY Z_PK "
+                "INSERT INTO ss_mirror_ids(gid, pk) SELECT \(gid), \(key) FROM "
+                    + "\(SQLMapping.quote(e.name)) WHERE length(\(gid)) = 16 ORDER BY \(key) "
                     + "ON CONFLICT(gid) DO UPDATE SET pk = excluded.pk")
         }
     }
@@ -209,9 +196,8 @@ extension SQLStore {
 
     /// Gives object `pk` of `e` global id `gid` (the winner of a collision takes over the loser).
     func setGlobalID(_ e: Entity, _ pk: Int64, _ gid: UUID) throws {
-        try c.cached("UPDATE \(SQLMapping.quote(e.name)) SET \(Self.globalIDColumn) = ? WHERE Z_PK = ?").execute([
-            .blob(GlobalID.bytes(gid)), .integer(pk),
-        ])
+        try c.cached("UPDATE \(SQLMapping.quote(e.name)) SET \(StoreColumn.globalID) = ? WHERE \(StoreColumn.isKey)")
+            .execute([.blob(GlobalID.bytes(gid)), .integer(pk)])
     }
 
     /// How many history transactions after `token` are not `author`'s (a range of the table's
@@ -223,18 +209,19 @@ extension SQLStore {
 
     /// Up to `limit` primary keys of `e` after `after`, in order.
     func primaryKeys(after: Int64, of e: Entity, limit: Int) throws -> [Int64] {
-        try c.cached("SELECT Z_PK FROM \(SQLMapping.quote(e.name)) WHERE Z_PK > ? ORDER BY Z_PK LIMIT ?")
+        let key = StoreColumn.primaryKey
+        return try c.cached("SELECT \(key) FROM \(SQLMapping.quote(e.name)) WHERE \(key) > ? ORDER BY \(key) LIMIT ?")
             .rows([.integer(after), .integer(Int64(limit))]) { $0.int64(0) }
     }
 
     /// The stored object and its global id, in one statement (nil: no such row, or no id).
     func snapshotWithGlobalID(_ e: Entity, _ pk: Int64) throws -> (Snapshot, UUID)? {
         let sql = entitySQL(e)
-        let column = Int32(2 + sql.layout.types.count + sql.layout.toOneNames.count)
-        return try c.cached(
-            "SELECT \(sql.columns), t0.\(Self.globalIDColumn) FROM \(SQLMapping.quote(e.name)) AS t0 WHERE t0.Z_PK = ?"
-        ).firstRow([.integer(pk)]) { row in
-            GlobalID.uuid(row.blob(column)).map { (container.snapshot(row, sql.layout), $0) }
+        let (decoder, column) = (rows, sql.layout.globalIDColumn)
+        let text = SelectFrame.select(
+            sql.columns + [SelectFrame.column(StoreColumn.globalID)], from: e, where: SelectFrame.byPrimaryKey)
+        return try c.cached(text).firstRow([.integer(pk)]) { row in
+            GlobalID.uuid(row.blob(column)).map { (decoder.snapshot(row, sql.layout), $0) }
         } ?? nil
     }
 }

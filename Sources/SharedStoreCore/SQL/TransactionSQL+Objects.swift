@@ -3,7 +3,7 @@ import SharedStoreSQLite
 import SharedStoreSupport
 
 /// The rows of entities and join tables.
-extension SQLStore {
+extension TransactionSQL {
     private func table(_ e: Entity) -> String { SQLMapping.quote(e.name) }
 
     private func entityStatement(_ e: Entity, _ kind: EntityStatement) throws -> SQLiteStatement {
@@ -19,7 +19,8 @@ extension SQLStore {
 
     /// The stored object, or nil.
     func snapshot(_ e: Entity, _ pk: Int64) throws -> Snapshot? {
-        try entityStatement(e, .select).firstRow([.integer(pk)]) { container.snapshot($0, e) }
+        let (decoder, layout) = (rows, entitySQL(e).layout)
+        return try entityStatement(e, .select).firstRow([.integer(pk)]) { decoder.snapshot($0, layout) }
     }
 
     /// The prepared insert of the entity at `index`, reset: bind every stored property in order
@@ -36,7 +37,7 @@ extension SQLStore {
 
     /// Inserts a row with its primary key given (an object brought back under its own id).
     func insertRow(_ e: Entity, primaryKey: Int64, values: [SQLValue], globalID: UUID) throws {
-        let names = ["Z_PK"] + e.storedPropertyNames.map(SQLMapping.quote) + [Self.globalIDColumn]
+        let names = [StoreColumn.primaryKey] + e.storedPropertyNames.map(SQLMapping.quote) + [StoreColumn.globalID]
         let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
         try c.cached("INSERT INTO \(table(e))(\(names.joined(separator: ", "))) VALUES (\(placeholders))")
             .execute([.integer(primaryKey)] + values + [.blob(GlobalID.bytes(globalID))])
@@ -45,13 +46,14 @@ extension SQLStore {
     /// Sets `columns` of one row to `values` and bumps its version.
     func updateRow(_ e: Entity, _ pk: Int64, columns: [String], values: [SQLValue]) throws {
         let set = columns.map { "\(SQLMapping.quote($0)) = ?" }.joined(separator: ", ")
-        try c.cached("UPDATE \(table(e)) SET \(set), Z_OPT = Z_OPT + 1 WHERE Z_PK = ?").execute(values + [.integer(pk)])
+        try c.cached("UPDATE \(table(e)) SET \(set), \(StoreColumn.bumpVersion) WHERE \(StoreColumn.isKey)")
+            .execute(values + [.integer(pk)])
     }
 
     /// Sets one to-one relationship column, without a version bump (a reference fixed up within
     /// the save that inserted the object).
     func setRelationship(_ e: Entity, _ name: String, of pk: Int64, to target: Int64) throws {
-        try c.cached("UPDATE \(table(e)) SET \(SQLMapping.quote(name)) = ? WHERE Z_PK = ?").execute([
+        try c.cached("UPDATE \(table(e)) SET \(SQLMapping.quote(name)) = ? WHERE \(StoreColumn.isKey)").execute([
             .integer(target), .integer(pk),
         ])
     }
@@ -65,35 +67,28 @@ extension SQLStore {
 
     /// The global id of the object `pk` of `e` (nil: no such object, or a row a foreign tool
     /// inserted without one).
-    func globalID(_ e: Entity, _ pk: Int64) throws -> UUID? { try Self.globalID(c, e.name, pk) }
-
-    /// The global id of row `pk` of `table` (a migration's connection).
-    static func globalID(_ c: SQLiteConnection, _ table: String, _ pk: Int64) throws -> UUID? {
-        try c.cached("SELECT \(globalIDColumn) FROM \(SQLMapping.quote(table)) WHERE Z_PK = ?").firstRow([
-            .integer(pk)
-        ]) { GlobalID.uuid($0.blob(0)) } ?? nil
-    }
+    func globalID(_ e: Entity, _ pk: Int64) throws -> UUID? { try SchemaSQL.globalID(c, e.name, pk) }
 
     /// The primary key of the object of `e` whose global id is `id`: through the mirror's map
     /// in a mirrored store, else by reading the table (there is no index on global ids).
     func primaryKey(_ e: Entity, globalID id: UUID) throws -> Int64? {
         if try hasMirrorTables(), let pk = try mirroredKey(e, id) { return pk }
-        return try c.cached("SELECT Z_PK FROM \(table(e)) WHERE \(Self.globalIDColumn) = ?").firstRow([
-            .blob(GlobalID.bytes(id))
-        ]) { $0.int64(0) }
+        return try c.cached("SELECT \(StoreColumn.primaryKey) FROM \(table(e)) WHERE \(StoreColumn.globalID) = ?")
+            .firstRow([.blob(GlobalID.bytes(id))]) { $0.int64(0) }
     }
 
     /// The stored object whose `columns` (a uniqueness constraint) hold `values`, if any.
     func objectMatching(_ e: Entity, columns: [String], values: [SQLValue]) throws -> Int64? {
         let whereSQL = columns.map { "\(SQLMapping.quote($0)) = ?" }.joined(separator: " AND ")
-        return try c.cached("SELECT Z_PK FROM \(table(e)) WHERE \(whereSQL) LIMIT 1").firstRow(values) { $0.int64(0) }
+        return try c.cached("SELECT \(StoreColumn.primaryKey) FROM \(table(e)) WHERE \(whereSQL) LIMIT 1")
+            .firstRow(values) { $0.int64(0) }
     }
 
     /// The objects whose to-one relationship `inverse` (of entity `e`) points to `pk`, in key order.
     func objects(_ e: Entity, whose inverse: String, is pk: Int64) throws -> [Int64] {
-        try c.cached("SELECT Z_PK FROM \(table(e)) WHERE \(SQLMapping.quote(inverse)) = ? ORDER BY Z_PK").rows([
-            .integer(pk)
-        ]) { $0.int64(0) }
+        let key = StoreColumn.primaryKey
+        return try c.cached("SELECT \(key) FROM \(table(e)) WHERE \(SQLMapping.quote(inverse)) = ? ORDER BY \(key)")
+            .rows([.integer(pk)]) { $0.int64(0) }
     }
 
     /// Clears the to-one relationship `inverse` of every object of `e` that points to `pk`, and
@@ -101,8 +96,8 @@ extension SQLStore {
     func nullify(_ e: Entity, _ inverse: String, pointingTo pk: Int64, alsoClearing: [String] = []) throws {
         let column = SQLMapping.quote(inverse)
         let cleared = alsoClearing.map { ", \(SQLMapping.quote($0)) = NULL" }.joined()
-        try c.cached("UPDATE \(table(e)) SET \(column) = NULL\(cleared), Z_OPT = Z_OPT + 1 WHERE \(column) = ?")
-            .execute([.integer(pk)])
+        let sql = "UPDATE \(table(e)) SET \(column) = NULL\(cleared), \(StoreColumn.bumpVersion) WHERE \(column) = ?"
+        try c.cached(sql).execute([.integer(pk)])
     }
 
     // MARK: - Derived attributes
@@ -110,8 +105,9 @@ extension SQLStore {
     /// Adds `amount` to count or sum `attribute` of object `pk`.
     func addToDerived(_ e: Entity, _ pk: Int64, _ attribute: String, _ amount: SQLValue) throws {
         let a = SQLMapping.quote(attribute)
-        try c.cached("UPDATE \(table(e)) SET \(a) = coalesce(\(a), 0) + ?, Z_OPT = Z_OPT + 1 WHERE Z_PK = ?")
-            .execute([amount, .integer(pk)])
+        try c.cached(
+            "UPDATE \(table(e)) SET \(a) = coalesce(\(a), 0) + ?, \(StoreColumn.bumpVersion) WHERE \(StoreColumn.isKey)"
+        ).execute([amount, .integer(pk)])
     }
 
     /// Sets copy `attribute` to `value` in every object of `e` whose to-one `via` points at
@@ -121,7 +117,7 @@ extension SQLStore {
         let changed = try objects(e, whose: via, is: target)
         guard !changed.isEmpty else { return [] }
         let (a, v) = (SQLMapping.quote(attribute), SQLMapping.quote(via))
-        try c.cached("UPDATE \(table(e)) SET \(a) = ?, Z_OPT = Z_OPT + 1 WHERE \(v) = ?").execute([
+        try c.cached("UPDATE \(table(e)) SET \(a) = ?, \(StoreColumn.bumpVersion) WHERE \(v) = ?").execute([
             value, .integer(target),
         ])
         return changed

@@ -2,8 +2,11 @@ import Foundation
 import SharedStoreSQLite
 import SharedStoreSupport
 
-/// The schema: SharedStore's own tables, one table per entity, join tables, indexes.
-extension SQLStore {
+/// The SQL of opening, making and migrating a store, on a bare connection (before a container
+/// exists, or outside its transactions): the connection's settings, SharedStore's own tables,
+/// one table per entity, join tables, indexes, the meta rows, the functions SQL calls back.
+/// Its sibling ``TransactionSQL`` runs inside the transactions of an open container.
+enum SchemaSQL {
     /// WAL mode and the synchronous level. `journal_mode` answers with a row; it fails here
     /// first when the file is not a database.
     static func configure(_ c: SQLiteConnection, synchronous: Container.Options.Synchronous) throws {
@@ -42,6 +45,34 @@ extension SQLStore {
     /// The table that marks a SharedStore store.
     static let metaTable = "ss_meta"
 
+    // MARK: - Meta
+
+    /// Every meta value, by key text (unknown keys included: a newer version may add some).
+    static func meta(_ c: SQLiteConnection) throws -> [String: String] {
+        var meta: [String: String] = [:]
+        try c.cached("SELECT key, value FROM ss_meta").forEachRow { meta[$0.text(0)] = $0.text(1) }
+        return meta
+    }
+
+    /// Sets `key` in `ss_meta` to `value`.
+    static func setMeta(_ c: SQLiteConnection, _ key: MetaKey, _ value: String) throws {
+        try c.cached(
+            "INSERT INTO ss_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+        )
+        .execute([.text(key.rawValue), .text(value)])
+    }
+
+    // MARK: - Kept counts
+
+    /// The table of kept counts (``KeptCount``), made with every store.
+    static let createCountsTable =
+        "CREATE TABLE IF NOT EXISTS ss_counts(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;\n"
+
+    /// The row name of a kept count: `Entity.name`.
+    static func keptCountName(_ e: Entity, _ k: KeptCount) -> String { "\(e.name).\(k.name)" }
+
+    // MARK: - Tables
+
     /// Creates every table and index of `model` and writes `meta`.
     static func createSchema(_ c: SQLiteConnection, model: Model, meta: [(MetaKey, String)]) throws {
         var sql = """
@@ -73,11 +104,7 @@ extension SQLStore {
     /// foreign-key indexes, the join tables it owns, its uniqueness indexes.
     private static func entityTables(_ e: Entity, model: Model) -> String {
         let q = SQLMapping.quote
-        var columns = ["Z_PK INTEGER PRIMARY KEY AUTOINCREMENT", "Z_OPT INTEGER NOT NULL DEFAULT 1"]
-        columns += e.attributes.map { "\(q($0.name)) \(SQLMapping.columnType($0.type))" }
-        columns += e.toOneRelationships.map { "\(q($0.name)) INTEGER" }
-        columns.append("\(globalIDColumn) BLOB")
-        var sql = "CREATE TABLE \(q(e.name))(\(columns.joined(separator: ", ")));\n"
+        var sql = "CREATE TABLE \(q(e.name))(\(entityColumns(e).joined(separator: ", ")));\n"
         for r in e.toOneRelationships {
             sql += "CREATE INDEX \(q("ss_fk_\(e.name)_\(r.name)")) ON \(q(e.name))(\(q(r.name)));\n"
         }
@@ -97,8 +124,19 @@ extension SQLStore {
         return sql
     }
 
-    /// The column of an object's global id (16 bytes, ``GlobalID``), filled by every insert.
-    static let globalIDColumn = "Z_GID"
+    /// The column definitions of the table of `e`: SharedStore's own columns around its
+    /// properties (``StoreColumn``).
+    static func entityColumns(_ e: Entity) -> [String] {
+        let q = SQLMapping.quote
+        var columns = [
+            "\(StoreColumn.primaryKey) INTEGER PRIMARY KEY AUTOINCREMENT",
+            "\(StoreColumn.version) INTEGER NOT NULL DEFAULT 1",
+        ]
+        columns += e.attributes.map { "\(q($0.name)) \(SQLMapping.columnType($0.type))" }
+        columns += e.toOneRelationships.map { "\(q($0.name)) INTEGER" }
+        columns.append("\(StoreColumn.globalID) BLOB")
+        return columns
+    }
 
     /// Gives every table of `tables` that lacks it the global id column and an id for each of
     /// its rows (a store of format 2 or 3 becoming format 4). Idempotent.
@@ -107,12 +145,18 @@ extension SQLStore {
             let q = SQLMapping.quote(table)
             let has =
                 try c.cached("SELECT 1 FROM pragma_table_info(?) WHERE name = ?")
-                .firstRow([.text(table), .text(globalIDColumn)]) { _ in true } ?? false
+                .firstRow([.text(table), .text(StoreColumn.globalID)]) { _ in true } ?? false
             if !has {
-                try c.execute("ALTER TABLE \(q) ADD COLUMN \(globalIDColumn) BLOB")
-                try c.execute("UPDATE \(q) SET \(globalIDColumn) = ss_new_gid()")
+                try c.execute("ALTER TABLE \(q) ADD COLUMN \(StoreColumn.globalID) BLOB")
+                try c.execute("UPDATE \(q) SET \(StoreColumn.globalID) = ss_new_gid()")
             }
         }
+    }
+
+    /// The global id of row `pk` of `table` (a migration's connection).
+    static func globalID(_ c: SQLiteConnection, _ table: String, _ pk: Int64) throws -> UUID? {
+        try c.cached("SELECT \(StoreColumn.globalID) FROM \(SQLMapping.quote(table)) WHERE \(StoreColumn.isKey)")
+            .firstRow([.integer(pk)]) { GlobalID.uuid($0.blob(0)) } ?? nil
     }
 
     /// `CREATE INDEX IF NOT EXISTS "ss_index_Entity_a_b_desc" ON "Entity"("a", "b" DESC)`.
@@ -125,14 +169,6 @@ extension SQLStore {
 
     static func indexName(_ e: Entity, _ index: Index) -> String {
         "ss_index_\(e.name)_" + index.parts.map { $0.property + ($0.ascending ? "" : "_desc") }.joined(separator: "_")
-    }
-
-    /// How SQLite runs a fetch: the `detail` column of `EXPLAIN QUERY PLAN`, one line per step.
-    func queryPlan(_ request: FetchRequest) throws -> [String] {
-        let e = try model.entity(request.entity)
-        let (sql, bindings) = try query(
-            e, columns: entitySQL(e).columns, where: request.condition, sort: request.sort, window: request)
-        return try c.cached("EXPLAIN QUERY PLAN " + sql).rows(bindings) { $0.text(3) }
     }
 
     /// `ss_strop(value, pattern, operator)`, the string matcher behind CONTAINS, BEGINSWITH,
@@ -149,5 +185,25 @@ extension SQLStore {
             guard !args.isNull(0), !args.isNull(1), let match = StringMatch(code: args.int64(2)) else { return 0 }
             return match.matches(args.text(0), args.text(1)) ? 1 : 0
         }
+    }
+}
+
+/// The mirror's tables (issue 14), made by its first run (see ``TransactionSQL`` for what each holds).
+extension SchemaSQL {
+    /// The table of a mirror's state: a store holds it once a mirror ran.
+    static let mirrorTable = "ss_mirror"
+
+    static func createMirrorTables(_ c: SQLiteConnection) throws {
+        try c.execute(
+            """
+            CREATE TABLE IF NOT EXISTS ss_mirror(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS ss_mirror_ids(gid BLOB PRIMARY KEY, pk INTEGER NOT NULL) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS ss_mirror_alias(gid BLOB PRIMARY KEY, target BLOB NOT NULL) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS ss_mirror_merges(
+                loser BLOB PRIMARY KEY, winner BLOB NOT NULL, entity TEXT NOT NULL) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS ss_mirror_quarantine(
+                id INTEGER PRIMARY KEY, sequence INTEGER UNIQUE, origin TEXT NOT NULL, token INTEGER NOT NULL,
+                gid BLOB, reason TEXT NOT NULL, at REAL NOT NULL);
+            """)
     }
 }

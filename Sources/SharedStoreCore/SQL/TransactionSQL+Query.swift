@@ -3,8 +3,9 @@ import SharedStoreSQLite
 import SharedStoreSupport
 
 /// Fetches: `SELECT … FROM entity AS t0 <joins> WHERE … ORDER BY … LIMIT … OFFSET …`, built by
-/// ``QueryBuilder`` with every value bound.
-extension SQLStore {
+/// ``QueryBuilder`` with every value bound, in the frame of ``SelectFrame``.
+extension TransactionSQL {
+    /// The objects matching `request`, in its order and window.
     func fetch(_ request: FetchRequest) throws -> [Snapshot] {
         let q = try compiledFetch(request)
         let layout = entitySQL[q.entity].layout
@@ -16,8 +17,9 @@ extension SQLStore {
         values.reserveCapacity(expected * width)
         var heads: [(Int64, Int64, [String: ObjectID])] = []
         heads.reserveCapacity(expected)
+        let decoder = rows
         try c.cached(q.sql).forEachRow(q.bindings) { row in
-            heads.append(container.readRow(row, layout, into: &values))
+            heads.append(decoder.readRow(row, layout, into: &values))
         }
         let shared = SharedRows(values)
         return heads.enumerated().map { i, head in
@@ -32,7 +34,8 @@ extension SQLStore {
     func forEach(_ request: FetchRequest, _ body: (Snapshot) throws -> Void) throws {
         let q = try compiledFetch(request)
         let layout = entitySQL[q.entity].layout
-        try c.cached(q.sql).forEachRow(q.bindings) { try body(container.snapshot($0, layout)) }
+        let decoder = rows
+        try c.cached(q.sql).forEachRow(q.bindings) { try body(decoder.snapshot($0, layout)) }
     }
 
     /// ``forEach(_:_:)`` with each object's global id (read in the same statement).
@@ -40,66 +43,60 @@ extension SQLStore {
         let e = try model.entity(request.entity)
         let sql = entitySQL(e)
         let (text, bindings) = try query(
-            e, columns: sql.columns + ", t0.\(Self.globalIDColumn)", where: request.condition, sort: request.sort,
-            window: request)
-        let gidColumn = Int32(2 + sql.layout.types.count + sql.layout.toOneNames.count)
+            e, columns: sql.columns + [SelectFrame.column(StoreColumn.globalID)], where: request.condition,
+            sort: request.sort, window: request)
+        let (decoder, gidColumn) = (rows, sql.layout.globalIDColumn)
         try c.cached(text).forEachRow(bindings) { row in
-            try body(container.snapshot(row, sql.layout), GlobalID.uuid(row.blob(gidColumn)))
+            try body(decoder.snapshot(row, sql.layout), GlobalID.uuid(row.blob(gidColumn)))
         }
     }
 
     /// The SQL of a fetch of `request`, made once and kept by the container.
     private func compiledFetch(_ request: FetchRequest) throws -> CompiledQuery {
-        // The request run last (a widget, a list page, a live query run again) is compared, not
-        // hashed.
-        if let last = container.lastFetch.withLock({ $0?.request == request ? $0?.query : nil }) { return last }
-        if let known = container.compiledFetches.withLock({ $0[request] }) {
-            container.lastFetch.withLock { $0 = (request, known) }
-            return known
+        try container.fetchCache.query(request) {
+            let e = try model.entity(request.entity)
+            let (sql, bindings) = try query(
+                e, columns: entitySQL(e).columns, where: request.condition, sort: request.sort, window: request)
+            return CompiledQuery(entity: model.index(of: e), sql: sql, bindings: bindings)
         }
-        let e = try model.entity(request.entity)
-        let (sql, bindings) = try query(
-            e, columns: entitySQL(e).columns, where: request.condition, sort: request.sort, window: request)
-        let compiled = CompiledQuery(entity: model.index(of: e), sql: sql, bindings: bindings)
-        container.compiledFetches.withLock { cache in
-            if cache.count >= 256 { cache.removeAll(keepingCapacity: true) }
-            cache[request] = compiled
-        }
-        container.lastFetch.withLock { $0 = (request, compiled) }
-        return compiled
     }
 
+    /// How many objects match `request` (within its window).
     func count(_ request: FetchRequest) throws -> Int {
         let e = try model.entity(request.entity)
         // A kept count with the same condition is the answer, in one row.
         if request.limit == nil, request.offset == 0,
             let k = e.keptCounts.first(where: { $0.condition == request.condition }),
-            let n = try keptCount(SQLStore.keptCountName(e, k))
+            let n = try keptCount(SchemaSQL.keptCountName(e, k))
         {
             return Int(n)
         }
-        let (sql, bindings) = try query(e, columns: "t0.Z_PK", where: request.condition, sort: nil, window: request)
+        let (sql, bindings) = try query(
+            e, columns: [SelectFrame.column(StoreColumn.primaryKey)], where: request.condition, sort: nil,
+            window: request)
         return try c.cached("SELECT count(*) FROM (\(sql))").firstRow(bindings) { Int($0.int64(0)) } ?? 0
     }
 
     /// The primary keys matching a condition (batch update and delete).
     func primaryKeys(_ e: Entity, _ condition: Condition) throws -> [Int64] {
-        let (sql, bindings) = try query(e, columns: "t0.Z_PK", where: condition, sort: [], window: nil)
+        let (sql, bindings) = try query(
+            e, columns: [SelectFrame.column(StoreColumn.primaryKey)], where: condition, sort: [], window: nil)
         return try c.cached(sql).rows(bindings) { $0.int64(0) }
     }
 
     /// `SELECT columns FROM entity AS t0 <joins> WHERE condition [ORDER BY …] [LIMIT … OFFSET …]`
     /// and its bindings; `sort` nil leaves the order to SQLite.
+    ///
+    /// - Throws: `.unknownProperty` or `.invalidArgument` for a condition or sort that does not
+    ///   compile; `.invalidArgument` for a negative limit or offset.
     func query(
-        _ e: Entity, columns: String, where condition: Condition, sort: [SortKey]?,
+        _ e: Entity, columns: [String], where condition: Condition, sort: [SortKey]?,
         window: FetchRequest?
     ) throws -> (String, [SQLValue]) {
         var q = QueryBuilder(model: model, entity: e, storeID: storeID)
         let whereSQL = try q.sql(condition)
         let order = try sort.map { try q.orderBy($0) } ?? ""
-        var sql =
-            "SELECT \(columns) FROM \(SQLMapping.quote(e.name)) AS t0 \(q.joins.joined(separator: " ")) WHERE "
-            + "\(whereSQL)\(order)"
+        var sql = SelectFrame.select(columns, from: e, joins: q.joins, where: whereSQL) + order
         var bindings = q.bindings
         if let window { try appendWindow(window, &sql, &bindings) }
         return (sql, bindings)
@@ -115,77 +112,25 @@ extension SQLStore {
             bindings.append(.integer(Int64(request.offset)))
         }
     }
-}
 
-extension Container {
-    /// Reads a row selected with ``selectColumns(_:)``.
-    func snapshot(_ row: SQLiteRow, _ e: Entity) -> Snapshot {
-        snapshot(row, model.entityIndex[e.name].map { entitySQL[$0].layout } ?? RowLayout(e))
-    }
-
-    /// Appends the attribute values of a row selected with ``EntitySQL/columns(of:)`` to
-    /// `values`, by a layout made once per query (not recomputed for every row); returns its
-    /// key, version and to-one relationships.
-    func readRow(_ row: SQLiteRow, _ layout: RowLayout, into values: inout [Value])
-        -> (Int64, Int64, [String: ObjectID])
-    {
-        var column: Int32 = 2
-        for type in layout.types {
-            values.append(SQLMapping.value(row, column, type))
-            column += 1
-        }
-        var rels: [String: ObjectID] = [:]
-        for (name, destination) in zip(layout.toOneNames, layout.toOneDestinations) {
-            if !row.isNull(column) {
-                rels[name] = ObjectID(storeID: storeID, entity: destination, primaryKey: row.int64(column))
-            }
-            column += 1
-        }
-        return (row.int64(0), row.int64(1), rels)
-    }
-
-    /// A row selected with ``EntitySQL/columns(of:)`` as a snapshot of its own (a streamed row).
-    func snapshot(_ row: SQLiteRow, _ layout: RowLayout) -> Snapshot {
-        var values: [Value] = []
-        values.reserveCapacity(layout.names.count)
-        let (pk, version, rels) = readRow(row, layout, into: &values)
-        return Snapshot(
-            id: ObjectID(storeID: storeID, entity: layout.entity, primaryKey: pk), version: version,
-            names: layout.names, columns: values, relationships: rels)
+    /// How SQLite runs a fetch: the `detail` column of `EXPLAIN QUERY PLAN`, one line per step.
+    func queryPlan(_ request: FetchRequest) throws -> [String] {
+        let e = try model.entity(request.entity)
+        let (sql, bindings) = try query(
+            e, columns: entitySQL(e).columns, where: request.condition, sort: request.sort, window: request)
+        return try c.cached("EXPLAIN QUERY PLAN " + sql).rows(bindings) { $0.text(3) }
     }
 }
 
-/// A fetch request's SQL and bindings, and its entity's index.
-struct CompiledQuery: Sendable {
-    let entity: Int
-    let sql: String
-    let bindings: [SQLValue]
-}
-
-extension SQLStore {
+extension TransactionSQL {
+    /// Every entity's hot SQL, by entity index.
     var entitySQL: [EntitySQL] { container.entitySQL }
 
     /// The hot SQL of `e` (an entity of the container's model).
     func entitySQL(_ e: Entity) -> EntitySQL { container.entitySQL[model.index(of: e)] }
-}
 
-/// What a row of an entity holds, in column order: names and types only (an `Attribute` holds
-/// its rules too, and copying it for every column of every row showed in profiles).
-struct RowLayout {
-    let entity: String
-    let names: [String]
-    let types: [AttributeType]
-    let toOneNames: [String]
-    let toOneDestinations: [String]
-
-    init(_ e: Entity) {
-        entity = e.name
-        names = e.attributes.map(\.name)
-        types = e.attributes.map(\.type)
-        let toOne = e.toOneRelationships
-        toOneNames = toOne.map(\.name)
-        toOneDestinations = toOne.map(\.destination)
-    }
+    /// Reads rows of this store's tables into snapshots.
+    var rows: RowDecoder { RowDecoder(storeID: storeID) }
 }
 
 /// An aggregate over the objects a condition matches (``ObjectContext/aggregate(_:_:where:groupedBy:)``).
@@ -219,7 +164,7 @@ public struct AggregateRow: Sendable, Hashable {
     }
 }
 
-extension SQLStore {
+extension TransactionSQL {
     /// `SELECT groups, aggregates FROM entity WHERE condition GROUP BY groups ORDER BY groups`.
     func aggregate(_ e: Entity, _ aggregates: [Aggregate], where condition: Condition, groupedBy groups: [String])
         throws -> [AggregateRow]
@@ -254,10 +199,7 @@ extension SQLStore {
         }
         let whereSQL = try q.sql(condition)
         let keys = groupColumns.map(\.0).joined(separator: ", ")
-        let columns = (groupColumns.map(\.0) + exprs.map(\.0)).joined(separator: ", ")
-        var sql =
-            "SELECT \(columns) FROM \(SQLMapping.quote(e.name)) AS t0 \(q.joins.joined(separator: " ")) "
-            + "WHERE \(whereSQL)"
+        var sql = SelectFrame.select(groupColumns.map(\.0) + exprs.map(\.0), from: e, joins: q.joins, where: whereSQL)
         if !groups.isEmpty { sql += " GROUP BY \(keys) ORDER BY \(keys)" }
         let n = Int32(groupColumns.count)
         return try c.cached(sql).rows(q.bindings) { row in
@@ -271,7 +213,7 @@ extension SQLStore {
 /// Pending changes in a fetch (``FetchRequest/includesPendingChanges``): stored rows with their
 /// sort keys, and an unsaved object tested against the condition by SQL itself, as a one-row
 /// table, so that it matches exactly as a stored one would.
-extension SQLStore {
+extension TransactionSQL {
     /// The first `limit` rows matching `request` in its order (all of them for nil), ignoring
     /// its window, each with the values of its sort keys.
     func fetchWithSortKeys(_ request: FetchRequest, limit: Int?) throws -> [(Snapshot, [SQLValue])] {
@@ -280,14 +222,11 @@ extension SQLStore {
         let keys = try request.sort.map { try q.column($0.path).sql }
         let whereSQL = try q.sql(request.condition)
         let order = try q.orderBy(request.sort)
-        let columns = ([entitySQL(e).columns] + keys).joined(separator: ", ")
-        let sql =
-            "SELECT \(columns) FROM \(SQLMapping.quote(e.name)) AS t0 \(q.joins.joined(separator: " ")) "
-            + "WHERE \(whereSQL)\(order) LIMIT ?"
-        let layout = entitySQL(e).layout
+        let sql = SelectFrame.select(entitySQL(e).columns + keys, from: e, joins: q.joins, where: whereSQL) + order
+        let (layout, decoder) = (entitySQL(e).layout, rows)
         let first = Int32(2 + e.storedPropertyNames.count)
-        return try c.cached(sql).rows(q.bindings + [.integer(Int64(limit ?? -1))]) { row in
-            (container.snapshot(row, layout), (0..<Int32(keys.count)).map { row.value(first + $0) })
+        return try c.cached(sql + " LIMIT ?").rows(q.bindings + [.integer(Int64(limit ?? -1))]) { row in
+            (decoder.snapshot(row, layout), (0..<Int32(keys.count)).map { row.value(first + $0) })
         }
     }
 
@@ -296,11 +235,13 @@ extension SQLStore {
     func evaluate(_ e: Entity, pk: Int64, values: [String: Value], keys: [String: Int64?], _ request: FetchRequest)
         throws -> (Bool, [SQLValue])
     {
-        var row = ["? AS Z_PK", "1 AS Z_OPT"]
+        var row = ["? AS \(StoreColumn.primaryKey)", "1 AS \(StoreColumn.version)"]
         var bindings: [SQLValue] = [.integer(pk)]
         for a in e.attributes {
             row.append("? AS \(SQLMapping.quote(a.name))")
-            bindings.append((try? SQLMapping.sqlValue(values[a.name] ?? a.defaultValue, a.type, name: a.name)) ?? .null)
+            bindings.append(
+                (try? SQLMapping.sqlValue(values[a.name] ?? a.defaultValue, a.type, object: e.name, property: a.name))
+                    ?? .null)
         }
         for r in e.toOneRelationships {
             row.append("? AS \(SQLMapping.quote(r.name))")
@@ -309,9 +250,8 @@ extension SQLStore {
         var q = QueryBuilder(model: model, entity: e, storeID: storeID)
         let sortKeys = try request.sort.map { try q.column($0.path).sql }
         let test = try q.sql(request.condition)
-        let sql =
-            "SELECT \(([test] + sortKeys).joined(separator: ", ")) FROM (SELECT \(row.joined(separator: ", "))) AS t0 "
-            + q.joins.joined(separator: " ")
+        let sql = SelectFrame.select(
+            [test] + sortKeys, from: "(SELECT \(row.joined(separator: ", ")))", joins: q.joins, where: nil)
         // The condition's placeholders come first in the text (the select list), the row's after.
         return try c.cached(sql).firstRow(q.bindings + bindings) { r in
             (r.int64(0) != 0, (0..<Int32(sortKeys.count)).map { r.value(1 + $0) })

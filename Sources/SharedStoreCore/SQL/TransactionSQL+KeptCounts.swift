@@ -4,14 +4,7 @@ import SharedStoreSupport
 
 /// Kept counts (``KeptCount``): one row per count in `ss_counts`, changed by every write
 /// transaction that changes what it counts (``KeptCounter``).
-extension SQLStore {
-    /// The table of kept counts, made with every store.
-    static let createCountsTable =
-        "CREATE TABLE IF NOT EXISTS ss_counts(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;\n"
-
-    /// The row name of a kept count: `Entity.name`.
-    static func keptCountName(_ e: Entity, _ k: KeptCount) -> String { "\(e.name).\(k.name)" }
-
+extension TransactionSQL {
     /// The 0-or-1 expression of each kept count of `e` over `t0`, and their bindings in order.
     private func keptCountExpressions(_ e: Entity) throws -> (expressions: [String], bindings: [SQLValue]) {
         if let made = entitySQL(e).keptCounts { return (made.expressions, made.bindings) }
@@ -25,8 +18,7 @@ extension SQLStore {
     func keptCountFlags(_ e: Entity, _ pk: Int64) throws -> [Bool] {
         let (expressions, bindings) = try keptCountExpressions(e)
         let sql =
-            entitySQL(e).keptCounts?.flags
-            ?? "SELECT \(expressions.joined(separator: ", ")) FROM \(SQLMapping.quote(e.name)) AS t0 WHERE t0.Z_PK = ?"
+            entitySQL(e).keptCounts?.flags ?? SelectFrame.select(expressions, from: e, where: SelectFrame.byPrimaryKey)
         let n = Int32(expressions.count)
         return try c.cached(sql).firstRow(bindings + [.integer(pk)]) { row in
             (0..<n).map { row.int64($0) != 0 }
@@ -36,8 +28,9 @@ extension SQLStore {
     /// How many objects of `e` with a primary key in `range` each kept count counts.
     func keptCountSums(_ e: Entity, _ range: ClosedRange<Int64>) throws -> [Int64] {
         let (expressions, bindings) = try keptCountExpressions(e)
-        let sums = expressions.map { "coalesce(sum(\($0)), 0)" }.joined(separator: ", ")
-        let sql = "SELECT \(sums) FROM \(SQLMapping.quote(e.name)) AS t0 WHERE t0.Z_PK BETWEEN ? AND ?"
+        let sums = expressions.map { "coalesce(sum(\($0)), 0)" }
+        let key = SelectFrame.column(StoreColumn.primaryKey)
+        let sql = SelectFrame.select(sums, from: e, where: "\(key) BETWEEN ? AND ?")
         let n = Int32(expressions.count)
         return try c.cached(sql).firstRow(bindings + [.integer(range.lowerBound), .integer(range.upperBound)]) { row in
             (0..<n).map { row.int64($0) }
@@ -56,7 +49,8 @@ extension SQLStore {
 
     /// Counts what kept count `k` of `e` counts, by reading the table.
     func recount(_ e: Entity, _ k: KeptCount) throws -> Int64 {
-        let (sql, bindings) = try query(e, columns: "t0.Z_PK", where: k.condition, sort: nil, window: nil)
+        let (sql, bindings) = try query(
+            e, columns: [SelectFrame.column(StoreColumn.primaryKey)], where: k.condition, sort: nil, window: nil)
         return try c.cached("SELECT count(*) FROM (\(sql))").firstRow(bindings) { $0.int64(0) } ?? 0
     }
 

@@ -1,0 +1,93 @@
+import Foundation
+import SharedStoreSQLite
+import SharedStoreSupport
+
+/// Checks values against their attributes' rules (required, type, length, single line,
+/// pattern, range): for every save, ``Container/validate(_:_:object:)``, `storectl verify` and the
+/// mirror's check of what it uploads. One per container: it keeps the patterns it compiled.
+final class Validator: Sendable {
+    /// Compiled patterns by their text: a pattern is compiled once, not for every save.
+    private let patterns = Protected<[String: Regex]>([:])
+
+    /// The compiled form of `pattern` (nil: it does not compile; the model refuses such a model).
+    func regex(_ pattern: String) -> Regex? {
+        patterns.withLock { cache in
+            if let r = cache[pattern] { return r }
+            guard let r = Regex(pattern) else { return nil }
+            cache[pattern] = r
+            return r
+        }
+    }
+
+    /// Checks a value against its attribute's rules; returns its stored form.
+    ///
+    /// - Throws: `.validation` naming the object, the attribute and the rule, with them as its
+    ///   ``StoreError/validation``.
+    func validate(_ value: Value, _ a: Attribute, object: @autoclosure () -> String) throws -> SQLValue {
+        // Names are built only when a rule fails: this runs for every attribute of every save.
+        func fail(_ what: String, _ rule: ValidationFailure.Rule) -> StoreError {
+            let object = object()
+            return .validation("\(object).\(a.name) \(what)", object: object, property: a.name, rule: rule)
+        }
+        if value.isNull {
+            guard a.isOptional else { throw fail("is required", .required) }
+            return .null
+        }
+        let sql = try SQLMapping.sqlValue(value, a.type, object: object(), property: a.name)
+        switch value {
+        case .string(let s):
+            if let (what, rule) = textProblem(s, a) { throw fail(what, rule) }
+        case .date(let d) where !d.timeIntervalSince1970.isFinite:
+            throw fail("is not a valid date", .validDate)
+        case .double(let d) where !d.isFinite:
+            throw fail("is not a finite number", .finiteNumber)
+        case .integer, .double:
+            let d = value.doubleValue ?? 0
+            if let min = a.minValue, d < min { throw fail("is \(value), at least \(min) required", .minValue(min)) }
+            if let max = a.maxValue, d > max { throw fail("is \(value), at most \(max) allowed", .maxValue(max)) }
+        default: break
+        }
+        return sql
+    }
+
+    /// The first rule of a string attribute (length, single line, pattern) that `s` breaks, with
+    /// what the message says of it after the attribute's name; nil when it breaks none.
+    private func textProblem(_ s: String, _ a: Attribute) -> (String, ValidationFailure.Rule)? {
+        // Counting characters walks the whole string: only for a length rule.
+        if a.minLength != nil || a.maxLength != nil {
+            let n = s.count
+            if let min = a.minLength, n < min {
+                return ("is \(n) characters long, at least \(min) required", .minLength(min))
+            }
+            if let max = a.maxLength, n > max {
+                return ("is \(n) characters long, at most \(max) allowed", .maxLength(max))
+            }
+        }
+        if a.isSingleLine, TextSafety.containsControl(s, allowingTab: true) {
+            return ("'\(TextSafety.visible(s))' holds a control character (a newline, an escape…)", .singleLine)
+        }
+        if let p = a.pattern {
+            guard let re = regex(p), re.matches(s) else {
+                return ("'\(TextSafety.visible(s))' does not match the pattern \(p)", .pattern(p))
+            }
+        }
+        return nil
+    }
+}
+
+/// A compiled validation pattern that matches a whole string. NSRegularExpression is immutable
+/// once made and safe to share between threads, which Foundation on Linux does not declare.
+struct Regex: @unchecked Sendable {
+    private let expression: NSRegularExpression
+
+    /// `pattern` anchored at both ends; nil when it does not compile.
+    init?(_ pattern: String) {
+        guard let e = try? NSRegularExpression(pattern: "^(?:\(pattern))$") else { return nil }
+        expression = e
+    }
+
+    /// Whether the whole of `s` matches.
+    func matches(_ s: String) -> Bool {
+        expression.firstMatch(in: s, range: NSRange(s.startIndex..., in: s)) != nil
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+import SharedStore
+import Testing
+
+/// A model cannot declare a property whose column would be one of SharedStore's own (Z_PK, Z_OPT,
+/// Z_GID), in any case: SQLite compares column names without case (issue 21).
+@Suite struct ReservedNameTests {
+    @Test(arguments: ["Z_PK", "z_pk", "Z_Pk", "Z_OPT", "z_opt", "Z_GID", "z_gid", "Z_gId", "id", "objectID"])
+    func aReservedPropertyNameIsRefusedWhateverItsCase(_ name: String) {
+        for entity in [
+            Entity("Thing", attributes: [Attribute(name, .string, optional: true)]),
+            Entity(
+                "Thing", attributes: [Attribute("title", .string)],
+                relationships: [.toOne(name, "Other", inverse: "things")]),
+        ] {
+            let other = Entity("Other", attributes: [], relationships: [.toMany("things", "Thing", inverse: name)])
+            do {
+                _ = try Model([entity, other])
+                Issue.record("a property named \(name) was accepted")
+            } catch let error as StoreError {
+                #expect(error.code == .invalidModel, "\(error)")
+                #expect(error.message == "Thing.\(name) is not an allowed property name", "\(error)")
+            } catch {
+                Issue.record("\(error)")
+            }
+        }
+    }
+
+    @Test func namesThatOnlyLookLikeThemAreAccepted() throws {
+        let model = try Model([
+            Entity(
+                "Thing",
+                attributes: [Attribute("Z_PKX", .string, optional: true), Attribute("ID", .integer, optional: true)])
+        ])
+        let group = TemporaryGroup()
+        let container = try group.open(model)
+        let context = container.newContext()
+        let id = try context.insert("Thing", ["Z_PKX": "kept", "ID": 7])
+        let saved = try context.save().permanentID(for: id)
+        #expect(try container.newContext().object(with: saved)["Z_PKX"] == "kept")
+    }
+}
