@@ -31,6 +31,25 @@ public struct MirrorRound: Sendable, Hashable {
     /// How many rows stay quarantined after the round.
     public var quarantinedCount: Int { quarantined.count }
 
+    /// Each server row still quarantined after the round, as the error that keeps it out
+    /// (`.malformedRow`, reason ``MirrorError/Reason/badRow(sequence:problem:)``: its sequence
+    /// and what is wrong with it). Local changes that could not go up are not server rows and are
+    /// not listed here (``quarantinedCount`` counts them too).
+    ///
+    /// For example:
+    /// ```swift
+    /// for problem in try mirror.round().badRows {
+    ///     if case .badRow(let sequence, let why)? = problem.reason { print(sequence, why) }
+    /// }
+    /// ```
+    public var badRows: [MirrorError] {
+        quarantined.compactMap { q in
+            q.sequence.map {
+                MirrorError(q.reason, code: .malformedRow, reason: .badRow(sequence: $0, problem: q.reason))
+            }
+        }
+    }
+
     public var json: JSONValue {
         var fields: [(String, JSONValue)] = [
             ("pushed", .number(Double(pushed))), ("pulled", .number(Double(pulled))),

@@ -71,6 +71,28 @@ import Testing
         #expect(conflict != nil && conflict?.existing == nil, "the other one goes with the rollback")
     }
 
+    /// Found by review: two stored objects updated to one value in one save. The first one
+    /// holds the value only inside the save (which rolls back): it is no stored object holding it.
+    @Test func aConflictWithAnObjectUpdatedInTheSameSaveNamesNoStoredObject() throws {
+        let group = TemporaryGroup()
+        let container = try group.open(Fixtures.allTypes)
+        let setUp = container.newContext()
+        let b = try setUp.insert("Tag", ["name": "b"])
+        let c = try setUp.insert("Tag", ["name": "c"])
+        let ids = try setUp.save()
+        let context = container.newContext()
+        try context.update(ids.permanentID(for: b), ["name": "z"])
+        try context.update(ids.permanentID(for: c), ["name": "z"])
+        let conflict = storeError(.uniqueness) { try context.save() }?.uniqueness
+        #expect(conflict != nil && conflict?.existing == nil, "no stored object holds z")
+        let batch = storeError(.uniqueness) {
+            _ = try container.newContext().batchUpdate("Tag", where: .always, set: ["name": "z"])
+        }
+        #expect(batch?.uniqueness != nil && batch?.uniqueness?.existing == nil, "batch: no stored object holds z")
+        let names = try container.newContext().fetch(FetchRequest("Tag")).map { $0["name"] }
+        #expect(Set(names) == [.string("b"), .string("c")])
+    }
+
     // MARK: - Validation
 
     @Test func eachRuleOfAnAttributeIsNamedWithTheObjectAndTheProperty() throws {
@@ -189,9 +211,11 @@ import Testing
 }
 
 /// The mirror's typed failures against a real server (PGHOST).
-@Suite(.enabled(if: ProcessInfo.processInfo.environment["PGHOST"] != nil, "no PostgreSQL server (PGHOST)"))
+@Suite(
+    .enabled(if: ProcessInfo.processInfo.environment["PGHOST"] != nil, "no PostgreSQL server (PGHOST)"),
+    .tags(.postgres))
 struct MirrorErrorDetailsTests {
-    @Test func aSecondMirrorNamesTheProcessThatHoldsTheStore() throws {
+    @Test(.tags(.multiProcess)) func aSecondMirrorNamesTheProcessThatHoldsTheStore() throws {
         let db = try MirrorTests.Database()
         let a = MirrorTests.Machine(db)
         _ = try #require(a.container)
@@ -209,6 +233,25 @@ struct MirrorErrorDetailsTests {
             }
             #expect(holder.contains("\(follower.process.processIdentifier)") && "\(error)".contains(holder))
         }
+    }
+
+    /// Found by review: a bad row is quarantined, and a round does not throw; its typed error
+    /// comes with the round.
+    @Test func aBadServerRowComesWithTheRoundAsABadRowWithItsSequence() throws {
+        let db = try MirrorTests.Database()
+        let a = MirrorTests.Machine(db)
+        let mirror = try a.mirror()
+        _ = try mirror.round()
+        let sequence = try MirrorQuarantineTests.plant(db, payload: "not json")
+        let round = try mirror.round()
+        #expect(round.badRows.count == 1)
+        #expect(round.badRows.first?.code == .malformedRow)
+        guard case .badRow(let at, let problem)? = round.badRows.first?.reason else {
+            Issue.record("no bad row: \(round.badRows)")
+            return
+        }
+        #expect(at == sequence)
+        #expect(problem.contains("not a JSON object"), "\(problem)")
     }
 
     @Test func aRowOfANewerModelNamesItsSequenceAndBothModels() throws {

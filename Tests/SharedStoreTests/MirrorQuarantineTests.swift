@@ -173,6 +173,7 @@ struct MirrorQuarantineTests {
     /// Reproduction 8: a password on the command line is refused however libpq would read it.
     @Test(
         .tags(.multiProcess),
+        .tags(.multiProcess),
         arguments: [
             "password = x", "host=/tmp password='x y'", "postgresql://u@localhost/db?pass%77ord=x",
             "postgresql://u:secret@localhost/db", "postgres://u:@localhost/db?password=x",

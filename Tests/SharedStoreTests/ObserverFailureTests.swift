@@ -36,7 +36,7 @@ import Testing
         return (error as? StoreError)?.code
     }
 
-    @Test func theStreamEndsWithModelOutdatedWhenAnotherProcessMigratesTheStore() async throws {
+    @Test(.tags(.multiProcess)) func theStreamEndsWithModelOutdatedWhenAnotherProcessMigratesTheStore() async throws {
         let group = TemporaryGroup()
         let old = try group.open(try ReadLater.model(version: 1))
         let observer = try ChangeObserver(container: old, pollInterval: 0.2)
@@ -53,7 +53,7 @@ import Testing
         #expect(throws: StoreError.self) { _ = try observer.next(timeout: 0) }
     }
 
-    @Test func theStreamEndsWithAFileErrorWhenTheGroupDirectoryIsRemoved() async throws {
+    @Test(.tags(.multiProcess)) func theStreamEndsWithAFileErrorWhenTheGroupDirectoryIsRemoved() async throws {
         let group = TemporaryGroup()
         let container = try group.open()
         let observer = try ChangeObserver(container: container, pollInterval: 0.2)

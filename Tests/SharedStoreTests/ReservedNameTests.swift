@@ -39,4 +39,38 @@ import Testing
         let saved = try context.save().permanentID(for: id)
         #expect(try container.newContext().object(with: saved)["Z_PKX"] == "kept")
     }
+
+    /// Found by review: names SQLite takes as one (it ignores case) are refused by the model, not
+    /// by a failing CREATE TABLE when the store opens.
+    @Test func namesThatDifferOnlyInCaseOrTakeTheStoresPrefixAreRefused() {
+        let models: [(String, () throws -> Model)] = [
+            ("SS_meta", { try Model([Entity("SS_meta", attributes: [Attribute("x", .integer)])]) }),
+            ("Ss_history", { try Model([Entity("Ss_history", attributes: [Attribute("x", .integer)])]) }),
+            (
+                "Note/note",
+                {
+                    try Model([
+                        Entity("Note", attributes: [Attribute("x", .integer)]),
+                        Entity("note", attributes: [Attribute("y", .integer)]),
+                    ])
+                }
+            ),
+            (
+                "title/Title",
+                {
+                    try Model([Entity("Note", attributes: [Attribute("title", .string), Attribute("Title", .string)])])
+                }
+            ),
+        ]
+        for (name, make) in models {
+            do {
+                _ = try make()
+                Issue.record("\(name) was accepted")
+            } catch let error as StoreError {
+                #expect(error.code == .invalidModel, "\(name): \(error)")
+            } catch {
+                Issue.record("\(name): \(error)")
+            }
+        }
+    }
 }

@@ -378,9 +378,13 @@ public struct Model: Sendable, Hashable {
     private func validate() throws {
         func fail(_ message: String) -> StoreError { StoreError(.invalidModel, message) }
         guard !entities.isEmpty else { throw fail("the model has no entities") }
-        guard entityIndex.count == entities.count else { throw fail("two entities share a name") }
+        // SQLite's table and column names ignore case: `Note` and `note` would be one table.
+        guard Set(entities.map { $0.name.lowercased() }).count == entities.count else {
+            throw fail("two entities share a name (names are compared whatever their case)")
+        }
         for e in entities {
-            guard Self.isIdentifier(e.name), !e.name.hasPrefix("ss_"), !e.name.lowercased().hasPrefix("sqlite") else {
+            let lower = e.name.lowercased()
+            guard Self.isIdentifier(e.name), !lower.hasPrefix("ss_"), !lower.hasPrefix("sqlite") else {
                 throw fail("entity name '\(e.name)' is not a plain identifier")
             }
             var names = Set<String>()
@@ -388,7 +392,9 @@ public struct Model: Sendable, Hashable {
                 guard Self.isIdentifier(n), !Self.isReserved(n) else {
                     throw fail("\(e.name).\(n) is not an allowed property name")
                 }
-                guard names.insert(n).inserted else { throw fail("\(e.name).\(n) is declared twice") }
+                guard names.insert(n.lowercased()).inserted else {
+                    throw fail("\(e.name).\(n) is declared twice (names are compared whatever their case)")
+                }
             }
             for a in e.attributes {
                 if let p = a.pattern {

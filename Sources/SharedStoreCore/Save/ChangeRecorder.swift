@@ -20,10 +20,11 @@ struct ChangeRecorder {
     var isEmpty: Bool { changes.isEmpty && inserts.isEmpty }
     var count: Int { changes.count + inserts.count }
 
-    /// Whether this transaction inserted object `pk` of the entity at index `entity` (for an
-    /// error: it reads every change).
-    func hasInserted(_ entity: Int, _ pk: Int64) -> Bool {
-        coalesced.contains { $0.kind == .insert && $0.entity == entity && $0.primaryKey == pk }
+    /// Whether this transaction inserted or updated object `pk` of the entity at index `entity`:
+    /// what it holds inside the transaction is then this transaction's, not a stored object's (for
+    /// an error: it reads every change).
+    func hasWritten(_ entity: Int, _ pk: Int64) -> Bool {
+        coalesced.contains { $0.kind != .delete && $0.entity == entity && $0.primaryKey == pk }
     }
 
     mutating func inserted(_ entity: Int, _ pk: Int64, globalID: UUID) {

@@ -51,11 +51,12 @@ extension ChangeWriter {
                     type.flatMap { try? SQLMapping.sqlValue(value, $0, object: object, property: name) } ?? .null)
             }
         }
-        // An object inserted earlier in this save goes with its rollback: it is no stored object.
+        // An object inserted or updated earlier in this save holds those values only in this
+        // save, which rolls back: it is no stored object that holds them.
         let found =
             stored.contains(.null) ? nil : (try? s.objectMatching(e, columns: constraint, values: stored)) ?? nil
         let existing = found.flatMap { pk in
-            recorder.hasInserted(model.index(of: e), pk)
+            recorder.hasWritten(model.index(of: e), pk)
                 ? nil : ObjectID(storeID: container.storeID, entity: e.name, primaryKey: pk)
         }
         return UniquenessConflict(
