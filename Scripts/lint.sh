@@ -18,14 +18,14 @@ long_lines=$(awk 'length > 120 { print FILENAME ":" FNR ": " length " characters
 [ -z "$long_lines" ] || fail "lines over 120 characters:"$'\n'"$long_lines"
 python3 Scripts/lib/function_lengths.py 60 $(find Sources -name '*.swift') || fail "functions, closures or top-level code over 60 lines (above)"
 # The public declarations of the modules `import SharedStore` re-exports carry doc comments: at
-# least 90% of them (`python3 Scripts/lib/doc_coverage.py --list` names those without one).
-coverage=$(python3 Scripts/lib/doc_coverage.py 90 2>&1) || fail "doc coverage below 90%:"$'\n'"$coverage"
-sql=$(grep -rnE '"[^"]*\b(SELECT|INSERT|UPDATE|DELETE FROM|CREATE|PRAGMA|BEGIN|COMMIT|ROLLBACK|DROP|ALTER)\b' Sources --include=*.swift \
-      | grep -v -e '^Sources/SharedStoreCore/SQL/' -e '^Sources/SharedStoreSQLite/' -e '^Sources/storebench/Baseline.swift' \
-            -e '^Sources/SharedStorePostgres/' || true)
+# least 90% of them, the issue says; every one is, so lint holds it at 100% (a comment removed, or a
+# public declaration added without one, fails; `python3 Scripts/lib/doc_coverage.py --list` names them).
+coverage=$(python3 Scripts/lib/doc_coverage.py 100 2>&1) || fail "doc coverage below 100%:"$'\n'"$coverage"
+sql=$(python3 Scripts/lib/sql_outside.py $(find Sources -name '*.swift') || true)
 [ -z "$sql" ] || fail "SQL outside SharedStoreCore/SQL:"$'\n'"$sql"
-calls=$(grep -rnE '\b(sqlite3|mdb)_[a-z_]+\(' Sources --include=*.swift \
-        | grep -v -e '^Sources/SharedStoreSQLite/' -e '^Sources/SharedStoreLMDB/' -e '^Sources/storebench/Baseline.swift' || true)
+calls=$( (grep -rnE '\b(sqlite3|mdb)_[a-z_]+\(' Sources --include=*.swift \
+        | grep -v -e '^Sources/SharedStoreSQLite/' -e '^Sources/SharedStoreLMDB/' -e '^Sources/storebench/Baseline.swift'
+        grep -rnE '\bPQ[a-zA-Z]+\(' Sources --include=*.swift | grep -v -e '^Sources/SharedStorePostgres/') || true)
 [ -z "$calls" ] || fail "C calls outside the wrappers:"$'\n'"$calls"
 # Every Swift block of README.md is compiled and run by Tests/SharedStoreTests/ReadmeTests.swift:
 # each must be there line for line (indented 8 spaces), so the README cannot drift from the code.
@@ -42,7 +42,7 @@ PY
 [ -z "$readme" ] || fail "$readme"
 # A compiler warning is a defect: the sources build with warnings as errors (a build of their
 # own, so that the everyday build is not rebuilt with other flags).
-if ! warnings=$(swift build --build-path .build/lint -Xswiftc -warnings-as-errors 2>&1); then
+if ! warnings=$(swift build --build-tests --build-path .build/lint -Xswiftc -warnings-as-errors 2>&1); then
     fail "the sources do not build without warnings:"$'\n'"$(grep -E 'error:|warning:' <<<"$warnings" | sort -u | head -20)"
 fi
 [ "$status" -eq 0 ] && echo "lint: no compiler warning; formatted; no line over 120, no function, closure or top-level code over 60 lines; $(tail -1 <<<"$coverage" | sed "s/^in all: //"); SQL and C calls in their layers; README blocks tested"

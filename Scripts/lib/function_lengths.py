@@ -19,6 +19,7 @@ TYPE = re.compile(r'^\s*' + MODIFIERS + r'(?:indirect\s+)?(struct|class|enum|ext
 # `var name: Type {` (a computed property, or one with observers), without an `=` before the brace.
 COMPUTED = re.compile(r'^\s*' + MODIFIERS + r'var\s+(\w+)\s*:[^=]*$')
 ACCESSOR = re.compile(r'^\s*(?:(?:nonmutating|mutating)\s+)?(get|set|willSet|didSet|_read|_modify)\b')
+IMPORT = re.compile(r'^\s*(@\w+\s+)*import\s')
 CONTROL = re.compile(r'^\s*(?:\}\s*)?(?:\w+\s*:\s*)?(if|else|for|while|switch|guard|do|catch|repeat|defer)\b')
 DECLARATION = re.compile(r'^\s*' + MODIFIERS + r'(import|func|init|deinit|subscript|var|let|typealias|struct|class|enum|'
                          r'extension|protocol|actor|case|associatedtype|precedencegroup|operator)\b')
@@ -36,6 +37,15 @@ def strip_strings(line, in_multiline):
             continue
         if line.startswith('"""', i):
             in_multiline, i = True, i + 3
+            continue
+        raw = re.match(r'(#+)(""")?"', line[i:])
+        if raw and not quote:
+            # A raw string (`#"…"#`): quotes inside it end nothing until `"#`.
+            closer = ('"""' if raw.group(2) else '"') + raw.group(1)
+            end = line.find(closer, i + raw.end())
+            if end < 0:
+                return ''.join(out), bool(raw.group(2))
+            i = end + len(closer)
             continue
         c = line[i]
         if quote:
@@ -103,22 +113,31 @@ def kind_of(before, stack):
 
 
 def bodies(path):
-    """(name, first line, length) of every body the limit applies to, and of the top-level code."""
+    """(name, first line, length) of every body the limit applies to, and of the top-level code
+    (in a `main.swift`, every line of its statements, `let`s and multi-line calls included)."""
     clean = clean_lines(path)
+    main = path.endswith('main.swift')
     stack = []  # (kind, first line, name, inside a function)
     top_level, open_brackets = 0, 0
     for n, text in enumerate(clean):
         segment_start = 0
         # A statement of top-level code starts here (a declaration's continuation lines, such as
         # the elements of a global array, are not code).
-        line_is_top_level = (not stack and open_brackets == 0 and text.strip() and not DECLARATION.match(text)
-                             and text.strip() != '}')
+        opens_body = bool(FUNC.match(text) or TYPE.match(text))
+        line_is_top_level = (not stack and text.strip() and text.strip() != '}' and not IMPORT.match(text)
+                             and not opens_body and (main or (open_brackets == 0 and not DECLARATION.match(text))))
         if not stack:
             open_brackets += text.count('(') + text.count('[') - text.count(')') - text.count(']')
         for i, c in enumerate(text):
             if c == '{':
-                before = signature(clean, n, text[segment_start:i])
-                kind, name = kind_of(before, stack)
+                if text[:i].count('(') > text[:i].count(')'):
+                    # Inside an argument list or a default value: a closure, not a body.
+                    kind, name = 'closure', 'closure'
+                else:
+                    before = text[segment_start:i]
+                    if FUNC.match(text[:i]) and not FUNC.match(before):
+                        before = text[:i]  # `func f(x: () -> Int = { 1 }) {`: the signature's line
+                    kind, name = kind_of(signature(clean, n, before), stack)
                 in_func = any(k == 'func' for k, _, _, _ in stack) or any(f for _, _, _, f in stack)
                 stack.append((kind, n, name or '', in_func))
                 segment_start = i + 1

@@ -86,6 +86,14 @@ public final class PostgresConnection {
         return "PostgreSQL \(v / 10000).\(v % 10000) at \(host):\(port), database \(db)"
     }
 
+    /// Whether the server syncs its commits to disk (its `fsync` setting: "on" or "off"; nil when
+    /// it does not say).
+    ///
+    /// - Throws: ``PostgresError`` when the server cannot be asked.
+    public func fsyncSetting() throws -> String? {
+        try execute("SHOW fsync").first?[0] ?? nil
+    }
+
     /// Creates database `name` (a plain identifier), for a test or benchmark of its own.
     public func createDatabase(_ name: String) throws {
         try execute("CREATE DATABASE \(try Self.identifier(name))")

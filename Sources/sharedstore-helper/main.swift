@@ -5,54 +5,59 @@ import SharedStore
 
 // A second process for the tests and the demo: one command per run (see `--help`).
 
-let consumerOption = Option.value("consumer", "C", "the consumer name", required: true)
-let helperCommands: [Command] = [
-    Command(
-        "write", "one save per article",
-        options: [
-            .value("author", "A", "the transaction author", required: true),
-            .value("count", "N", "how many saves", required: true),
-            .flag("times", "print each token with a monotonic time"),
-        ]),
-    Command(
-        "history", "print the history",
-        options: [.value("after", "TOKEN", "after this token"), .value("exclude-author", "A", "skip")]),
-    Command(
-        "watch", "follow the store as a view",
-        options: [
-            consumerOption, .value("count", "N", "stop after N transactions"),
-            .value("seconds", "S", "stop after S seconds"),
-            .flag("times", "print each token with a monotonic time"),
-            .value("poll", "S", "the observer's poll interval"),
-        ]),
-    Command("sync", "sync a view once", options: [consumerOption]),
-    Command(
-        "advance", "advance one consumer to each token, in that order",
-        options: [consumerOption, .value("tokens", "3,1,2", "token values", required: true)]),
-    Command("register", "register a consumer", options: [consumerOption]),
-    Command("hold-read", "open a registry read transaction, print, wait to be killed"),
-    Command("hold-write", "open a registry write transaction, print, wait to be killed (a frozen writer)"),
-    Command(
-        "clean", "run the cleaner",
-        options: [.value("evict-after", "S", "evict after S seconds"), .flag("dry-run", "delete nothing")]),
-    Command(
-        "set-title", "another process's save of one title",
-        options: [
-            .value("id", "ID", "the article", required: true), .value("title", "T", "the new title", required: true),
-        ]),
-    Command("delete", "another process's delete", options: [.value("id", "ID", "the object", required: true)]),
-    Command(
-        "add-category", "another process's insert of a category",
-        options: [.value("name", "N", "its name", required: true)]),
-    Command(
-        "migrate-slowly",
-        "migrate the store to the newest model plus an index on Article.title, print in-migration inside the "
-            + "migration's transaction, then wait to be killed"),
-    Command("readers", "the registry's reader slots"),
-    Command("tokens", "every consumer's token"),
-]
+/// The commands of the helper, and their options.
+enum HelperCLI {
+    static let consumerOption = Option.value("consumer", "C", "the consumer name", required: true)
+    static let commands: [Command] = [
+        Command(
+            "write", "one save per article",
+            options: [
+                .value("author", "A", "the transaction author", required: true),
+                .value("count", "N", "how many saves", required: true),
+                .flag("times", "print each token with a monotonic time"),
+            ]),
+        Command(
+            "history", "print the history",
+            options: [.value("after", "TOKEN", "after this token"), .value("exclude-author", "A", "skip")]),
+        Command(
+            "watch", "follow the store as a view",
+            options: [
+                consumerOption, .value("count", "N", "stop after N transactions"),
+                .value("seconds", "S", "stop after S seconds"),
+                .flag("times", "print each token with a monotonic time"),
+                .value("poll", "S", "the observer's poll interval"),
+            ]),
+        Command("sync", "sync a view once", options: [consumerOption]),
+        Command(
+            "advance", "advance one consumer to each token, in that order",
+            options: [consumerOption, .value("tokens", "3,1,2", "token values", required: true)]),
+        Command("register", "register a consumer", options: [consumerOption]),
+        Command("hold-read", "open a registry read transaction, print, wait to be killed"),
+        Command("hold-write", "open a registry write transaction, print, wait to be killed (a frozen writer)"),
+        Command(
+            "clean", "run the cleaner",
+            options: [.value("evict-after", "S", "evict after S seconds"), .flag("dry-run", "delete nothing")]),
+        Command(
+            "set-title", "another process's save of one title",
+            options: [
+                .value("id", "ID", "the article", required: true),
+                .value("title", "T", "the new title", required: true),
+            ]),
+        Command("delete", "another process's delete", options: [.value("id", "ID", "the object", required: true)]),
+        Command(
+            "add-category", "another process's insert of a category",
+            options: [.value("name", "N", "its name", required: true)]),
+        Command(
+            "migrate-slowly",
+            "migrate the store to the newest model plus an index on Article.title, print in-migration inside the "
+                + "migration's transaction, then wait to be killed"),
+        Command("readers", "the registry's reader slots"),
+        Command("tokens", "every consumer's token"),
+    ]
+}
+
 let parser = CommandLineParser(
-    tool: "sharedstore-helper", summary: "a second process for the tests and the demo", commands: helperCommands,
+    tool: "sharedstore-helper", summary: "a second process for the tests and the demo", commands: HelperCLI.commands,
     common: [.value("group", "DIR", "the group directory", required: true), .flag("help", "show this help")])
 
 func fail(_ message: String, code: Int32) -> Never {

@@ -23,7 +23,7 @@ func mirrorSkipReason() -> String? {
 /// The server the mirror cases use, and whether it syncs its commits to disk.
 func postgresDescription() -> String {
     guard mirrorSkipReason() == nil, let pg = try? PostgresConnection() else { return "none" }
-    let fsync = (try? pg.execute("SHOW fsync").first?[0] ?? nil) ?? "?"
+    let fsync = (try? pg.fsyncSetting()) ?? nil ?? "?"
     return pg.serverDescription + ", fsync \(fsync)"
 }
 
