@@ -12,7 +12,7 @@ import SharedStoreSupport
 /// died between its commit and its signal).
 ///
 /// Three forms: blocking ``next(timeout:)``, an AsyncSequence ``changes()``, and a callback
-/// ``onChange(_:)``. When the store fails for good — another process migrated it to a newer
+/// ``onChange(_:onFailure:)``. When the store fails for good — another process migrated it to a newer
 /// model (`.modelOutdated`), its group directory was removed — `next(timeout:)` throws the
 /// error, every stream ends with it, and callbacks are no longer called: an observer never goes
 /// silent while its store is gone.
@@ -38,6 +38,7 @@ public final class ChangeObserver: Sendable {
         var failure: (any Error)?
         var continuations: [UUID: AsyncThrowingStream<HistoryToken, any Error>.Continuation] = [:]
         var callbacks: [UUID: @Sendable (HistoryToken) -> Void] = [:]
+        var failureCallbacks: [UUID: @Sendable (any Error) -> Void] = [:]
         init(last: Int64) { self.last = last }
         init() { last = 0 }
     }
@@ -67,7 +68,7 @@ public final class ChangeObserver: Sendable {
     public var usesInotify: Bool { watch.usesInotify }
 
     /// Waits for the next change and returns the new current token; nil when `timeout` passes
-    /// first or the observer is stopped. Not to be mixed with ``changes()`` or ``onChange(_:)``.
+    /// first or the observer is stopped. Not to be mixed with ``changes()`` or ``onChange(_:onFailure:)``.
     ///
     /// - Throws: what reading the store throws: `.modelOutdated` once another process migrated
     ///   it, `.fileAccess` once its group directory or store file was removed.
@@ -117,11 +118,27 @@ public final class ChangeObserver: Sendable {
     }
 
     /// Calls `body` on a background thread after each change, until ``stop()`` or until the store
-    /// fails for good (``changes()`` says why).
-    public func onChange(_ body: @escaping @Sendable (HistoryToken) -> Void) {
-        state.withLock { s in if !s.stopped { s.callbacks[UUID()] = body } }
+    /// fails for good; then `onFailure`, once, with what ended it (`.modelOutdated`, a removed
+    /// group, …; also ``failure``). Registered after such a failure, `onFailure` is called at once.
+    public func onChange(
+        _ body: @escaping @Sendable (HistoryToken) -> Void, onFailure: (@Sendable (any Error) -> Void)? = nil
+    ) {
+        let failed = state.withLock { s -> (any Error)? in
+            if s.stopped { return s.failure }
+            let id = UUID()
+            s.callbacks[id] = body
+            if let onFailure { s.failureCallbacks[id] = onFailure }
+            return nil
+        }
+        if let failed {
+            onFailure?(failed)
+            return
+        }
         startThread()
     }
+
+    /// What ended the observation when the store failed for good (nil: it did not).
+    public var failure: (any Error)? { state.withLock { $0.failure } }
 
     /// The current token when it moved since the last report.
     private func check() throws -> HistoryToken? {
@@ -184,17 +201,19 @@ public final class ChangeObserver: Sendable {
     }
 
     /// Ends the observation after the store failed: every stream ends with `error`, callbacks
-    /// are dropped, a later ``changes()`` ends with it at once.
+    /// are dropped after their `onFailure` heard it, a later ``changes()`` ends with it at once.
     private static func fail(_ error: any Error, _ state: Protected<State>) {
-        let continuations = state.withLock { s -> [AsyncThrowingStream<HistoryToken, any Error>.Continuation] in
+        let (continuations, failureCallbacks) = state.withLock { s in
             s.stopped = true
             s.failure = error
             defer {
                 s.continuations.removeAll()
                 s.callbacks.removeAll()
+                s.failureCallbacks.removeAll()
             }
-            return Array(s.continuations.values)
+            return (Array(s.continuations.values), Array(s.failureCallbacks.values))
         }
         continuations.forEach { $0.finish(throwing: error) }
+        failureCallbacks.forEach { $0(error) }
     }
 }

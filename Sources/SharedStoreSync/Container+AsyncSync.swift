@@ -6,6 +6,9 @@ extension Container {
     /// other authors saved after its token — handing each transaction to `each`, on a thread of
     /// the store's own — and advances its token. Loads no object: a program reads what it shows
     /// through queries (``read(_:)``) or a ``LiveQuery``.
+    ///
+    /// - Throws: like ``ViewContext/sync(batchSize:_:)``: ``StoreError`` when the store or the
+    ///   registry cannot be read, or what `each` throws.
     public func sync(
         consumer: String, registry: TokenRegistry,
         _ each: @escaping @Sendable (HistoryTransaction) throws -> Void = { _ in }

@@ -33,6 +33,10 @@ public enum HistoryCleaner {
     /// minimum read in (2) stays safe while consumers advance during (3); a consumer that
     /// registers meanwhile loads in full on its first sync and needs no history. A crash in (3)
     /// leaves some chunks deleted and nothing any consumer needs.
+    ///
+    /// - Throws: ``StoreError`` when the store or the registry cannot be read or written
+    ///   (`.registryDamaged`, `.busy`, `.storage`, …). What was deleted before stays deleted, and
+    ///   it is never anything a live consumer needs.
     public static func clean(
         container: Container, registry: TokenRegistry, dryRun: Bool = false,
         evictAfter: TimeInterval? = nil, chunkSize: Int = 1000

@@ -20,11 +20,11 @@ extension TokenRegistry {
     /// (``Container/adoptHighWater(_:)``). Costs one registry read when all is well.
     ///
     /// - Returns: the token numbers recorded as lost now, or nil.
-    @discardableResult
-    ///
     /// - Throws: `.registryDamaged` when the registry is empty although it held consumers of
     ///   this store before (a 0-byte or deleted `tokens.lmdb` started anew) and was not
-    ///   repaired: the consumers' positions and the restore detection are gone.
+    ///   repaired: the consumers' positions and the restore detection are gone; otherwise
+    ///   ``StoreError`` when the registry or the store cannot be read or written.
+    @discardableResult
     public func reconcile(_ container: Container) throws -> ClosedRange<Int64>? {
         let highWater = try highWater(storeID: container.storeID)
         if try !consumers().isEmpty {

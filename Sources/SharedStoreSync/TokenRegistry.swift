@@ -179,6 +179,8 @@ public final class TokenRegistry: Sendable {
     /// through it has been merged by all of them. A consumer that never synced, whose token
     /// belongs to another store, or whose token `isValid` rejects (lost in a restore) needs
     /// everything (value 0). Nil when there is no live consumer.
+    ///
+    /// - Throws: `.registryDamaged` for a damaged registry.
     public func minimum(
         storeID: UUID, excluding: Set<String> = [],
         isValid: (Int64) -> Bool = { _ in true }
@@ -210,7 +212,10 @@ public final class TokenRegistry: Sendable {
         }
     }
 
-    /// When the registry was moved aside and started empty by ``repair(group:force:)``.
+    /// When the registry was moved aside and started empty by ``repair(group:force:)`` (nil:
+    /// never).
+    ///
+    /// - Throws: `.registryDamaged` for a damaged registry.
     public func repairedAt() throws -> Date? {
         try Self.wrap(path) {
             try environment.read { t in

@@ -70,6 +70,26 @@ import Testing
         if case .error(let error as StoreError) = ending { #expect(error.message.contains("was removed")) }
     }
 
+    /// Found by review: a callback user learned nothing when the store failed (the callbacks were
+    /// dropped in silence). `onFailure` hears the error, once; one registered later, at once.
+    @Test func aCallbackUserHearsTheFailureOnce() throws {
+        let group = TemporaryGroup()
+        let observer = try ChangeObserver(container: try group.open(), pollInterval: 0.2)
+        let heard = Protected<[String]>([])
+        let done = DispatchSemaphore(value: 0)
+        observer.onChange({ _ in }) { error in
+            heard.withLock { $0.append("\(error)") }
+            done.signal()
+        }
+        try FileManager.default.removeItem(atPath: group.path)
+        #expect(done.wait(timeout: .now() + 30) == .success, "onFailure was not called within 30 s")
+        #expect(heard.withLock { $0.count } == 1)
+        #expect((observer.failure as? StoreError)?.code == .fileAccess, "\(String(describing: observer.failure))")
+        let late = DispatchSemaphore(value: 0)
+        observer.onChange({ _ in }) { _ in late.signal() }
+        #expect(late.wait(timeout: .now()) == .success, "a late onFailure is called at once")
+    }
+
     @Test func aStoppedObserverEndsItsStreamWithoutAnError() async throws {
         let group = TemporaryGroup()
         let observer = try ChangeObserver(container: try group.open(), pollInterval: 0.2)

@@ -154,7 +154,7 @@ public final class Container: Sendable {
     /// whole open is retried in the busy wait's steps up to the busy timeout, like any write.
     private static func openStore(
         path: String, model: Model, options: Options, migrations: [MigrationStep], timeout: Int32
-    ) throws -> (SQLiteConnection, SQLiteConnection, Schema.State) {
+    ) throws -> (SQLiteConnection, SQLiteConnection, StoreFormat.State) {
         let start = Monotonic.seconds()
         var attempt = 0
         while true {
@@ -163,7 +163,7 @@ public final class Container: Sendable {
                     try SQLiteConnection(path: path, busyTimeoutMilliseconds: timeout)
                 }
                 // Check before configuring: WAL mode would rewrite the header of a foreign database.
-                let existing = try Schema.inspect(w, model: model, path: path)
+                let existing = try StoreFormat.inspect(w, model: model, path: path)
                 try StoreError.wrap(path: path) {
                     try SchemaSQL.configure(w, synchronous: options.synchronous)
                     try SchemaSQL.defineFunctions(w)
@@ -190,20 +190,20 @@ public final class Container: Sendable {
     /// migrated (``MigrationRunner``) — each in its own write transaction.
     private static func openSchema(
         _ c: SQLiteConnection, model: Model, migrations: [MigrationStep], options: Options, path: String,
-        found: Schema.Found?? = nil
-    ) throws -> Schema.State {
-        let found = try found ?? Schema.inspect(c, model: model, path: path)
+        found: StoreFormat.Found?? = nil
+    ) throws -> StoreFormat.State {
+        let found = try found ?? StoreFormat.inspect(c, model: model, path: path)
         let runner = MigrationRunner(
             c: c, model: model, steps: migrations, duplicates: options.duplicatesWhenMigrating, path: path)
         switch found {
         case nil:
-            switch try Schema.create(c, model: model, path: path) {
+            switch try StoreFormat.create(c, model: model, path: path) {
             case .ready(let state): return state
-            case .legacy: return try Schema.adoptLegacy(c, model: model, path: path)
+            case .legacy: return try StoreFormat.adoptLegacy(c, model: model, path: path)
             case .older(let state): return try runner.run(state)
             }
         case .ready(let state)?: return state
-        case .legacy?: return try Schema.adoptLegacy(c, model: model, path: path)
+        case .legacy?: return try StoreFormat.adoptLegacy(c, model: model, path: path)
         case .older(let state)?: return try runner.run(state)
         }
     }

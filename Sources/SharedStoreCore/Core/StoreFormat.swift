@@ -8,7 +8,7 @@ import SharedStoreSupport
 /// A store keeps (in `ss_meta`) its model version, its schema's canonical JSON
 /// (``StoredSchema``) and its history catalog (``HistoryCatalog``). A model of the same version
 /// must have the same schema; a newer model migrates the store; an older one cannot open it.
-enum Schema {
+enum StoreFormat {
     /// Format 4: every entity table has a global id column (issue 14).
     static let formatVersion = "4"
     /// Stores made before global ids: brought to format 4 on open or by the migration.

@@ -46,6 +46,8 @@ extension Container {
     /// spares every save an update of `sqlite_sequence`: about 6% of a save, measured.)
     ///
     /// - Returns: how many transactions were deleted.
+    /// - Throws: `.foreignToken` for a token of another store; ``StoreError`` from SQLite when a
+    ///   chunk cannot be deleted (`.busy`, `.storage`): the chunks before it stay deleted.
     @discardableResult
     public func deleteHistory(through token: HistoryToken, chunkSize: Int = 1000) throws -> Int {
         try check(token)

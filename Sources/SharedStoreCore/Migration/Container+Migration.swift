@@ -34,14 +34,14 @@ extension Container {
                 }
                 let meta = try SchemaSQL.meta(c)
                 guard !meta.isEmpty else { return nil }
-                let id = try Schema.storeID(meta, path: path)
+                let id = try StoreFormat.storeID(meta, path: path)
                 let format = meta[MetaKey.format.rawValue] ?? "?"
-                if format == Schema.legacyFormat {
+                if format == StoreFormat.legacyFormat {
                     let (schema, _) = try StoredSchema.legacy(
                         meta[MetaKey.model.rawValue] ?? "", model: nil, path: path)
                     return StoreDescription(storeID: id, version: 0, format: format, schema: schema)
                 }
-                let state = try Schema.state(meta, id: id, path: path)
+                let state = try StoreFormat.state(meta, id: id, path: path)
                 var description = StoreDescription(
                     storeID: id, version: state.version, format: format, schema: state.schema)
                 description.registryInUse = meta[MetaKey.registryInUse.rawValue] != nil
@@ -60,7 +60,7 @@ extension Container {
     ) throws -> MigrationPlan? {
         guard let c = try openReadOnly(group: group) else { return nil }
         let path = c.path
-        guard case .older(let state)? = try Schema.inspect(c, model: model, path: path) else { return nil }
+        guard case .older(let state)? = try StoreFormat.inspect(c, model: model, path: path) else { return nil }
         return try StoreError.wrap(path: path) {
             try c.readTransaction {
                 try MigrationRunner(c: c, model: model, steps: migrations, duplicates: duplicates, path: path)

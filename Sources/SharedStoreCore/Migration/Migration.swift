@@ -74,7 +74,7 @@ struct MigrationRunner {
     let path: String
 
     /// The plan from `state` to the model, with its checks of the stored objects run.
-    func plan(_ state: Schema.State) throws -> (MigrationPlan, MigrationPlanner) {
+    func plan(_ state: StoreFormat.State) throws -> (MigrationPlan, MigrationPlanner) {
         let custom = steps.filter { $0.version > state.version && $0.version <= model.version }
         let planner = MigrationPlanner(
             old: state.schema, catalog: state.catalog, model: model, hasCustomSteps: !custom.isEmpty)
@@ -117,7 +117,7 @@ struct MigrationRunner {
 
     /// Migrates the store (found older at open) inside one write transaction; returns its new
     /// state. Re-reads the store under the lock: another process may have migrated it.
-    func run(_ stateBefore: Schema.State, checkpoint: Bool = true) throws -> Schema.State {
+    func run(_ stateBefore: StoreFormat.State, checkpoint: Bool = true) throws -> StoreFormat.State {
         try StoreError.wrap(path: path) {
             // Synced whatever the store's level: it takes a token, and with it the token lease.
             let level = try SchemaSQL.synchronousLevel(c)
@@ -125,7 +125,7 @@ struct MigrationRunner {
             defer { if level < 2 { try? SchemaSQL.setSynchronous(c, .normal) } }
             return try c.writeTransaction {
                 let meta = try SchemaSQL.meta(c)
-                let state = try Schema.currentState(meta, id: stateBefore.storeID, model: model, path: path)
+                let state = try StoreFormat.currentState(meta, id: stateBefore.storeID, model: model, path: path)
                 if state.version == model.version && state.schema == StoredSchema(model) { return state }
                 guard state.version < model.version else {
                     throw StoreError(
@@ -145,10 +145,10 @@ struct MigrationRunner {
                 let catalog = planner.newCatalog
                 let numbering = try HistoryNumbering(model: model, catalog: catalog, path: path)
                 try SchemaSQL.finishMigration(
-                    c, meta: Schema.metaRows(model: model, catalog: catalog),
+                    c, meta: StoreFormat.metaRows(model: model, catalog: catalog),
                     history: (MigrationHistory.author, "\(MigrationHistory.context).\(state.version)-\(model.version)"),
                     changes: changes.isEmpty ? HistoryCodec.empty : HistoryCodec.encode(changes, numbering))
-                return Schema.State(
+                return StoreFormat.State(
                     storeID: state.storeID, version: model.version, schema: StoredSchema(model), catalog: catalog)
             }
         }
@@ -157,7 +157,7 @@ struct MigrationRunner {
     /// The plan's steps, in order: renames, indexes that go, columns and tables that go, new
     /// tables and columns, defaults, duplicates resolved, indexes that come, custom steps, kept
     /// counts. Returns the object changes to record (only resolving duplicates makes any).
-    private func apply(_ planner: MigrationPlanner, from state: Schema.State) throws -> [RecordedChange] {
+    private func apply(_ planner: MigrationPlanner, from state: StoreFormat.State) throws -> [RecordedChange] {
         try SchemaSQL.prepareMigration(c)
         for action in planner.actions {
             switch action {

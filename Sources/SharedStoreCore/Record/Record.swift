@@ -42,6 +42,10 @@ extension ObjectContext {
     /// object (its fetch, or the store now when it did not read it): a property the record left
     /// alone is not written, so another process's change to it survives, and the merge policies
     /// work property by property as with ``update(_:_:relationships:)``.
+    ///
+    /// - Throws: `.objectNotFound` for a record without an id (never inserted) or whose object is
+    ///   gone; `.validation` for a property the record cannot encode; otherwise like
+    ///   ``update(_:_:relationships:)``.
     public func update<R: Record>(_ record: R) throws {
         guard let id = record.id else {
             throw StoreError(.objectNotFound, "\(R.entityName) record has no id: insert it first")
@@ -88,6 +92,8 @@ extension ObjectContext {
     }
 
     /// Whether any object of `R`'s entity matches `condition`.
+    ///
+    /// - Throws: like ``fetch(_:)``.
     public func exists<R: Record>(_ type: R.Type, where condition: Condition = .always) throws -> Bool {
         try !fetch(FetchRequest(R.entityName, where: condition, limit: 1)).isEmpty
     }
@@ -104,6 +110,9 @@ extension ObjectContext {
     }
 
     /// The stored object with `id` as a record of type `R`.
+    ///
+    /// - Throws: `.objectNotFound` when no object has `id`; `.validation` when the object cannot
+    ///   be decoded as `R` (a property it requires is nil, or of another type).
     public func record<R: Record>(_ type: R.Type, with id: ObjectID) throws -> R {
         try R(snapshot: object(with: id))
     }

@@ -2,11 +2,13 @@ import Foundation
 import SharedStoreSQLite
 import SharedStoreSupport
 
-/// How values of each attribute type are stored in SQLite, and how conditions become SQL.
 extension AttributeType {
+    /// The article of the type's name in a message ("an integer", "a string").
     var article: String { self == .integer ? "an" : "a" }
 }
 
+/// How values of each attribute type are stored in SQLite (column types, values to SQL and back);
+/// ``QueryBuilder`` makes conditions SQL.
 enum SQLMapping {
     static func quote(_ identifier: String) -> String { "\"\(identifier)\"" }
 

@@ -1,7 +1,9 @@
-/// The one builder of the `SELECT … FROM … AS t0 … WHERE …` frame: every read of an entity's rows
-/// goes through it (fetches, counts, aggregates, kept counts, a row by its key), so that the
-/// alias the columns and conditions name, and the order of the clauses, are written once (GRDB's
-/// `SQLQueryGenerator`).
+/// The one builder of the aliased `SELECT … FROM … AS t0 … WHERE …` frame: every read that names
+/// an entity's row by the alias goes through it (fetches, counts, aggregates, kept counts, a row by
+/// its key, migration's recounts), so that the alias the columns and conditions name, and the
+/// order of the clauses, are written once (GRDB's `SQLQueryGenerator`). Short statements on one
+/// row by its key without the alias (the save's own reads and writes, the mirror's map) and the
+/// to-many subqueries ``QueryBuilder`` nests are written where they are used, in this folder.
 enum SelectFrame {
     /// The alias of the entity's row: ``QueryBuilder`` and ``EntitySQL`` name columns `t0.…`.
     static let alias = "t0"
