@@ -2,10 +2,13 @@ import Foundation
 import SharedStoreSQLite
 import SharedStoreSupport
 
-/// The SQL of opening, making and migrating a store, on a bare connection (before a container
-/// exists, or outside its transactions): the connection's settings, SharedStore's own tables,
-/// one table per entity, join tables, indexes, the meta rows, the functions SQL calls back.
-/// Its sibling ``TransactionSQL`` runs inside the transactions of an open container.
+/// The SQL of opening, making and migrating a store, on a bare connection: the connection's
+/// settings, SharedStore's own tables, one table per entity, join tables, indexes, the meta rows,
+/// the functions SQL calls back. It needs no container, so it also serves the few statements a
+/// container's transaction runs on its connection as such, not on the model's objects: the
+/// schema check of every transaction, a lost token range, the mirror's tables, the token lease.
+/// Its sibling ``TransactionSQL`` is the SQL of the objects, history and queries of an open
+/// container's transactions.
 enum SchemaSQL {
     /// WAL mode and the synchronous level. `journal_mode` answers with a row; it fails here
     /// first when the file is not a database.
