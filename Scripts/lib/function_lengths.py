@@ -49,6 +49,9 @@ def strip_strings(line, in_multiline):
             continue
         c = line[i]
         if quote:
+            if line.startswith('\\(', i):
+                i = end_of_interpolation(line, i + 2)
+                continue
             if c == '\\':
                 i += 2
                 continue
@@ -64,6 +67,27 @@ def strip_strings(line, in_multiline):
             out.append(c)
         i += 1
     return ''.join(out), in_multiline
+
+
+def end_of_interpolation(line, i):
+    """The index after the `)` that closes an interpolation whose text starts at `i`: its
+    parentheses counted, the strings inside it skipped (`\\(x ?? "{")` holds no brace)."""
+    depth, quote = 1, False
+    while i < len(line) and depth > 0:
+        c = line[i]
+        if quote:
+            if c == '\\':
+                i += 1
+            elif c == '"':
+                quote = False
+        elif c == '"':
+            quote = True
+        elif c == '(':
+            depth += 1
+        elif c == ')':
+            depth -= 1
+        i += 1
+    return i
 
 
 def clean_lines(path):

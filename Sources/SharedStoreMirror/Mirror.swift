@@ -44,8 +44,12 @@ public struct MirrorRound: Sendable, Hashable {
     /// ```
     public var badRows: [MirrorError] {
         quarantined.compactMap { q in
-            q.sequence.map {
-                MirrorError(q.reason, code: .malformedRow, reason: .badRow(sequence: $0, problem: q.reason))
+            q.sequence.map { sequence in
+                // The quarantine keeps the whole message; the reason holds what is wrong, as
+                // MirrorPayload.decode says it.
+                let prefix = "server transaction \(sequence) is malformed: "
+                let problem = q.reason.hasPrefix(prefix) ? String(q.reason.dropFirst(prefix.count)) : q.reason
+                return MirrorError(q.reason, code: .malformedRow, reason: .badRow(sequence: sequence, problem: problem))
             }
         }
     }

@@ -91,6 +91,15 @@ import Testing
         #expect(batch?.uniqueness != nil && batch?.uniqueness?.existing == nil, "batch: no stored object holds z")
         let names = try container.newContext().fetch(FetchRequest("Tag")).map { $0["name"] }
         #expect(Set(names) == [.string("b"), .string("c")])
+        // The stored holder touched on another property in the same save is still the holder.
+        let other = container.newContext()
+        try other.update(ids.permanentID(for: b), ["color": "red"])
+        try other.update(ids.permanentID(for: c), ["name": "b"])
+        #expect(storeError(.uniqueness) { try other.save() }?.uniqueness?.existing == ids.permanentID(for: b))
+        let both = storeError(.uniqueness) {
+            _ = try container.newContext().batchUpdate("Tag", where: .always, set: ["name": "b", "color": "red"])
+        }
+        #expect(both?.uniqueness?.existing == ids.permanentID(for: b), "batch: the Tag that held the name before")
     }
 
     // MARK: - Validation
@@ -251,7 +260,7 @@ struct MirrorErrorDetailsTests {
             return
         }
         #expect(at == sequence)
-        #expect(problem.contains("not a JSON object"), "\(problem)")
+        #expect(problem == "not a JSON object", "as MirrorPayload.decode says it: \(problem)")
     }
 
     @Test func aRowOfANewerModelNamesItsSequenceAndBothModels() throws {

@@ -28,6 +28,10 @@ extension Container {
     /// Each batch is read in its own read transaction, which checks that no history after the
     /// last delivered token has been deleted meanwhile: a concurrent clean ends the stream with
     /// `.historyExpired` rather than a silent gap (invariant 3).
+    ///
+    /// - Throws: `.historyExpired` when history after the start was deleted (before or during
+    ///   the stream), `.foreignToken` for a token of another store, ``StoreError`` when the store
+    ///   cannot be read, or what `body` throws (the stream stops there).
     public func history(_ request: HistoryRequest, _ body: ([HistoryTransaction]) throws -> Void) throws {
         var reader = try HistoryReader(container: self, request: request)
         while let batch = try read({ s in try reader.next(s) }) {

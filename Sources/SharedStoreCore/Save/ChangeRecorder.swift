@@ -20,11 +20,14 @@ struct ChangeRecorder {
     var isEmpty: Bool { changes.isEmpty && inserts.isEmpty }
     var count: Int { changes.count + inserts.count }
 
-    /// Whether this transaction inserted or updated object `pk` of the entity at index `entity`:
-    /// what it holds inside the transaction is then this transaction's, not a stored object's (for
-    /// an error: it reads every change).
-    func hasWritten(_ entity: Int, _ pk: Int64) -> Bool {
-        coalesced.contains { $0.kind != .delete && $0.entity == entity && $0.primaryKey == pk }
+    /// Whether this transaction inserted object `pk` of the entity at index `entity`, or updated
+    /// one of `properties` (history indexes) of it: what those hold inside the transaction is then
+    /// this transaction's, not a stored object's (for an error: it reads every change).
+    func hasWritten(_ entity: Int, _ pk: Int64, properties: Set<Int>) -> Bool {
+        coalesced.contains { change in
+            change.entity == entity && change.primaryKey == pk
+                && (change.kind == .insert || (change.kind == .update && !properties.isDisjoint(with: change.updated)))
+        }
     }
 
     mutating func inserted(_ entity: Int, _ pk: Int64, globalID: UUID) {

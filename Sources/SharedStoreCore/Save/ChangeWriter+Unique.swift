@@ -51,12 +51,14 @@ extension ChangeWriter {
                     type.flatMap { try? SQLMapping.sqlValue(value, $0, object: object, property: name) } ?? .null)
             }
         }
-        // An object inserted or updated earlier in this save holds those values only in this
-        // save, which rolls back: it is no stored object that holds them.
+        // An object inserted earlier in this save, or whose constrained properties it updated,
+        // holds those values only in this save, which rolls back: no stored object holds them.
+        // One it updated otherwise still held them before.
         let found =
             stored.contains(.null) ? nil : (try? s.objectMatching(e, columns: constraint, values: stored)) ?? nil
+        let indexes = Set(constraint.compactMap { e.historyPropertyNames.firstIndex(of: $0) })
         let existing = found.flatMap { pk in
-            recorder.hasWritten(model.index(of: e), pk)
+            recorder.hasWritten(model.index(of: e), pk, properties: indexes)
                 ? nil : ObjectID(storeID: container.storeID, entity: e.name, primaryKey: pk)
         }
         return UniquenessConflict(

@@ -293,6 +293,9 @@ extension ObjectContext {
     /// }
     /// ```
     /// - Returns: how many objects were inserted and the token (no ids: there may be millions).
+    /// - Throws: what a save throws for the first object the model or a constraint refuses
+    ///   (`.validation`, `.uniqueness`, named by the `object` given to the writer), or what `body`
+    ///   throws; nothing of the batch is saved then.
     @discardableResult
     public func batch(_ body: (inout BatchWriter) throws -> Void) throws -> BatchResult {
         let author = transactionAuthor
