@@ -1,0 +1,189 @@
+import Foundation
+import SharedStoreSQLite
+import SharedStoreSupport
+
+/// What happens to related objects when an object is deleted (Core Data's delete rules).
+public enum DeleteRule: String, Sendable, Hashable, Codable {
+    /// The related objects' inverse is set to nil.
+    case nullify
+    /// The related objects are deleted too.
+    case cascade
+    /// The delete fails while any related object exists.
+    case deny
+}
+
+/// A relationship: to-one (stored as a column) or to-many (the inverse of a to-one).
+public struct Relationship: Sendable, Hashable {
+    /// The relationship's name, unique among the entity's properties. A to-one relationship is a
+    /// column of that name holding the destination's primary key.
+    public var name: String
+    /// The entity the relationship points at.
+    public var destination: String
+    /// The relationship of ``destination`` that points back; every relationship has one.
+    public var inverse: String
+    /// Whether it holds many objects: the inverse of a to-one (read through the to-one's column) or,
+    /// when the inverse is to-many too, a many-to-many relationship kept in a join table.
+    public var isToMany: Bool
+    /// What deleting an object of this entity does to the objects this relationship holds.
+    public var deleteRule: DeleteRule
+
+    /// A to-one relationship to `destination`, whose relationship `inverse` must be to-many (one-to-one
+    /// relationships are not supported).
+    ///
+    /// For example:
+    /// ```swift
+    /// Relationship.toOne("category", "Category", inverse: "articles")
+    /// ```
+    public static func toOne(_ name: String, _ destination: String, inverse: String, deleteRule: DeleteRule = .nullify)
+        -> Relationship
+    {
+        Relationship(name: name, destination: destination, inverse: inverse, isToMany: false, deleteRule: deleteRule)
+    }
+
+    /// A to-many relationship to `destination`: the inverse of a to-one relationship, or, when
+    /// `inverse` is to-many too, a many-to-many relationship (linked with
+    /// ``ObjectContext/relate(_:_:to:)``).
+    ///
+    /// For example:
+    /// ```swift
+    /// Relationship.toMany("articles", "Article", inverse: "category", deleteRule: .cascade)
+    /// ```
+    public static func toMany(_ name: String, _ destination: String, inverse: String, deleteRule: DeleteRule = .nullify)
+        -> Relationship
+    {
+        Relationship(name: name, destination: destination, inverse: inverse, isToMany: true, deleteRule: deleteRule)
+    }
+}
+
+/// An index of an entity (Core Data's fetch index): attributes or to-one relationships in order,
+/// each ascending or descending, so that fetches that filter and sort on them read the index,
+/// not the table.
+public struct Index: Sendable, Hashable {
+    /// One column of an index: a property and its order.
+    public struct Part: Sendable, Hashable {
+        /// An attribute or to-one relationship of the entity.
+        public let property: String
+        /// Whether the index holds the property in ascending order.
+        public let ascending: Bool
+    }
+
+    /// The indexed properties, in order: an index serves a condition on a prefix of them.
+    public let parts: [Part]
+
+    /// An index on `properties`, each ascending.
+    public init(_ properties: String...) { parts = properties.map { Part(property: $0, ascending: true) } }
+
+    /// An index on `keys` (``Key/ascending`` or ``Key/descending``).
+    public init(_ keys: [SortKey]) { parts = keys.map { Part(property: $0.path, ascending: $0.ascending) } }
+}
+
+/// A count of an entity's objects that every save keeps up to date in the save's transaction, so
+/// that reading it costs one row whatever the size of the store: ``ObjectContext/count(_:)`` of a
+/// request for the entity with the same condition (and no window) reads it instead of counting.
+///
+/// The condition may read only the entity's own attributes (a count never depends on another
+/// object). Every writer of the store keeps it: it is part of the model's identity, so a process
+/// with a model lacking it cannot open the store. `storectl verify` compares it with a real count.
+public struct KeptCount: Sendable, Hashable {
+    /// The count's name: a plain identifier, unique among the entity's kept counts.
+    public let name: String
+    /// Which objects it counts (``Condition/always``: all of them).
+    public let condition: Condition
+
+    /// A count named `name` of the objects matching `condition` (all of them by default).
+    public init(_ name: String, where condition: Condition = .always) {
+        self.name = name
+        self.condition = condition
+    }
+}
+
+/// An entity: attributes, relationships, uniqueness constraints (each a list of attribute names),
+/// indexes and kept counts.
+public struct Entity: Sendable, Hashable {
+    /// The entity's name: a plain ASCII identifier that does not start with `ss_` or `sqlite`. It is
+    /// the table's name.
+    public var name: String
+    /// The entity's attributes, in the order history numbers them.
+    public var attributes: [Attribute]
+    /// The entity's relationships; each names its inverse in the destination entity.
+    public var relationships: [Relationship]
+    /// Properties (attributes or to-one relationships) whose values no two objects may share: each
+    /// inner list is one constraint, single (`[["name"]]`) or compound (`[["first", "last"]]`). A save
+    /// that would break one is resolved by the context's ``MergePolicy`` (`.uniqueness` with `.error`).
+    public var uniquenessConstraints: [[String]]
+    /// Indexes that fetches use (a uniqueness constraint and a to-one relationship have one
+    /// already). Created with the store and, when a model adds one, at the next open.
+    public var indexes: [Index]
+    /// Counts every save keeps up to date (``KeptCount``).
+    public var keptCounts: [KeptCount]
+    /// The name this entity had in the model version before (a migration renames its table).
+    public var renamedFrom: String?
+
+    /// An entity named `name` with its properties and what the store keeps for it.
+    ///
+    /// For example:
+    /// ```swift
+    /// Entity("Category", attributes: [Attribute("name", .string)],
+    ///        relationships: [.toMany("articles", "Article", inverse: "category")],
+    ///        uniquenessConstraints: [["name"]])
+    /// ```
+    ///
+    /// The entity is checked with its model (``Model/init(version:_:)``), not here.
+    public init(
+        _ name: String, attributes: [Attribute], relationships: [Relationship] = [],
+        uniquenessConstraints: [[String]] = [], indexes: [Index] = [], keptCounts: [KeptCount] = [],
+        renamedFrom: String? = nil
+    ) {
+        self.renamedFrom = renamedFrom
+        self.keptCounts = keptCounts
+        self.name = name
+        self.attributes = attributes
+        self.relationships = relationships
+        self.uniquenessConstraints = uniquenessConstraints
+        self.indexes = indexes
+    }
+
+    /// The attribute named `name`, or nil.
+    public func attribute(named name: String) -> Attribute? { attributes.first { $0.name == name } }
+    /// The relationship named `name`, or nil.
+    public func relationship(named name: String) -> Relationship? { relationships.first { $0.name == name } }
+
+    var toOneRelationships: [Relationship] { relationships.filter { !$0.isToMany } }
+    var toManyRelationships: [Relationship] { relationships.filter(\.isToMany) }
+
+    /// Names history refers to by index: attributes, to-one, then to-many relationships (a
+    /// to-many relationship shows as updated when a many-to-many link is made or broken).
+    var historyPropertyNames: [String] { storedPropertyNames + toManyRelationships.map(\.name) }
+
+    /// Checks that every key of `values` is an attribute of this entity.
+    ///
+    /// - Throws: `.unknownProperty` naming the first that is not (and `object`, when given).
+    func checkAttributes(_ values: [String: Value], object: String? = nil) throws {
+        for name in values.keys {
+            guard let a = attribute(named: name) else {
+                throw StoreError(
+                    .unknownProperty, (object.map { "\($0): " } ?? "") + "\(self.name) has no attribute '\(name)'")
+            }
+            if let d = a.derivation {
+                throw StoreError.validation(
+                    (object.map { "\($0): " } ?? "") + "\(self.name).\(name) is derived (\(d.text)): the save computes "
+                        + "it; it cannot be set", object: object ?? self.name, property: name, rule: .derived)
+            }
+        }
+    }
+
+    /// The derived attributes (in declaration order).
+    var derivedAttributes: [Attribute] { attributes.filter(\.isDerived) }
+
+    /// The index history uses for property `name` (a precondition: the entity has it).
+    func historyIndex(of name: String) -> Int {
+        guard let i = historyPropertyNames.firstIndex(of: name) else {
+            preconditionFailure("\(self.name) has no property '\(name)' to record in history")
+        }
+        return i
+    }
+
+    /// Property names in a fixed order: attributes, then to-one relationships. History refers to
+    /// properties by their index in this list.
+    var storedPropertyNames: [String] { attributes.map(\.name) + toOneRelationships.map(\.name) }
+}
