@@ -49,10 +49,9 @@ extension Mirror {
         var reused: [Int64] = []
         var through: Int64 = 0
         var lostSince: Double?
-        let (decoded, strangers) = try ownRowsDecoded(own, lost: lost, floor: floor)
+        let (decoded, lostRows) = try ownRowsDecoded(own, lost: lost, floor: floor)
         for t in own {
-            let why = try isLost(t, lost: lost, floor: floor) ?? (strangers.contains(t.sequence) ? .unknownObject : nil)
-            if let why {
+            if let why = lostRows[t.sequence] {
                 reclaim.insert(t.token)
                 // A lost row outside the lost ranges has a number this copy handed out again.
                 if why == .reused || (why == .unknownObject && t.token > 0) { reused.append(t.token) }
@@ -118,25 +117,31 @@ extension Mirror {
     /// Why a row of this store is one it no longer holds.
     enum Lost { case token, reused, fullUpload, unknownObject }
 
-    /// The changes of each row of `own` (by sequence) that is not lost by ``isLost`` and can be
-    /// read (the pull quarantines the others), and among them the rows that name an object this
-    /// copy never knew. The mirror maps every object before it pushes it, so a row that upserts
-    /// or deletes an object neither held nor mapped here was made by a copy of this store that was
-    /// lost — even when its token number was saved again here and that history is gone (nothing
-    /// left to compare its time with). Pulled back, such a row brings the object back; compared,
-    /// it would have deleted the object on every machine.
+    /// The changes of each row of `own` (by sequence) that is not lost and can be read (the pull
+    /// quarantines the others), and why each lost row is lost: by ``isLost``, or because it names
+    /// an object this copy never knew (each row is looked at once). The mirror maps every object
+    /// before it pushes it, so a row that upserts or deletes an object neither held nor mapped
+    /// here was made by a copy of this store that was lost — even when its token number was saved
+    /// again here and that history is gone (nothing left to compare its time with). Pulled back,
+    /// such a row brings the object back; compared, it would have deleted the object everywhere.
     private func ownRowsDecoded(_ own: [MirrorTransaction], lost: [ClosedRange<Int64>], floor: Int64) throws
-        -> (changes: [Int64: [MirrorChange]], strangers: Set<Int64>)
+        -> (changes: [Int64: [MirrorChange]], lost: [Int64: Lost])
     {
         var decoded: [Int64: [MirrorChange]] = [:]
-        for t in own where try isLost(t, lost: lost, floor: floor) == nil {
-            decoded[t.sequence] = try? MirrorPayload.decode(t.payload, sequence: t.sequence).changes
+        var lostRows: [Int64: Lost] = [:]
+        for t in own {
+            if let why = try isLost(t, lost: lost, floor: floor) {
+                lostRows[t.sequence] = why
+            } else {
+                decoded[t.sequence] = try? MirrorPayload.decode(t.payload, sequence: t.sequence).changes
+            }
         }
         let unknown = try container.unknownGlobalIDs(Set(decoded.values.joined().compactMap(Self.namedObject)))
-        let strangers = decoded.filter { _, changes in
-            changes.contains { Self.namedObject($0).map(unknown.contains) == true }
+        for (sequence, changes) in decoded
+        where changes.contains(where: { Self.namedObject($0).map(unknown.contains) == true }) {
+            lostRows[sequence] = .unknownObject
         }
-        return (decoded, Set(strangers.keys))
+        return (decoded, lostRows)
     }
 
     /// The object a change upserts or deletes (nil for a merge: it names two, both known elsewhere).
