@@ -82,7 +82,12 @@ struct PostgresTests {
         let sequence = try #require(try a.upload(origin: UUID(), token: 7, author: nil, payload: "{}"))
         var received: [(channel: String, payload: String)] = []
         let deadline = Date().addingTimeInterval(10)
-        while received.isEmpty && Date() < deadline {
+        // Waits for this upload's own wake-up: another test's upload on the same server may wake
+        // the listener first.
+        func arrived() -> Bool {
+            received.contains { $0.channel == MirrorServer.channel && $0.payload == String(sequence) }
+        }
+        while !arrived() && Date() < deadline {
             received += try listener.connection.notifications(timeout: 1)
         }
         #expect(received.contains { $0.channel == MirrorServer.channel && $0.payload == String(sequence) })
