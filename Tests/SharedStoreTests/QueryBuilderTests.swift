@@ -25,16 +25,41 @@ import Testing
         #expect(try build("Thing", Key("i") != 3).sql == #"(t0."i" IS NOT ?)"#)
     }
 
-    @Test func orderingNeverLeavesNullUndecided() throws {
+    /// A comparison stays plain (an index serves it) where a NULL drops the row as a 0 would, and
+    /// is made 0 under a NOT, where a NULL would leave the row undecided.
+    @Test func orderingIsPlainWhereNullCannotMatterAndDecidedUnderNot() throws {
         let less = try build("Thing", Key("i") < 3)
-        #expect(less.sql == #"coalesce(t0."i" < ?, 0)"#)
+        #expect(less.sql == #"(t0."i" < ?)"#)
         #expect(less.bindings == [.integer(3)])
+        #expect(try build("Thing", !(Key("i") < 3)).sql == #"(NOT coalesce(t0."i" < ?, 0))"#)
+        #expect(try build("Thing", !(!(Key("i") < 3))).sql == #"(t0."i" < ?)"#)
         #expect(throws: StoreError.self) { try build("Thing", Key("i") < Value.null) }
         #expect(try build("Thing", Key("i").among([])).sql == "0")
-        #expect(try build("Thing", Key("i").among([.integer(1), .integer(2)])).sql == #"coalesce(t0."i" IN (?,?), 0)"#)
+        #expect(try build("Thing", Key("i").among([.integer(1), .integer(2)])).sql == #"(t0."i" IN (?,?))"#)
         #expect(
-            try build("Thing", Key("i").between(.integer(1), .integer(2))).sql
-                == #"coalesce(t0."i" BETWEEN ? AND ?, 0)"#)
+            try build("Thing", !Key("i").among([.integer(1)])).sql == #"(NOT coalesce(t0."i" IN (?), 0))"#)
+        #expect(
+            try build("Thing", Key("i").between(.integer(1), .integer(2))).sql == #"(t0."i" BETWEEN ? AND ?)"#)
+        // ALL tests its condition under a NOT inside the subquery, whatever is outside it.
+        let all = try build("Folder", Key("notes").all(Key("text") < "m")).sql
+        #expect(all.contains(#"NOT coalesce(t0s1."text" < ?, 0)"#), "\(all)")
+        let any = try build("Folder", !Key("notes").any(Key("text") < "m")).sql
+        #expect(any.contains(#"AND (t0s1."text" < ?)"#), "\(any)")
+    }
+
+    /// BEGINSWITH with no option is a range of the column; `==` with none is an equality.
+    @Test func aPrefixIsARangeAndTheEndOfTheRangeIsTheNextText() throws {
+        let begins = try build("Thing", Key("s").beginsWith("ab"))
+        #expect(begins.sql == #"(t0."s" >= ? AND t0."s" < ?)"#)
+        #expect(begins.bindings == [.text("ab"), .text("ac")])
+        #expect(try build("Thing", Key("s").beginsWith("")).sql == #"(t0."s" IS NOT NULL)"#)
+        #expect(try build("Thing", Key("s").equals("x")).sql == #"(t0."s" IS ?)"#)
+        #expect(try build("Thing", Key("s").beginsWith("ab", .caseInsensitive)).sql.contains("ss_strop"))
+        #expect(QueryBuilder.textAfterPrefix("a\u{D7FF}") == "a\u{E000}")
+        #expect(QueryBuilder.textAfterPrefix("a\u{10FFFF}") == "b")
+        #expect(QueryBuilder.textAfterPrefix("\u{10FFFF}\u{10FFFF}") == nil)
+        #expect(try build("Thing", Key("s").beginsWith("\u{10FFFF}")).sql == #"(t0."s" >= ?)"#)
+        #expect(QueryBuilder.textAfterPrefix("e\u{301}") == "e\u{302}")
     }
 
     @Test func valuesAreBoundNeverSpliced() throws {
@@ -71,7 +96,7 @@ import Testing
         expectStoreError(.unknownProperty, containing: "more than two parts") {
             _ = try build("Note", Key("folder.name.x") == 1)
         }
-        expectStoreError(.invalidArgument, containing: "string attribute") {
+        expectStoreError(.invalidArgument, containing: "string or URL attribute") {
             _ = try build("Thing", Key("i").contains("1"))
         }
     }
@@ -144,23 +169,27 @@ import Testing
         let w = random.word()
         let key = Key("s")
         let options = random.pick([[], [.caseInsensitive], [.diacriticInsensitive], Condition.TextOptions.all])
-        func fold(_ text: String) -> String {
-            var folded =
-                options.contains(.diacriticInsensitive)
-                ? text.folding(options: .diacriticInsensitive, locale: nil) : text
-            if options.contains(.caseInsensitive) { folded = folded.lowercased() }
-            return folded
-        }
         func bytesLess(_ a: String, _ b: String) -> Bool { Array(a.utf8).lexicographicallyPrecedes(Array(b.utf8)) }
         switch random.next(8) {
-        case 0: return (key == w, { $0.s == w })
-        case 1: return (key != w, { $0.s != w })
+        // `==` compares the text as stored (scalars), as SQLite does, not as Swift's `==` does.
+        case 0: return (key == w, { $0.s.map { ReadTests.textMatches(.equal, $0, w, []) } ?? false })
+        case 1: return (key != w, { $0.s.map { !ReadTests.textMatches(.equal, $0, w, []) } ?? true })
         case 2: return (key == Value.null, { $0.s == nil })
         case 3: return (key < w, { $0.s.map { bytesLess($0, w) } ?? false })
-        case 4: return (key.contains(w, options), { $0.s.map { w.isEmpty || fold($0).contains(fold(w)) } ?? false })
-        case 5: return (key.beginsWith(w, options), { $0.s.map { fold($0).hasPrefix(fold(w)) } ?? false })
-        case 6: return (key.endsWith(w, options), { $0.s.map { fold($0).hasSuffix(fold(w)) } ?? false })
-        default: return (key.equals(w, options), { $0.s.map { fold($0) == fold(w) } ?? false })
+        case 4:
+            return (
+                key.contains(w, options), { $0.s.map { ReadTests.textMatches(.contains, $0, w, options) } ?? false }
+            )
+        case 5:
+            return (
+                key.beginsWith(w, options), { $0.s.map { ReadTests.textMatches(.beginsWith, $0, w, options) } ?? false }
+            )
+        case 6:
+            return (
+                key.endsWith(w, options), { $0.s.map { ReadTests.textMatches(.endsWith, $0, w, options) } ?? false }
+            )
+        default:
+            return (key.equals(w, options), { $0.s.map { ReadTests.textMatches(.equal, $0, w, options) } ?? false })
         }
     }
 }

@@ -21,6 +21,53 @@ public enum Value: Sendable, Hashable, Codable, CustomStringConvertible {
     /// A UUID.
     case uuid(UUID)
 
+    /// Whether two values are the same stored value. Strings are equal when their Unicode scalars
+    /// are, as the store compares them (Swift's `==` on `String` also takes canonically
+    /// equivalent forms, `"é"` and `"e\u{301}"`, as equal; the store keeps them apart, and so
+    /// does a value: saving one over the other is a change).
+    public static func == (a: Value, b: Value) -> Bool {
+        switch (a, b) {
+        case (.null, .null): return true
+        case (.string(let x), .string(let y)): return x.utf8.elementsEqual(y.utf8)
+        case (.integer(let x), .integer(let y)): return x == y
+        case (.double(let x), .double(let y)): return x == y
+        case (.bool(let x), .bool(let y)): return x == y
+        case (.date(let x), .date(let y)): return x == y
+        case (.data(let x), .data(let y)): return x == y
+        case (.uuid(let x), .uuid(let y)): return x == y
+        default: return false
+        }
+    }
+
+    /// Hashes the case and its value (a string's UTF-8 bytes, consistent with ``==(_:_:)``).
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .null: hasher.combine(0 as UInt8)
+        case .string(var v):
+            hasher.combine(1 as UInt8)
+            hasher.combine(v.utf8.count)
+            v.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        case .integer(let v):
+            hasher.combine(2 as UInt8)
+            hasher.combine(v)
+        case .double(let v):
+            hasher.combine(3 as UInt8)
+            hasher.combine(v)
+        case .bool(let v):
+            hasher.combine(4 as UInt8)
+            hasher.combine(v)
+        case .date(let v):
+            hasher.combine(5 as UInt8)
+            hasher.combine(v)
+        case .data(let v):
+            hasher.combine(6 as UInt8)
+            hasher.combine(v)
+        case .uuid(let v):
+            hasher.combine(7 as UInt8)
+            hasher.combine(v)
+        }
+    }
+
     /// Whether the value is ``null``.
     public var isNull: Bool { if case .null = self { return true } else { return false } }
 

@@ -120,6 +120,10 @@ public struct Key: Sendable, Hashable {
     /// Objects whose string at the key contains `s` (Core Data's `CONTAINS`, with `[c]`, `[d]` as
     /// ``Condition/TextOptions``). An empty `s` matches every object that has a value.
     ///
+    /// The string operators work on string and URL attributes. Without options they compare the
+    /// text as stored, Unicode scalar by scalar, as `==` does (`"e\u{301}"` does not begin with
+    /// `"é"`); with `[c]` or `[d]` both sides are folded and compared as Swift compares strings.
+    ///
     /// For example:
     /// ```swift
     /// Key("title").contains("cafe", .caseInsensitive, .diacriticInsensitive)   // matches "Café Swift"
@@ -128,17 +132,25 @@ public struct Key: Sendable, Hashable {
     /// The match is a function SQLite calls row by row, which no index serves: a search over many
     /// objects is faster on a `canonical` derived attribute with an index (``Attribute/canonical(_:)``
     /// folds the search text the same way). The fetch fails with
-    /// `.invalidArgument` when the key is not a string attribute.
+    /// `.invalidArgument` when the key is not a string or URL attribute.
     public func contains(_ s: String, _ options: Condition.TextOptions...) -> Condition {
         Condition(.text(path, .contains, s, Condition.TextOptions(options)))
     }
     /// Objects whose string at the key begins with `s` (Core Data's `BEGINSWITH`), with the given
-    /// options. The fetch fails with `.invalidArgument` when the key is not a string attribute.
+    /// options.
+    ///
+    /// Without options it runs as a range of the column (`>= s` and below the first text past
+    /// every text that begins with `s`), which an index on the attribute serves: a prefix search
+    /// over many objects is fast on a `canonical` derived attribute with an index, given the
+    /// search text folded by ``Attribute/canonical(_:)``. With options it is a function SQLite
+    /// calls row by row. The fetch fails with `.invalidArgument` when the key is not a string or
+    /// URL attribute.
     public func beginsWith(_ s: String, _ options: Condition.TextOptions...) -> Condition {
         Condition(.text(path, .beginsWith, s, Condition.TextOptions(options)))
     }
     /// Objects whose string at the key ends with `s` (Core Data's `ENDSWITH`), with the given
-    /// options. The fetch fails with `.invalidArgument` when the key is not a string attribute.
+    /// options. The fetch fails with `.invalidArgument` when the key is not a string or URL
+    /// attribute.
     public func endsWith(_ s: String, _ options: Condition.TextOptions...) -> Condition {
         Condition(.text(path, .endsWith, s, Condition.TextOptions(options)))
     }
@@ -150,13 +162,13 @@ public struct Key: Sendable, Hashable {
     /// Key("url").like("https://*.swift.org/*")
     /// ```
     ///
-    /// The fetch fails with `.invalidArgument` when the key is not a string attribute.
+    /// The fetch fails with `.invalidArgument` when the key is not a string or URL attribute.
     public func like(_ s: String, _ options: Condition.TextOptions...) -> Condition {
         Condition(.text(path, .like, s, Condition.TextOptions(options)))
     }
     /// Objects whose string at the key equals `s` under `options` (Core Data's `==[cd]`); with no
-    /// option it is the same as `==`. The fetch fails with `.invalidArgument` when the key is not a
-    /// string attribute.
+    /// option it is the same as `==`, served by an index on the attribute. The fetch fails with
+    /// `.invalidArgument` when the key is not a string or URL attribute.
     public func equals(_ s: String, _ options: Condition.TextOptions...) -> Condition {
         Condition(.text(path, .equal, s, Condition.TextOptions(options)))
     }

@@ -52,7 +52,12 @@ struct StringMatch: Hashable {
         return folded
     }
 
+    /// Whether `text` matches `pattern`. Without options the two are compared as stored, scalar
+    /// by scalar (as SQLite compares text, and as `==` on an attribute does): `"e\u{301}"` does
+    /// not begin with `"é"`. With `[c]` or `[d]` both are folded and compared as Swift compares
+    /// strings (canonically equivalent forms are equal).
     func matches(_ text: String, _ pattern: String) -> Bool {
+        if options.isEmpty { return Self.matchesScalars(op, Array(text.unicodeScalars), Array(pattern.unicodeScalars)) }
         let a = fold(text)
         let b = fold(pattern)
         switch op {
@@ -64,29 +69,47 @@ struct StringMatch: Hashable {
         }
     }
 
+    /// ``matches(_:_:)`` without options: scalar by scalar.
+    private static func matchesScalars(_ op: Condition.TextOperator, _ a: [Unicode.Scalar], _ b: [Unicode.Scalar])
+        -> Bool
+    {
+        switch op {
+        case .equal: return a == b
+        case .contains:
+            guard b.count <= a.count else { return false }
+            return b.isEmpty || (0...(a.count - b.count)).contains { a[$0..<($0 + b.count)].elementsEqual(b) }
+        case .beginsWith: return a.starts(with: b)
+        case .endsWith: return b.count <= a.count && a.suffix(b.count).elementsEqual(b)
+        case .like: return wildcard(a, b, star: "*", one: "?")
+        }
+    }
+
     /// Core Data's LIKE: `*` matches any run, `?` one character.
-    private static func wildcard(_ s: [Character], _ p: [Character]) -> Bool {
+    private static func wildcard(_ s: [Character], _ p: [Character]) -> Bool { wildcard(s, p, star: "*", one: "?") }
+
+    /// LIKE over any elements: `star` matches any run, `one` a single element.
+    private static func wildcard<E: Equatable>(_ s: [E], _ p: [E], star: E, one: E) -> Bool {
         var si = 0
         var pi = 0
-        var star = -1
+        var starAt = -1
         var mark = 0
         while si < s.count {
-            if pi < p.count, p[pi] == "?" || p[pi] == s[si] {
+            if pi < p.count, p[pi] == one || p[pi] == s[si] {
                 si += 1
                 pi += 1
-            } else if pi < p.count, p[pi] == "*" {
-                star = pi
+            } else if pi < p.count, p[pi] == star {
+                starAt = pi
                 mark = si
                 pi += 1
-            } else if star >= 0 {
-                pi = star + 1
+            } else if starAt >= 0 {
+                pi = starAt + 1
                 mark += 1
                 si = mark
             } else {
                 return false
             }
         }
-        while pi < p.count, p[pi] == "*" { pi += 1 }
+        while pi < p.count, p[pi] == star { pi += 1 }
         return pi == p.count
     }
 }

@@ -13,6 +13,11 @@ struct QueryBuilder {
     private var aliases: [String: String] = [:]
     private(set) var bindings: [SQLValue] = []
     private var subqueries = 0
+    /// Whether the expression being built sits under an odd number of NOTs. Only there can a
+    /// comparison's NULL (a missing value compared with `<`) change which rows the WHERE keeps;
+    /// elsewhere a NULL drops the row exactly as a 0 would, so the comparison stays plain and an
+    /// index can serve it.
+    private var negated = false
 
     init(model: Model, entity: Entity, storeID: UUID, alias: String = SelectFrame.alias) {
         self.model = model
@@ -72,18 +77,26 @@ struct QueryBuilder {
             guard let attr else { throw StoreError(.invalidArgument, "IN on '\(path)' needs an attribute") }
             guard !values.isEmpty else { return "0" }
             let ps = try values.map { try bind($0, attr, path) }
-            return "coalesce(\(col) IN (\(ps.joined(separator: ","))), 0)"
+            return decided("\(col) IN (\(ps.joined(separator: ",")))")
         case .between(let path, let low, let high):
             let (col, attr) = try column(path)
             guard let attr else { throw StoreError(.invalidArgument, "BETWEEN on '\(path)' needs an attribute") }
             let a = try bind(low, attr, path)
             let b = try bind(high, attr, path)
-            return "coalesce(\(col) BETWEEN \(a) AND \(b), 0)"
+            return decided("\(col) BETWEEN \(a) AND \(b)")
         case .text(let path, let op, let pattern, let options):
             let (col, attr) = try column(path)
-            guard attr?.type == .string else {
-                throw StoreError(.invalidArgument, "\(op.rawValue) needs a string attribute, '\(path)' is not one")
+            guard let attr, attr.type == .string || attr.type == .url else {
+                throw StoreError(
+                    .invalidArgument, "\(op.rawValue) needs a string or URL attribute, '\(path)' is not one")
             }
+            // Without options the operators compare the stored text as it is, as SQLite does: ==
+            // and BEGINSWITH then run on the column's index (an equality, a range).
+            if options.isEmpty, op == .equal {
+                bindings.append(.text(pattern))
+                return "(\(col) IS ?)"
+            }
+            if options.isEmpty, op == .beginsWith { return prefix(col, pattern) }
             bindings.append(.text(pattern))
             bindings.append(.integer(StringMatch(op, options).code))
             return "ss_strop(\(col), ?, ?)"
@@ -96,10 +109,16 @@ struct QueryBuilder {
             guard !cs.isEmpty else { return "0" }
             return "(" + (try cs.map { try sql($0) }).joined(separator: " OR ") + ")"
         case .not(let inner):
+            // NOT NOT x is x (two-valued): as x, an index can serve it.
+            if case .not(let x) = inner.node { return try sql(x) }
+            negated.toggle()
+            defer { negated.toggle() }
             return "(NOT \(try sql(inner)))"
         case .quantified(let path, let quantifier, let inner):
             let (from, link, dest, sub) = try toMany(path)
             var q = QueryBuilder(model: model, entity: dest, storeID: storeID, alias: sub)
+            // The subquery's own WHERE: ALL tests the condition under a NOT (no object fails it).
+            q.negated = quantifier == .all
             let test = try q.sql(inner)
             let rows = "SELECT 1 FROM \(from) \(q.joins.joined(separator: " ")) WHERE \(link)"
             bindings += q.bindings
@@ -153,8 +172,44 @@ struct QueryBuilder {
         switch op {
         case .equal: return "(\(col) IS \(p))"
         case .notEqual: return "(\(col) IS NOT \(p))"
-        case .less, .lessOrEqual, .greater, .greaterOrEqual: return "coalesce(\(col) \(op.rawValue) \(p), 0)"
+        case .less, .lessOrEqual, .greater, .greaterOrEqual: return decided("\(col) \(op.rawValue) \(p)")
         }
+    }
+
+    /// `expression`, which is NULL when a value is missing, as this place in the WHERE needs it:
+    /// plain where a NULL drops the row as a 0 would (an index can serve it), made 0 under a NOT
+    /// (so that `NOT` of it keeps the row, two-valued).
+    private func decided(_ expression: String) -> String {
+        negated ? "coalesce(\(expression), 0)" : "(\(expression))"
+    }
+
+    /// `col` begins with `prefix`, compared as stored: the range from `prefix` up to the first
+    /// text past every text that begins with it, which an index on the column serves.
+    private mutating func prefix(_ col: String, _ prefix: String) -> String {
+        guard !prefix.isEmpty else { return "(\(col) IS NOT NULL)" }
+        bindings.append(.text(prefix))
+        guard let end = Self.textAfterPrefix(prefix) else { return decided("\(col) >= ?") }
+        bindings.append(.text(end))
+        return decided("\(col) >= ? AND \(col) < ?")
+    }
+
+    /// The smallest text greater than every text that begins with `prefix`, in SQLite's BINARY
+    /// order (UTF-8 bytes, which is the order of Unicode scalars): `prefix` with its last scalar
+    /// made the next one (past the surrogates, which no text holds). A last scalar that is the
+    /// largest one goes and the one before it moves on instead; nil when every scalar is the
+    /// largest (no text is past them all).
+    static func textAfterPrefix(_ prefix: String) -> String? {
+        var scalars = Array(prefix.unicodeScalars)
+        while let last = scalars.popLast() {
+            let next = last.value == 0xD7FF ? 0xE000 : last.value + 1
+            if let s = Unicode.Scalar(next) {
+                scalars.append(s)
+                var out = ""
+                out.unicodeScalars.append(contentsOf: scalars)
+                return out
+            }
+        }
+        return nil
     }
 
     /// A to-one relationship is the object `id` (or nil).
@@ -177,9 +232,27 @@ struct QueryBuilder {
             let (col, _) = try column(k.path)
             return "\(col) \(k.ascending ? "ASC" : "DESC")"
         }
-        // The key breaks ties in the direction of the last sort key: an index on the sort keys
-        // (which ends with the row id) then serves the whole order, either way.
+        // The row id breaks ties. Every index ends with it, ascending: an index that holds the sort
+        // keys (as its last parts, after any the WHERE fixes) serves the whole order when the
+        // row id goes the way the index is read — ascending when it is read forward (the keys in
+        // its own directions), descending when backward (every direction reversed).
         return " ORDER BY " + parts.joined(separator: ", ") + ", \(alias).\(StoreColumn.primaryKey)"
-            + (keys.last?.ascending == false ? " DESC" : "")
+            + (Self.readsBackward(entity, keys) ? " DESC" : "")
+    }
+
+    /// Whether an order by `keys` reads an index of `e` backward: an index whose last parts are
+    /// the keys, all in reverse (one in their own directions reads forward); with none, whether
+    /// the last key descends (an ascending index on the keys then serves either direction).
+    static func readsBackward(_ e: Entity, _ keys: [SortKey]) -> Bool {
+        // An index of exactly the keys first: the one a plain sort uses.
+        let candidates =
+            e.indexes.filter { $0.parts.count == keys.count } + e.indexes.filter { $0.parts.count > keys.count }
+        for index in candidates {
+            let tail = index.parts.suffix(keys.count)
+            guard zip(tail, keys).allSatisfy({ $0.property == $1.path }) else { continue }
+            if zip(tail, keys).allSatisfy({ $0.ascending == $1.ascending }) { return false }
+            if zip(tail, keys).allSatisfy({ $0.ascending != $1.ascending }) { return true }
+        }
+        return keys.last?.ascending == false
     }
 }

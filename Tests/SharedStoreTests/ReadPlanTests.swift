@@ -1,0 +1,355 @@
+import Foundation
+import SharedStore
+import Testing
+
+@testable import SharedStoreCore
+
+/// Issue 22: conditions that use indexes. Each kind of condition an index can serve runs on it
+/// (a SEARCH, no temp B-tree for an order the index holds), and what every kind selects — with
+/// NULLs, negated, combined, under ANY/ALL/NONE — equals a plain Swift filter over random rows.
+extension ReadTests {
+    /// Rows with every indexable kind of attribute: an integer, a date indexed descending, a
+    /// string, a URL and a canonical derived attribute, each of them optional; and boxes holding
+    /// them.
+    static let indexedModel: Model = {
+        do {
+            return try Model([
+                Entity(
+                    "Row",
+                    attributes: [
+                        Attribute("n", .integer, optional: true), Attribute("day", .date, optional: true),
+                        Attribute("name", .string, optional: true), Attribute("link", .url, optional: true),
+                        Attribute.derived("key", .string, .canonical("name")),
+                    ],
+                    relationships: [.toOne("box", "Box", inverse: "rows")],
+                    indexes: [
+                        Index("n"), Index([Key("day").descending]), Index("name"), Index("link"), Index("key"),
+                        Index([Key("n").ascending, Key("day").descending]),
+                    ]),
+                Entity(
+                    "Box", attributes: [Attribute("label", .string)],
+                    relationships: [.toMany("rows", "Row", inverse: "box")]),
+            ])
+        } catch {
+            preconditionFailure("the indexed model is valid: \(error)")
+        }
+    }()
+
+    /// `condition`'s plan searches with `index` (the plan's text joined).
+    ///
+    /// A one-sided range (`n < 3`) is asked with an order on its key and a limit, as such a
+    /// query is made ("the 10 before"): alone, SQLite guesses it keeps a quarter of the rows and
+    /// rightly reads the table instead, without statistics.
+    static func expectSearch(_ container: Container, _ condition: Condition, _ index: String, _ what: String) throws {
+        let oneSided = ["<", "<=", ">", ">="].contains(what)
+        let request =
+            oneSided
+            ? FetchRequest("Row", where: condition, sortedBy: [Key("n").descending], limit: 10)
+            : FetchRequest("Row", where: condition)
+        let plan = try container.queryPlan(request).joined(separator: " | ")
+        // Unsorted, a fetch returns its rows by key: that sort of what the index found may be
+        // a temp B-tree; the order of a sorted one comes from the index.
+        #expect(!oneSided || !plan.contains("TEMP B-TREE"), "\(what): \(plan)")
+        #expect(plan.contains("SEARCH") && plan.contains(index), "\(what) searches \(index): \(plan)")
+    }
+
+    @Test func everyConditionAnIndexCanServeSearchesIt() throws {
+        let container = try TemporaryGroup().open(Self.indexedModel, signal: false)
+        let context = container.newContext(author: "A")
+        let box = try context.insert("Box", ["label": "b"])
+        let boxID = try context.save().permanentID(for: box)
+        let (d1, d2) = (Value.date(Date(timeIntervalSince1970: 10)), Value.date(Date(timeIntervalSince1970: 20)))
+        let cases: [(Condition, String, String)] = [
+            (Key("n") == 3, "ss_index_Row_n", "=="), (Key("n") < 3, "ss_index_Row_n", "<"),
+            (Key("n") <= 3, "ss_index_Row_n", "<="), (Key("n") > 3, "ss_index_Row_n", ">"),
+            (Key("n") >= 3, "ss_index_Row_n", ">="), (Key("n") == Value.null, "ss_index_Row_n", "== nil"),
+            (Key("n").between(1, 4), "ss_index_Row_n", "BETWEEN"),
+            (Key("n").among([1, 2, 5]), "ss_index_Row_n", "IN"),
+            (Key("day") >= d1 && Key("day") < d2, "ss_index_Row_day_desc", "a date range"),
+            (Key("day").between(d1, d2), "ss_index_Row_day_desc", "a date BETWEEN"),
+            (Key("name").beginsWith("ab"), "ss_index_Row_name", "BEGINSWITH"),
+            (Key("name").equals("ab"), "ss_index_Row_name", "equals with no option"),
+            (Key("link").beginsWith("https://a."), "ss_index_Row_link", "BEGINSWITH on a URL"),
+            (Key("key").beginsWith(Attribute.canonical("Café")), "ss_index_Row_key", "BEGINSWITH on canonical text"),
+            (Key("key") == Attribute.canonical("Café"), "ss_index_Row_key", "== on canonical text"),
+            (Key("box") == boxID, "ss_fk_Row_box", "a to-one relationship"),
+            (Key("n") > 1 && Key("name").beginsWith("a"), "ss_index_Row_", "AND of two"),
+            (!(!(Key("n").between(1, 2))), "ss_index_Row_n", "a double negation"),
+        ]
+        for (condition, index, what) in cases { try Self.expectSearch(container, condition, index, what) }
+        // ANY over a to-many relationship: the subquery searches the rows by their box.
+        let any = try container.queryPlan(FetchRequest("Box", where: Key("rows").any(Key("n") > 2)))
+            .joined(separator: " | ")
+        #expect(any.contains("ss_fk_Row_box") || any.contains("ss_index_Row_n"), "ANY: \(any)")
+    }
+
+    @Test func anIndexInEitherDirectionServesASortInEitherDirection() throws {
+        let container = try TemporaryGroup().open(Self.indexedModel, signal: false)
+        let sorts: [([SortKey], Condition, String)] = [
+            ([Key("n").ascending], .always, "ss_index_Row_n"), ([Key("n").descending], .always, "ss_index_Row_n"),
+            ([Key("day").ascending], .always, "ss_index_Row_day_desc"),
+            ([Key("day").descending], .always, "ss_index_Row_day_desc"),
+            ([Key("day").descending], Key("day") > Value.date(Date(timeIntervalSince1970: 5)), "ss_index_Row_day_desc"),
+            ([Key("name").descending], Key("name").beginsWith("a"), "ss_index_Row_name"),
+            ([Key("n").ascending, Key("day").descending], .always, "ss_index_Row_n_day_desc"),
+            ([Key("n").descending, Key("day").ascending], .always, "ss_index_Row_n_day_desc"),
+            ([Key("day").descending], Key("n") == 2, "ss_index_Row_n_day_desc"),
+        ]
+        for (keys, condition, index) in sorts {
+            let request = FetchRequest("Row", where: condition, sortedBy: keys, limit: 10)
+            let plan = try container.queryPlan(request).joined(separator: " | ")
+            let order = keys.map { "\($0.path) \($0.ascending ? "asc" : "desc")" }.joined(separator: ", ")
+            #expect(plan.contains(index) && !plan.contains("TEMP B-TREE"), "\(order) reads \(index): \(plan)")
+        }
+    }
+
+    /// One row as the reference sees it.
+    struct PlainRow {
+        var n: Int64?
+        var day: Double?
+        var name: String?
+        var link: String?
+        var box: Int?
+        var key: String? { name.map(Attribute.canonical) }
+    }
+
+    /// What a fetch selects equals a plain Swift filter over random rows with NULLs, for random
+    /// conditions of every kind, negated and combined; sorted fetches come back in order; and
+    /// ANY, ALL and NONE over the boxes agree too. Seeds 1–3 always, and one random seed printed.
+    @Test(arguments: [1, 2, 3, Int.random(in: 4...Int(Int32.max))])
+    func everyConditionSelectsWhatAPlainFilterSelects(seed: Int) throws {
+        print("ReadTests reference: seed \(seed)")
+        let container = try TemporaryGroup().open(Self.indexedModel, signal: false)
+        let context = container.newContext(author: "A")
+        var random = TestRandom(state: UInt64(seed))
+        let boxes = try (0..<4).map { i in try context.insert("Box", ["label": .string("b\(i)")]) }
+        var plain: [ObjectID: PlainRow] = [:]
+        var temporary: [(ObjectID, PlainRow)] = []
+        for _ in 0..<160 {
+            let row = Self.randomRow(&random)
+            let id = try context.insert(
+                "Row",
+                [
+                    "n": row.n.map(Value.integer) ?? .null,
+                    "day": row.day.map { .date(Date(timeIntervalSince1970: $0)) } ?? .null,
+                    "name": row.name.map(Value.string) ?? .null, "link": row.link.map(Value.string) ?? .null,
+                ], relationships: ["box": row.box.map { boxes[$0] }])
+            temporary.append((id, row))
+        }
+        let saved = try context.save()
+        for (id, row) in temporary { plain[saved.permanentID(for: id)] = row }
+        let boxIDs = boxes.map { saved.permanentID(for: $0) }
+        for step in 0..<300 {
+            let (condition, reference) = Self.randomRowCondition(&random, depth: 3)
+            let fetched = Set(try context.fetch(FetchRequest("Row", where: condition)).map(\.id))
+            let expected = Set(plain.filter { reference($0.value) }.keys)
+            #expect(fetched == expected, "seed \(seed) step \(step): \(condition.canonicalText)")
+            if step % 10 == 0 {
+                try Self.expectSorted(context, condition, plain, &random, "seed \(seed) step \(step)")
+                let (inner, innerReference) = Self.randomRowCondition(&random, depth: 1)
+                for quantifier in [Condition.Quantifier.any, .all, .none] {
+                    let negate = random.chance(30)
+                    let q: Condition =
+                        quantifier == .any
+                        ? Key("rows").any(inner) : quantifier == .all ? Key("rows").all(inner) : Key("rows").none(inner)
+                    let got = Set(try context.fetch(FetchRequest("Box", where: negate ? !q : q)).map(\.id))
+                    let want = Set(
+                        boxIDs.enumerated().filter { i, _ in
+                            let rows = plain.values.filter { $0.box == i }
+                            let matched: Bool
+                            switch quantifier {
+                            case .any: matched = rows.contains(where: innerReference)
+                            case .all: matched = rows.allSatisfy(innerReference)
+                            case .none: matched = !rows.contains(where: innerReference)
+                            }
+                            return matched != negate
+                        }.map(\.1))
+                    #expect(
+                        got == want,
+                        "seed \(seed) step \(step): \(negate ? "NOT " : "")\(quantifier.rawValue) \(inner.canonicalText)"
+                    )
+                }
+            }
+        }
+    }
+}
+
+extension ReadTests {
+    static func randomRow(_ random: inout TestRandom) -> PlainRow {
+        let letters: [Character] = ["a", "b", "C", "é", "e\u{301}", "\u{10FFFF}"]
+        return PlainRow(
+            n: random.optionalInteger(-2...2).map(Int64.init),
+            day: random.optionalInteger(0...4).map { Double($0) * 10 },
+            name: random.chance(85) ? random.word(letters: letters) : nil,
+            link: random.chance(80)
+                ? "https://" + random.pick(["a.", "ab.", "b.", "a"]) + "example/" + random.word() : nil,
+            box: random.optionalInteger(0...3))
+    }
+
+    /// Text as the reference folds it for `options`.
+    static func fold(_ text: String, _ options: Condition.TextOptions) -> String {
+        var folded =
+            options.contains(.diacriticInsensitive) ? text.folding(options: .diacriticInsensitive, locale: nil) : text
+        if options.contains(.caseInsensitive) { folded = folded.lowercased() }
+        return folded
+    }
+
+    /// A text operator as the reference means it: with no option the stored scalars, with
+    /// options the folded strings as Swift compares them.
+    static func textMatches(_ op: Condition.TextOperator, _ text: String, _ pattern: String, _ o: Condition.TextOptions)
+        -> Bool
+    {
+        if o.isEmpty {
+            let (a, b) = (Array(text.unicodeScalars), Array(pattern.unicodeScalars))
+            switch op {
+            case .equal: return a == b
+            case .beginsWith: return a.starts(with: b)
+            case .endsWith: return a.reversed().starts(with: b.reversed())
+            case .contains:
+                return b.isEmpty
+                    || (a.count >= b.count && (0...(a.count - b.count)).contains { a[$0...].starts(with: b) })
+            case .like: return false
+            }
+        }
+        let (a, b) = (fold(text, o), fold(pattern, o))
+        switch op {
+        case .equal: return a == b
+        case .beginsWith: return a.hasPrefix(b)
+        case .endsWith: return a.hasSuffix(b)
+        case .contains: return b.isEmpty || a.contains(b)
+        case .like: return false
+        }
+    }
+
+    static func randomRowCondition(_ random: inout TestRandom, depth: Int) -> (Condition, (PlainRow) -> Bool) {
+        if depth > 0 && random.chance(45) {
+            let (a, fa) = randomRowCondition(&random, depth: depth - 1)
+            let (b, fb) = randomRowCondition(&random, depth: depth - 1)
+            switch random.next(3) {
+            case 0: return (a && b, { fa($0) && fb($0) })
+            case 1: return (a || b, { fa($0) || fb($0) })
+            default: return (!a, { !fa($0) })
+            }
+        }
+        switch random.next(4) {
+        case 0: return numberLeaf(&random)
+        case 1: return dayLeaf(&random)
+        case 2: return nameLeaf(&random)
+        default: return linkLeaf(&random)
+        }
+    }
+
+    static func numberLeaf(_ random: inout TestRandom) -> (Condition, (PlainRow) -> Bool) {
+        let (k, l) = (Int64(random.next(5) - 2), Int64(random.next(5) - 2))
+        let key = Key("n")
+        switch random.next(10) {
+        case 0: return (key == k, { $0.n == k })
+        case 1: return (key != k, { $0.n != k })
+        case 2: return (key == Value.null, { $0.n == nil })
+        case 3: return (key != Value.null, { $0.n != nil })
+        case 4: return (key < k, { $0.n.map { $0 < k } ?? false })
+        case 5: return (key <= k, { $0.n.map { $0 <= k } ?? false })
+        case 6: return (key >= k, { $0.n.map { $0 >= k } ?? false })
+        case 7: return (key.among([.integer(k), .integer(l)]), { $0.n == k || $0.n == l })
+        case 8: return (key.between(.integer(k), .integer(l)), { $0.n.map { k <= $0 && $0 <= l } ?? false })
+        default: return (key > k, { $0.n.map { $0 > k } ?? false })
+        }
+    }
+
+    static func dayLeaf(_ random: inout TestRandom) -> (Condition, (PlainRow) -> Bool) {
+        let (a, b) = (Double(random.next(5) * 10), Double(random.next(5) * 10))
+        let (da, db) = (Value.date(Date(timeIntervalSince1970: a)), Value.date(Date(timeIntervalSince1970: b)))
+        switch random.next(4) {
+        case 0: return (Key("day") >= da && Key("day") < db, { $0.day.map { a <= $0 && $0 < b } ?? false })
+        case 1: return (Key("day").between(da, db), { $0.day.map { a <= $0 && $0 <= b } ?? false })
+        case 2: return (Key("day") > da, { $0.day.map { $0 > a } ?? false })
+        default: return (Key("day") == da, { $0.day == a })
+        }
+    }
+
+    static func nameLeaf(_ random: inout TestRandom) -> (Condition, (PlainRow) -> Bool) {
+        let w = random.word(letters: ["a", "b", "C", "é", "e\u{301}", "\u{10FFFF}"])
+        let options = random.pick([[], [], [.caseInsensitive], [.diacriticInsensitive], Condition.TextOptions.all])
+        let op = random.pick([Condition.TextOperator.equal, .beginsWith, .endsWith, .contains])
+        let key = Key("name")
+        switch random.next(6) {
+        case 0: return (key == w, { $0.name.map { textMatches(.equal, $0, w, []) } ?? false })
+        case 1: return (key < w, { $0.name.map { Array($0.utf8).lexicographicallyPrecedes(Array(w.utf8)) } ?? false })
+        case 2:
+            let folded = Attribute.canonical(w)
+            let c = random.chance(50) ? Key("key").beginsWith(folded) : Key("key") == folded
+            let prefix = c.canonicalText.contains("BEGINSWITH")
+            return (
+                c,
+                { row in row.key.map { prefix ? textMatches(.beginsWith, $0, folded, []) : $0 == folded } ?? false }
+            )
+        default:
+            let condition: Condition
+            switch op {
+            case .equal: condition = key.equals(w, options)
+            case .beginsWith: condition = key.beginsWith(w, options)
+            case .endsWith: condition = key.endsWith(w, options)
+            default: condition = key.contains(w, options)
+            }
+            return (condition, { $0.name.map { textMatches(op, $0, w, options) } ?? false })
+        }
+    }
+
+    static func linkLeaf(_ random: inout TestRandom) -> (Condition, (PlainRow) -> Bool) {
+        let prefix = random.pick(["https://a", "https://a.", "https://ab.example/", "https://b.example/a", "h"])
+        switch random.next(3) {
+        case 0: return (Key("link").beginsWith(prefix), { $0.link.map { $0.hasPrefix(prefix) } ?? false })
+        case 1: return (Key("link").contains("example/a"), { $0.link.map { $0.contains("example/a") } ?? false })
+        default: return (Key("link") == Value.null, { $0.link == nil })
+        }
+    }
+
+    /// A sorted fetch of `condition` comes back in the order of its keys (NULLs smallest).
+    static func expectSorted(
+        _ context: ObjectContext, _ condition: Condition, _ plain: [ObjectID: PlainRow], _ random: inout TestRandom,
+        _ what: String
+    ) throws {
+        let ascending = random.chance(50)
+        let path = random.pick(["n", "day", "name"])
+        let fetched = try context.fetch(
+            FetchRequest("Row", where: condition, sortedBy: [SortKey(path, ascending: ascending)]))
+        func key(_ id: ObjectID) -> [UInt8]? {
+            guard let row = plain[id] else { return nil }
+            switch path {
+            case "n": return row.n.map { withUnsafeBytes(of: ($0 ^ Int64.min).bigEndian, Array.init) }
+            case "day": return row.day.map { withUnsafeBytes(of: UInt64($0).bigEndian, Array.init) }
+            default: return row.name.map { Array($0.utf8) }
+            }
+        }
+        let keys = fetched.map { key($0.id) }
+        let inOrder = zip(keys, keys.dropFirst()).allSatisfy { a, b in
+            let (x, y) = ascending ? (a, b) : (b, a)
+            guard let y else { return x == nil }
+            guard let x else { return true }
+            return !y.lexicographicallyPrecedes(x)
+        }
+        #expect(inOrder, "\(what): sorted by \(path) \(ascending ? "ascending" : "descending")")
+    }
+}
+
+extension ReadTests {
+    /// `"é"` and `"e\u{301}"` are one string to Swift's `==` and two to the store. A value keeps
+    /// them apart too: two requests that differ only so are two requests (the fetch cache once
+    /// answered the second with the first's rows), and saving one over the other is a change.
+    @Test func aStringInAnotherNormalFormIsAnotherValue() throws {
+        let (composed, decomposed) = ("caf\u{E9}", "cafe\u{301}")
+        #expect(Value.string(composed) != Value.string(decomposed))
+        #expect(Set([Value.string(composed), Value.string(decomposed)]).count == 2)
+        let container = try TemporaryGroup().open(Self.indexedModel, signal: false)
+        let context = container.newContext(author: "A")
+        let row = try context.insert("Row", ["name": .string(composed)])
+        let id = try context.save().permanentID(for: row)
+        #expect(try context.fetch(FetchRequest("Row", where: Key("name") == composed)).map(\.id) == [id])
+        #expect(try context.fetch(FetchRequest("Row", where: Key("name") == decomposed)).isEmpty)
+        try context.update(id, ["name": .string(decomposed)])
+        #expect(try context.save().token != nil, "a change of form is a change")
+        let stored = try container.newContext().object(with: id)["name"].stringValue
+        #expect(stored.map { Array($0.unicodeScalars) } == Array(decomposed.unicodeScalars))
+        #expect(try context.fetch(FetchRequest("Row", where: Key("name") == decomposed)).map(\.id) == [id])
+    }
+}
