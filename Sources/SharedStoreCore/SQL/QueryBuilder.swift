@@ -85,21 +85,7 @@ struct QueryBuilder {
             let b = try bind(high, attr, path)
             return decided("\(col) BETWEEN \(a) AND \(b)")
         case .text(let path, let op, let pattern, let options):
-            let (col, attr) = try column(path)
-            guard let attr, attr.type == .string || attr.type == .url else {
-                throw StoreError(
-                    .invalidArgument, "\(op.rawValue) needs a string or URL attribute, '\(path)' is not one")
-            }
-            // Without options the operators compare the stored text as it is, as SQLite does: ==
-            // and BEGINSWITH then run on the column's index (an equality, a range).
-            if options.isEmpty, op == .equal {
-                bindings.append(.text(pattern))
-                return "(\(col) IS ?)"
-            }
-            if options.isEmpty, op == .beginsWith { return prefix(col, pattern) }
-            bindings.append(.text(pattern))
-            bindings.append(.integer(StringMatch(op, options).code))
-            return "ss_strop(\(col), ?, ?)"
+            return try text(path, op, pattern, options)
         case .related(let path, let id):
             return try related(path, id)
         case .and(let cs):
@@ -132,6 +118,28 @@ struct QueryBuilder {
             bindings.append(.integer(n))
             return "((SELECT count(*) FROM \(from) WHERE \(link)) \(op == .equal ? "=" : op.rawValue) ?)"
         }
+    }
+
+    /// A string operator on `path`, a string or URL attribute.
+    private mutating func text(
+        _ path: String, _ op: Condition.TextOperator, _ pattern: String,
+        _ options: Condition.TextOptions
+    ) throws -> String {
+        let (col, attr) = try column(path)
+        guard let attr, attr.type == .string || attr.type == .url else {
+            throw StoreError(
+                .invalidArgument, "\(op.rawValue) needs a string or URL attribute, '\(path)' is not one")
+        }
+        // Without options the operators compare the stored text as it is, as SQLite does: ==
+        // and BEGINSWITH then run on the column's index (an equality, a range).
+        if options.isEmpty, op == .equal {
+            bindings.append(.text(pattern))
+            return "(\(col) IS ?)"
+        }
+        if options.isEmpty, op == .beginsWith { return prefix(col, pattern) }
+        bindings.append(.text(pattern))
+        bindings.append(.integer(StringMatch(op, options).code))
+        return "ss_strop(\(col), ?, ?)"
     }
 
     /// The rows of to-many relationship `path` of the row `alias`: the FROM of a subquery, the
