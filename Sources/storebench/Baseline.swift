@@ -179,6 +179,90 @@ extension Baseline {
     }
 }
 
+extension Baseline {
+    /// One prepared query through the C API, run with bindings, reading every column of every
+    /// row as its type says (text as a String, as a client would).
+    final class Query {
+        enum Binding {
+            case double(Double)
+            case text(String)
+        }
+
+        private let db: OpaquePointer
+        private let stmt: OpaquePointer
+
+        init(path: String, sql: String) throws {
+            var handle: OpaquePointer?
+            guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READONLY, nil) == SQLITE_OK, let handle else {
+                sqlite3_close_v2(handle)
+                throw BenchError("cannot open \(path)")
+            }
+            db = handle
+            var s: OpaquePointer?
+            guard sqlite3_prepare_v2(db, sql, -1, &s, nil) == SQLITE_OK, let s else {
+                let message = String(cString: sqlite3_errmsg(db))
+                sqlite3_close_v2(db)
+                throw BenchError("cannot prepare the baseline query: \(message)")
+            }
+            stmt = s
+        }
+
+        deinit {
+            sqlite3_finalize(stmt)
+            sqlite3_close_v2(db)
+        }
+
+        /// The columns a fetch of a ReadLater article reads (the library reads the same).
+        static let articleColumns =
+            #"Z_PK, Z_OPT, "title", "url", "createdAt", "isRead", "note", "searchTitle", "tags", "category""#
+
+        /// Articles with `createdAt` in [?, ?), by date: `query-range`'s SQL.
+        static func articlesByDate(path: String) throws -> Query {
+            try Query(
+                path: path,
+                sql: #"SELECT \#(articleColumns) FROM "Article" WHERE "createdAt" >= ? AND "createdAt" < ? "#
+                    + #"ORDER BY "createdAt", Z_PK"#)
+        }
+
+        /// Articles with `searchTitle` in [?, ?), by it: `query-prefix`'s SQL.
+        static func articlesByPrefix(path: String) throws -> Query {
+            try Query(
+                path: path,
+                sql: #"SELECT \#(articleColumns) FROM "Article" WHERE "searchTitle" >= ? AND "searchTitle" < ? "#
+                    + #"ORDER BY "searchTitle", Z_PK"#)
+        }
+
+        /// Runs the query with `bindings`; returns how many rows it read.
+        func run(_ bindings: [Binding]) throws -> Int {
+            defer {
+                sqlite3_reset(stmt)
+                sqlite3_clear_bindings(stmt)
+            }
+            for (i, b) in bindings.enumerated() {
+                switch b {
+                case .double(let d): sqlite3_bind_double(stmt, Int32(i + 1), d)
+                case .text(let t): sqlite3_bind_text(stmt, Int32(i + 1), t, -1, sharedstore_sqlite_transient())
+                }
+            }
+            var n = 0
+            let columns = sqlite3_column_count(stmt)
+            while sqlite3_step(stmt) == SQLITE_ROW {
+                for c in 0..<columns {
+                    switch sqlite3_column_type(stmt, c) {
+                    case SQLITE_INTEGER: _ = sqlite3_column_int64(stmt, c)
+                    case SQLITE_FLOAT: _ = sqlite3_column_double(stmt, c)
+                    case SQLITE_TEXT: _ = sqlite3_column_text(stmt, c).map { String(cString: $0) }
+                    case SQLITE_BLOB: _ = sqlite3_column_bytes(stmt, c)
+                    default: break
+                    }
+                }
+                n += 1
+            }
+            return n
+        }
+    }
+}
+
 // MARK: - Set-up through the C API
 
 /// Makes `count` history transactions quickly: one real save, then copies of its row in SQL

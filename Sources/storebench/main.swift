@@ -123,6 +123,9 @@ let benchParser = CommandLineParser(
 @MainActor func runProcessCases() throws {
     if want("latency") { show(try latencyCase(settings)) }
     if want("query-indexed") { show(try queryIndexedCase(settings)) }
+    if want("query-range") || want("query-prefix") || want("record-fetch") {
+        for report in try articleQueryCases(settings, only: want) { show(report) }
+    }
     if want("live-query-latency") { show(try liveQueryLatencyCase(settings)) }
     if want("share-batch-1m") || want("list-1m") || want("widget-show-1m") {
         for report in try targetsCase(settings) { show(report) }

@@ -242,3 +242,29 @@ import Testing
         expectStoreError(.conflict) { try context.save() }
     }
 }
+
+extension MergePolicyTests {
+    /// A context remembers what it read however much it reads: after fetches of thousands of
+    /// objects (indexed in bulk, not one by one as they are read), one it read first and another
+    /// process changed since is still a conflict, against what it read.
+    @Test func aContextThatReadThousandsStillKnowsWhatItReadOfEach() throws {
+        let group = TemporaryGroup()
+        let container = try group.open(Fixtures.allTypes)
+        let setup = container.newContext(author: "Setup")
+        for i in 0..<20_000 { try setup.insert("Card", ["title": .string("c\(i)")]) }
+        try setup.save()
+        let mine = container.newContext(name: "mine", author: "Mine")
+        let first = try mine.fetch(FetchRequest("Card", sortedBy: [Key("title").ascending], limit: 1))[0]
+        // Pages of 500, then the whole table twice: more than the read set keeps unindexed.
+        for page in 0..<40 { _ = try mine.fetch(FetchRequest("Card", limit: 500, offset: page * 500)) }
+        _ = try mine.fetch(FetchRequest("Card"))
+        _ = try mine.fetch(FetchRequest("Card", sortedBy: [Key("title").descending]))
+        let other = container.newContext(name: "other", author: "Other")
+        try other.update(first.id, ["title": "theirs"])
+        try other.save()
+        try mine.update(first.id, ["title": "mine"])
+        #expect(throws: StoreError.self) { try mine.save() }
+        let read = try container.newContext().object(with: first.id)
+        #expect(read["title"] == "theirs")
+    }
+}

@@ -167,3 +167,31 @@ import Testing
         #expect(try context.count(Typed.self, where: Key("url") != optional) == 2)
     }
 }
+
+extension RecordTests {
+    /// Records of one fetch share a layout that remembers where each property was: optional
+    /// properties that are nil on some rows and set on others, and keys decoded in another order
+    /// than the entity's, still decode every row as decoding it alone does.
+    @Test func aFetchOfRecordsDecodesEveryRowAsOneDecodedAlone() throws {
+        let container = try TemporaryGroup().open(Self.model)
+        let context = container.newContext(author: "A")
+        var random = TestRandom(state: 22)
+        for i in 0..<300 {
+            try context.insert(
+                Bookmark(
+                    url: URL(string: "https://r.example/\(i)")!, price: Decimal(i), status: i % 2 == 0 ? .open : .done,
+                    priority: i % 3 == 0 ? .high : .low, tags: (0..<random.next(3)).map { "t\($0)" },
+                    place: random.chance(50) ? Place(lat: Double(i), lon: 1) : nil,
+                    note: random.chance(50) ? "note \(i)" : nil))
+        }
+        try context.save()
+        let reader = container.newContext()
+        let fetched = try reader.fetch(Bookmark.self)
+        #expect(fetched.count == 300)
+        for record in fetched {
+            let alone = try reader.record(Bookmark.self, with: try #require(record.id))
+            #expect(record == alone)
+        }
+        #expect(Set(fetched.map(\.note)).count > 2 && fetched.contains { $0.place == nil })
+    }
+}

@@ -61,6 +61,16 @@ public struct Snapshot: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The value at position `i`.
+    /// Where attribute `name` is (``value(at:)``): a position in ``attributeNames``.
+    func position(of name: String) -> Int? { names.firstIndex(of: name) }
+
+    /// Whether the snapshot's attributes are `names`, in that order (the arrays of one fetch are
+    /// one array: compared by identity first).
+    func hasNames(_ names: [String]) -> Bool { self.names == names }
+
+    /// The value at `position` (see ``position(of:)``).
+    func value(at position: Int) -> Value { column(position) }
+
     private func column(_ i: Int) -> Value {
         switch columns {
         case .own(let values): return values[i]

@@ -28,7 +28,7 @@ public enum Value: Sendable, Hashable, Codable, CustomStringConvertible {
     public static func == (a: Value, b: Value) -> Bool {
         switch (a, b) {
         case (.null, .null): return true
-        case (.string(let x), .string(let y)): return x.utf8.elementsEqual(y.utf8)
+        case (.string(let x), .string(let y)): return Self.sameBytes(x, y)
         case (.integer(let x), .integer(let y)): return x == y
         case (.double(let x), .double(let y)): return x == y
         case (.bool(let x), .bool(let y)): return x == y
@@ -36,6 +36,19 @@ public enum Value: Sendable, Hashable, Codable, CustomStringConvertible {
         case (.data(let x), .data(let y)): return x == y
         case (.uuid(let x), .uuid(let y)): return x == y
         default: return false
+        }
+    }
+
+    /// Whether two strings hold the same UTF-8 bytes (one comparison of memory).
+    static func sameBytes(_ a: String, _ b: String) -> Bool {
+        var (a, b) = (a, b)
+        return a.withUTF8 { x in
+            b.withUTF8 { y in
+                guard x.count == y.count, let p = x.baseAddress, let q = y.baseAddress else {
+                    return x.count == y.count
+                }
+                return memcmp(p, q, x.count) == 0
+            }
         }
     }
 

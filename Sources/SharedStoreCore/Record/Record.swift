@@ -70,9 +70,11 @@ extension ObjectContext {
         _ type: R.Type, where condition: Condition = .always, sortedBy sort: [SortKey] = [],
         limit: Int? = nil, offset: Int = 0
     ) throws -> [R] {
-        try fetch(FetchRequest(R.entityName, where: condition, sortedBy: sort, limit: limit, offset: offset)).map {
-            try R(snapshot: $0)
-        }
+        let snapshots = try fetch(
+            FetchRequest(R.entityName, where: condition, sortedBy: sort, limit: limit, offset: offset))
+        // One layout for the fetch: each record finds its properties by one lookup.
+        let layout = snapshots.first.map { RecordLayout(names: $0.attributeNames) }
+        return try snapshots.map { try R(snapshot: $0, layout: layout) }
     }
 
     /// The first record of type `R` matching `condition` in `sort` order, or nil.
@@ -123,9 +125,12 @@ extension Record {
     ///
     /// - Throws: `.validation` when the snapshot lacks a property the record requires or holds a
     ///   value of another type.
-    public init(snapshot: Snapshot) throws {
+    public init(snapshot: Snapshot) throws { try self.init(snapshot: snapshot, layout: nil) }
+
+    /// Decodes a record from a snapshot of a fetch whose attributes `layout` describes.
+    init(snapshot: Snapshot, layout: RecordLayout?) throws {
         do {
-            try self.init(from: SnapshotDecoder(snapshot: snapshot))
+            try self.init(from: SnapshotDecoder(snapshot: snapshot, layout: layout))
         } catch let e as StoreError {
             // The decoder's own errors do not know the object: they name it here.
             throw e.describing(ValidationFailure(object: snapshot.id.description, property: nil, rule: .record))

@@ -48,13 +48,70 @@ struct SingleValueDecoder: Decoder, SingleValueDecodingContainer {
     func decode<T: Decodable>(_ type: T.Type) throws -> T { throw mismatch() }
 }
 
-struct SnapshotDecoder: Decoder {
+/// Where each attribute of a fetch's snapshots is, worked out as the first record decodes: a
+/// record asks for its properties in the same order every time, so each later record finds the
+/// n-th property it asks for where the first one found it (checked by one comparison of names),
+/// never by searching the names.
+///
+/// Used by one fetch, on one thread.
+final class RecordLayout {
+    let names: [String]
+    /// The position found for the n-th property asked for, by n.
+    private var found: [Int] = []
+
+    init(names: [String]) { self.names = names }
+
+    /// The position of `name`, asked for as a record's `n`-th property.
+    func position(_ name: String, asked n: Int) -> Int? {
+        if n < found.count, found[n] < names.count, names[found[n]] == name { return found[n] }
+        guard let i = names.firstIndex(of: name) else { return nil }
+        if n < found.count {
+            found[n] = i
+        } else if n == found.count {
+            found.append(i)
+        }
+        return i
+    }
+}
+
+/// One snapshot being decoded, with its fetch's layout: what the decoder and its containers share
+/// by reference (a copy of a container costs one retain, not one per field of a snapshot).
+final class DecodingRow {
     let snapshot: Snapshot
+    /// The fetch's layout, when the snapshot's attributes are the ones it describes.
+    let layout: RecordLayout?
+    /// How many properties were asked for so far.
+    private var asked = 0
+
+    init(_ snapshot: Snapshot, layout: RecordLayout?) {
+        self.snapshot = snapshot
+        self.layout = layout.flatMap { snapshot.hasNames($0.names) ? $0 : nil }
+    }
+
+    /// The position of attribute `name` in the snapshot (nil: it has no such attribute).
+    func position(_ name: String) -> Int? {
+        guard let layout else { return snapshot.position(of: name) }
+        defer { asked += 1 }
+        return layout.position(name, asked: asked)
+    }
+
+    /// The value of attribute `name` (nil: the snapshot has no such attribute).
+    func value(_ name: String) -> Value? { position(name).map { snapshot.value(at: $0) } }
+
+    /// The object `name` names: the snapshot's own id for `id`, else its to-one relationship.
+    func objectID(_ name: String) -> ObjectID? { name == "id" ? snapshot.id : snapshot.relationships[name] }
+}
+
+struct SnapshotDecoder: Decoder {
+    let row: DecodingRow
     var codingPath: [CodingKey] = []
     var userInfo: [CodingUserInfoKey: Any] = [:]
 
+    init(snapshot: Snapshot, layout: RecordLayout? = nil) { row = DecodingRow(snapshot, layout: layout) }
+    init(row: DecodingRow) { self.row = row }
+
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        KeyedDecodingContainer(Keyed<Key>(snapshot: snapshot))
+        KeyedDecodingContainer(Keyed<Key>(row: row))
     }
     func unkeyedContainer() throws -> UnkeyedDecodingContainer {
         throw StoreError(.validation, "records hold flat properties only")
@@ -64,8 +121,9 @@ struct SnapshotDecoder: Decoder {
     }
 
     struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
-        let snapshot: Snapshot
+        let row: DecodingRow
         var codingPath: [CodingKey] = []
+        var snapshot: Snapshot { row.snapshot }
         var allKeys: [Key] {
             (snapshot.attributeNames + Array(snapshot.relationships.keys) + ["id"]).compactMap {
                 Key(stringValue: $0)
@@ -73,14 +131,15 @@ struct SnapshotDecoder: Decoder {
         }
 
         func contains(_ key: Key) -> Bool {
-            key.stringValue == "id" || snapshot.has(key.stringValue)
+            key.stringValue == "id" || row.position(key.stringValue) != nil
                 || snapshot.relationships[key.stringValue] != nil
         }
 
         func decodeNil(forKey key: Key) throws -> Bool {
-            if key.stringValue == "id" { return false }
-            if snapshot.relationships[key.stringValue] != nil { return false }
-            return snapshot.has(key.stringValue) ? snapshot[key.stringValue].isNull : true
+            let name = key.stringValue
+            if name == "id" { return false }
+            if let i = row.position(name) { return snapshot.value(at: i).isNull }
+            return snapshot.relationships[name] == nil
         }
 
         func mismatch(_ key: Key, _ type: Any.Type) -> StoreError {
@@ -90,12 +149,12 @@ struct SnapshotDecoder: Decoder {
         }
 
         func value(_ key: Key) throws -> Value {
-            guard snapshot.has(key.stringValue) else {
+            guard let i = row.position(key.stringValue) else {
                 throw StoreError.validation(
                     "\(snapshot.id.entity) has no attribute '\(key.stringValue)'", object: snapshot.id.description,
                     property: key.stringValue, rule: .record)
             }
-            return snapshot[key.stringValue]
+            return snapshot.value(at: i)
         }
 
         func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
@@ -125,11 +184,50 @@ struct SnapshotDecoder: Decoder {
         }
         func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
             if type == ObjectID.self {
-                let id = key.stringValue == "id" ? snapshot.id : snapshot.relationships[key.stringValue]
-                guard let id, let result = id as? T else { throw mismatch(key, type) }
-                return result
+                guard let id = row.objectID(key.stringValue) else { throw mismatch(key, type) }
+                // T is ObjectID (checked above): no dynamic cast.
+                return unsafeBitCast(id, to: T.self)
             }
-            let v = try value(key)
+            return try convert(try value(key), type, key)
+        }
+
+        // `decodeIfPresent` by one lookup (the protocol's default asks `contains`, then
+        // `decodeNil`, then `decode`: three).
+        func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
+            guard let v = row.value(key.stringValue), !v.isNull else { return nil }
+            guard let s = v.stringValue else { throw mismatch(key, type) }
+            return s
+        }
+        func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
+            guard let v = row.value(key.stringValue), !v.isNull else { return nil }
+            guard let b = v.boolValue else { throw mismatch(key, type) }
+            return b
+        }
+        func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? {
+            guard let v = row.value(key.stringValue), !v.isNull else { return nil }
+            guard let i = v.integerValue else { throw mismatch(key, type) }
+            return i
+        }
+        func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
+            guard let v = row.value(key.stringValue), !v.isNull else { return nil }
+            guard let d = v.doubleValue else { throw mismatch(key, type) }
+            return d
+        }
+        func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+            let name = key.stringValue
+            if type == ObjectID.self { return row.objectID(name).map { unsafeBitCast($0, to: T.self) } }
+            guard let v = row.value(name) else {
+                // A to-one relationship read as another type: `decode` names the mismatch.
+                return snapshot.relationships[name] == nil ? nil : try decode(type, forKey: key)
+            }
+            return v.isNull ? nil : try convert(v, type, key)
+        }
+
+        /// `v` as a `T`: a Foundation type stored as a value, an enum backed by a primitive, or
+        /// any other Codable value stored as JSON.
+        func convert<T: Decodable>(_ v: Value, _ type: T.Type, _ key: Key) throws -> T {
+            // T is Date (checked): no dynamic cast.
+            if type == Date.self, case .date(let d) = v { return unsafeBitCast(d, to: T.self) }
             let out: Any?
             switch v {
             case .date(let d) where type == Date.self: out = d
@@ -157,6 +255,6 @@ struct SnapshotDecoder: Decoder {
         }
         func superDecoder() throws -> Decoder { self.decoder }
         func superDecoder(forKey key: Key) throws -> Decoder { self.decoder }
-        var decoder: Decoder { SnapshotDecoder(snapshot: snapshot) }
+        var decoder: Decoder { SnapshotDecoder(row: row) }
     }
 }

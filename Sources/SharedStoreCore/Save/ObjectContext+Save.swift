@@ -47,7 +47,8 @@ struct SavePlan {
     let updates: [(ObjectID, ObjectContext.PendingUpdate)]
     let links: [(id: ObjectID, relationship: String, target: ObjectID, linked: Bool)]
     let deletes: [ObjectID]
-    let registered: [ObjectID: Snapshot]
+    /// What the context read, indexed (``ReadSet/read(_:)`` is one lookup).
+    let registered: ReadSet
     let policy: MergePolicy
     let author: String?
     let contextName: String?
@@ -59,7 +60,7 @@ struct SavePlan {
         updates = context.updateOrder.compactMap { id in context.updates[id].map { (id, $0) } }
         links = context.links
         deletes = context.deletes
-        registered = context.registered.all()
+        registered = context.registered.settled()
         policy = context.mergePolicy
         author = context.transactionAuthor
         contextName = context.name
@@ -161,7 +162,7 @@ struct SavePlan {
                     changes.relationships[name] = try resolve(target, w, referencedBy: "\(id).\(name)")
                 }
             }
-            try w.update(e, pk: id.primaryKey, changes, object: id.description, read: registered[id])
+            try w.update(e, pk: id.primaryKey, changes, object: id.description, read: registered.read(id))
         }
     }
 
