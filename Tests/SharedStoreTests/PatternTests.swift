@@ -27,12 +27,15 @@ import Testing
         let patterns = [
             #"https?://[^\s/?#\p{Cc}]+[^\s\p{Cc}]*"#, "[A-Z]+", #"[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}"#,
             #"\d{3}-\d{4}"#, "(?:ab|cd)*e?", ".*", #"[\p{L}\p{N} ]{1,40}"#, "a|b|", #"\S+"#,
+            // Programs of more than 64 instructions (more than one word of states).
+            "(?:ab|c){20,30}", #"[a-c\s]{3,70}"#,
         ]
         var random = TestRandom(state: 7)
         let strings =
             (0..<400).map { _ in Self.randomString(&random) } + [
                 "https://a.example/x", "https://a b", "http://x\u{85}", "AB", "ab", "x@y.zz", "123-4567",
-                "abcde", "", "\u{1F600}", "héllo wörld 12",
+                "abcde", "", "\u{1F600}", "héllo wörld 12", String(repeating: "ab", count: 25),
+                String(repeating: "abc ", count: 10), String(repeating: "c", count: 71),
             ]
         for p in patterns {
             #expect(Regex(p)?.isCompiled == true, "\(p) runs compiled")

@@ -21,9 +21,18 @@ struct PatternProgram: Sendable {
     }
 
     let program: [Instruction]
+    /// For each instruction: the instructions reachable from it without consuming a scalar
+    /// (the scalar tests and the match among them), as a bit set of `words` words.
+    private let closures: [[UInt64]]
+    private let words: Int
+    /// For each instruction that tests a scalar: which ASCII scalars it takes, as two words
+    /// (worked out once: the Unicode properties are asked only of other scalars).
+    private let ascii: [(UInt64, UInt64)]
+    /// The match instruction's bit.
+    private let matchBit: (word: Int, mask: UInt64)
 
     /// Instructions at most: a pattern with counted repeats that would make more is left to ICU.
-    static let limit = 4096
+    static let limit = 1024
 
     init?(_ pattern: String) {
         var parser = PatternParser(Array(pattern.unicodeScalars))
@@ -32,35 +41,81 @@ struct PatternProgram: Sendable {
         guard Self.emit(tree, into: &program) else { return nil }
         program.append(.match)
         self.program = program
+        words = (program.count + 63) / 64
+        closures = program.indices.map { Self.closure($0, program, words: (program.count + 63) / 64) }
+        ascii = program.map { instruction in
+            guard case .scalar(let set) = instruction else { return (0, 0) }
+            var bits: (UInt64, UInt64) = (0, 0)
+            for v in UInt32(0)..<128 where Unicode.Scalar(v).map(set.contains) == true {
+                if v < 64 { bits.0 |= 1 << UInt64(v) } else { bits.1 |= 1 << UInt64(v - 64) }
+            }
+            return bits
+        }
+        matchBit = ((program.count - 1) / 64, 1 << UInt64((program.count - 1) % 64))
     }
 
-    /// Whether the whole of `s` matches.
+    /// Whether instruction `pc` (a scalar test) takes `s`.
+    private func takes(_ pc: Int, _ s: Unicode.Scalar) -> Bool {
+        let v = s.value
+        if v < 64 { return ascii[pc].0 & (1 << UInt64(v)) != 0 }
+        if v < 128 { return ascii[pc].1 & (1 << UInt64(v - 64)) != 0 }
+        guard case .scalar(let set) = program[pc] else { return false }
+        return set.contains(s)
+    }
+
+    /// Whether the whole of `s` matches: the set of instructions the automaton is in, one scalar
+    /// at a time (one machine word for a program of up to 64 instructions, with no allocation).
     func matches(_ s: String) -> Bool {
-        var current = StateSet(count: program.count)
-        var next = StateSet(count: program.count)
-        add(0, to: &current)
-        for scalar in s.unicodeScalars {
-            next.clear()
-            for pc in current.members {
-                if case .scalar(let set) = program[pc], set.contains(scalar) { add(pc + 1, to: &next) }
+        if words == 1 {
+            var current = closures[0][0]
+            for scalar in s.unicodeScalars {
+                var next: UInt64 = 0
+                var pending = current
+                while pending != 0 {
+                    let pc = pending.trailingZeroBitCount
+                    pending &= pending - 1
+                    if pc + 1 < program.count, takes(pc, scalar) { next |= closures[pc + 1][0] }
+                }
+                if next == 0 { return false }
+                current = next
             }
-            if next.members.isEmpty { return false }
+            return current & matchBit.mask != 0
+        }
+        var current = closures[0]
+        var next = [UInt64](repeating: 0, count: words)
+        for scalar in s.unicodeScalars {
+            for w in 0..<words { next[w] = 0 }
+            var any = false
+            for w in 0..<words {
+                var pending = current[w]
+                while pending != 0 {
+                    let pc = w * 64 + pending.trailingZeroBitCount
+                    pending &= pending - 1
+                    guard pc + 1 < program.count, takes(pc, scalar) else { continue }
+                    for (k, bits) in closures[pc + 1].enumerated() { next[k] |= bits }
+                    any = true
+                }
+            }
+            if !any { return false }
             swap(&current, &next)
         }
-        return current.members.contains { if case .match = program[$0] { return true } else { return false } }
+        return current[matchBit.word] & matchBit.mask != 0
     }
 
-    /// Adds `pc` and every instruction reachable from it without consuming a scalar.
-    private func add(_ pc: Int, to set: inout StateSet) {
+    /// The scalar tests and the match reachable from `pc` without consuming a scalar.
+    private static func closure(_ pc: Int, _ program: [Instruction], words: Int) -> [UInt64] {
+        var bits = [UInt64](repeating: 0, count: words)
+        var seen = Set<Int>()
         var stack = [pc]
         while let pc = stack.popLast() {
-            guard set.insert(pc) else { continue }
+            guard seen.insert(pc).inserted else { continue }
             switch program[pc] {
             case .split(let a, let b): stack += [b, a]
             case .jump(let a): stack.append(a)
-            case .scalar, .match: break
+            case .scalar, .match: bits[pc / 64] |= 1 << UInt64(pc % 64)
             }
         }
+        return bits
     }
 
     /// Appends the instructions of `node`; false when there would be more than ``limit``.
@@ -106,31 +161,6 @@ struct PatternProgram: Sendable {
             }
         }
         return p.count <= limit
-    }
-}
-
-/// The instructions an automaton is in: a list for the walk, a mark per instruction to keep it
-/// once.
-private struct StateSet {
-    private(set) var members: [Int] = []
-    private var marked: [Bool]
-
-    init(count: Int) {
-        marked = Array(repeating: false, count: count)
-        members.reserveCapacity(count)
-    }
-
-    /// Adds `pc`; false when it was there already.
-    mutating func insert(_ pc: Int) -> Bool {
-        if marked[pc] { return false }
-        marked[pc] = true
-        members.append(pc)
-        return true
-    }
-
-    mutating func clear() {
-        for pc in members { marked[pc] = false }
-        members.removeAll(keepingCapacity: true)
     }
 }
 
