@@ -263,6 +263,113 @@ extension Baseline {
     }
 }
 
+// MARK: - A full model through the C API
+
+extension Baseline {
+    /// `batch-insert-full-model`'s baseline: links with a unique URL, indexes on the canonical
+    /// title, the date and the folder, and folders' link counts, written in one transaction per
+    /// batch with prepared statements; the plain rules (length, single line, an http(s) URL without
+    /// white space) checked in Swift, and the canonical title lowercased, as a careful C client
+    /// would. No history.
+    final class FullModel {
+        private let db: OpaquePointer
+        private let insert: OpaquePointer
+        private let count: OpaquePointer
+
+        init(path: String, folders: Int) throws {
+            var handle: OpaquePointer?
+            guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK,
+                let handle
+            else {
+                sqlite3_close_v2(handle)
+                throw BenchError("cannot open baseline database \(path)")
+            }
+            db = handle
+            let schema = """
+                PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
+                CREATE TABLE "Folder"(Z_PK INTEGER PRIMARY KEY, "name" TEXT NOT NULL,
+                  "linkCount" INTEGER NOT NULL DEFAULT 0);
+                CREATE TABLE "Link"(Z_PK INTEGER PRIMARY KEY AUTOINCREMENT, Z_OPT INTEGER NOT NULL DEFAULT 1,
+                  "url" TEXT NOT NULL, "title" TEXT NOT NULL, "createdAt" REAL, "searchTitle" TEXT, "folder" INTEGER);
+                CREATE UNIQUE INDEX "Link_url" ON "Link"("url");
+                CREATE INDEX "Link_searchTitle" ON "Link"("searchTitle");
+                CREATE INDEX "Link_createdAt" ON "Link"("createdAt");
+                CREATE INDEX "Link_folder" ON "Link"("folder");
+                WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < \(folders))
+                INSERT INTO "Folder"("name") SELECT 'folder ' || x FROM c;
+                """
+            var i: OpaquePointer?
+            var c: OpaquePointer?
+            guard sqlite3_exec(db, schema, nil, nil, nil) == SQLITE_OK,
+                sqlite3_prepare_v2(
+                    db,
+                    #"INSERT INTO "Link"("url", "title", "createdAt", "searchTitle", "folder") VALUES (?, ?, ?, ?, ?)"#,
+                    -1, &i, nil) == SQLITE_OK,
+                sqlite3_prepare_v2(
+                    db, #"UPDATE "Folder" SET "linkCount" = "linkCount" + ? WHERE Z_PK = ?"#, -1, &c, nil) == SQLITE_OK,
+                let i, let c
+            else {
+                let message = String(cString: sqlite3_errmsg(db))
+                sqlite3_close_v2(db)
+                throw BenchError("baseline full model: \(message)")
+            }
+            insert = i
+            count = c
+        }
+
+        deinit {
+            sqlite3_finalize(insert)
+            sqlite3_finalize(count)
+            sqlite3_close_v2(db)
+        }
+
+        private func step(_ stmt: OpaquePointer) throws {
+            defer { sqlite3_reset(stmt) }
+            guard sqlite3_step(stmt) == SQLITE_DONE else { throw BenchError(String(cString: sqlite3_errmsg(db))) }
+        }
+
+        private func exec(_ sql: String) throws {
+            guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
+                throw BenchError(String(cString: sqlite3_errmsg(db)))
+            }
+        }
+
+        /// The plain rules: a title of 1 to 500 characters on one line, an http(s) URL with no
+        /// white space or control character.
+        private static func check(_ url: String, _ title: String) throws {
+            let n = title.count
+            guard n >= 1, n <= 500, !title.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\t" }),
+                url.hasPrefix("http"), !url.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F })
+            else { throw BenchError("invalid link \(url)") }
+        }
+
+        /// Inserts `rows` in one transaction, the i-th in folder `folderOf(i)`; counts the links
+        /// of each folder once per batch.
+        func insert(_ rows: [(url: String, title: String)], folderOf: (Int) -> Int) throws {
+            try exec("BEGIN IMMEDIATE")
+            var tally: [Int: Int] = [:]
+            let now = Date().timeIntervalSince1970
+            for (k, row) in rows.enumerated() {
+                try Self.check(row.url, row.title)
+                let folder = folderOf(k)
+                sqlite3_bind_text(insert, 1, row.url, -1, sharedstore_sqlite_transient())
+                sqlite3_bind_text(insert, 2, row.title, -1, sharedstore_sqlite_transient())
+                sqlite3_bind_double(insert, 3, now)
+                sqlite3_bind_text(insert, 4, row.title.lowercased(), -1, sharedstore_sqlite_transient())
+                sqlite3_bind_int64(insert, 5, Int64(folder))
+                try step(insert)
+                tally[folder, default: 0] += 1
+            }
+            for (folder, n) in tally {
+                sqlite3_bind_int64(count, 1, Int64(n))
+                sqlite3_bind_int64(count, 2, Int64(folder))
+                try step(count)
+            }
+            try exec("COMMIT")
+        }
+    }
+}
+
 // MARK: - Set-up through the C API
 
 /// Makes `count` history transactions quickly: one real save, then copies of its row in SQL

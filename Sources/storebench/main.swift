@@ -112,6 +112,7 @@ let benchParser = CommandLineParser(
     if want("save-no-history") { show(try saveCase(settings, history: false)) }
     if want("save-history-durable") { show(try saveCase(settings, history: true, durable: true)) }
     if want("batch-insert") { show(try batchCase(settings)) }
+    if want("batch-insert-full-model") { show(try batchInsertFullModelCase(settings)) }
     if want("update-property") { show(try updateCase(settings)) }
     if want("history-fetch-1k") { show(try historyFetchCase(settings, retained: 1000, name: "history-fetch-1k")) }
     if want("history-fetch-1m") {
@@ -130,6 +131,7 @@ let benchParser = CommandLineParser(
     if want("share-batch-1m") || want("list-1m") || want("widget-show-1m") {
         for report in try targetsCase(settings) { show(report) }
     }
+    if want("share-batch-1m-categories") { show(try shareBatchCategoriesCase(settings)) }
     if want("migrate-add-attribute-1m") { show(try migrateCase(settings)) }
     if want("mirror") || want("save-history-mirrored") {
         if let reason = mirrorSkipReason() {
