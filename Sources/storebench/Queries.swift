@@ -98,17 +98,15 @@ func queryPrefixCase(_ s: Settings, _ container: Container, _ path: String) thro
         "query-prefix", unit: "queries/s", rounds: s.rounds,
         ours: {
             try throughput(queries) {
-                for _ in 0..<queries {
-                    q += 1
-                    ours += try context.fetch(request(prefix(q))).count
-                }
+                // Both sides ask the same prefixes in each round.
+                for k in 0..<queries { ours += try context.fetch(request(prefix(q + k))).count }
             }
         },
         baseline: {
             try throughput(queries) {
-                for _ in 0..<queries {
-                    q += 1
-                    let p = prefix(q)
+                defer { q += queries }
+                for k in 0..<queries {
+                    let p = prefix(q + k)
                     // The prefix ends in a digit: the text after every text it begins is the
                     // same prefix with the digit moved on (":" after "9").
                     let end = String(p.dropLast()) + String(UnicodeScalar((p.utf8.last ?? 0x2F) + 1))
