@@ -72,7 +72,7 @@ public final class Container: Sendable {
     /// Validation rules and lifecycle events registered per entity (``register(_:_:)``).
     let hookRegistry = HookRegistry()
     /// Checks values against their attributes' rules, for every save of this container.
-    let validator = Validator()
+    let validator: Validator
     /// The SQL of recent fetch requests.
     let fetchCache = FetchCache()
     /// Run after every commit of this container (``addCommitHook(_:)``).
@@ -108,6 +108,7 @@ public final class Container: Sendable {
         self.process = (Int64(getpid()), ProcessInfo.processInfo.processName)
         self.entitySQL = model.entities.enumerated().map { EntitySQL($1, index: $0, model: model) }
         self.derivations = DerivationMap(model)
+        validator = Validator(model: model)
         guard options.busyTimeout.isFinite, options.busyTimeout >= 0 else {
             throw StoreError(
                 .invalidArgument, "busy timeout must be a finite number of seconds, not \(options.busyTimeout)")

@@ -6,12 +6,25 @@ import SharedStoreSupport
 /// pattern, range): for every save, ``Container/validate(_:_:object:)``, `storectl verify` and the
 /// mirror's check of what it uploads. One per container: it keeps the patterns it compiled.
 final class Validator: Sendable {
-    /// Compiled patterns by their text: a pattern is compiled once, not for every save.
+    /// The patterns of the container's model, compiled when it opens: read without a lock.
+    private let compiled: [String: Regex]
+    /// Other patterns by their text (another model's, a migration's): compiled once, not for
+    /// every save.
     private let patterns = Protected<[String: Regex]>([:])
+
+    /// A validator with the patterns of `model` compiled.
+    init(model: Model? = nil) {
+        var compiled: [String: Regex] = [:]
+        for e in model?.entities ?? [] {
+            for a in e.attributes { if let p = a.pattern, compiled[p] == nil { compiled[p] = Regex(p) } }
+        }
+        self.compiled = compiled
+    }
 
     /// The compiled form of `pattern` (nil: it does not compile; the model refuses such a model).
     func regex(_ pattern: String) -> Regex? {
-        patterns.withLock { cache in
+        if let r = compiled[pattern] { return r }
+        return patterns.withLock { cache in
             if let r = cache[pattern] { return r }
             guard let r = Regex(pattern) else { return nil }
             cache[pattern] = r
