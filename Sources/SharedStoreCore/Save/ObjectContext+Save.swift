@@ -60,7 +60,7 @@ struct SavePlan {
         updates = context.updateOrder.compactMap { id in context.updates[id].map { (id, $0) } }
         links = context.links
         deletes = context.deletes
-        registered = context.registered.settled()
+        registered = context.registered
         policy = context.mergePolicy
         author = context.transactionAuthor
         contextName = context.name
