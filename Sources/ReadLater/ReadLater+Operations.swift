@@ -153,7 +153,7 @@ extension ReadLater {
             try body(
                 .object([
                     ("id", .string(a.id.description)),
-                    ("gid", gid.map { .string($0.uuidString.lowercased()) } ?? .null),
+                    ("gid", gid.map { .string(GlobalID.text($0)) } ?? .null),
                     ("title", a["title"].jsonValue),
                     ("url", a["url"].jsonValue),
                     ("isRead", a["isRead"].jsonValue),

@@ -13,11 +13,33 @@ package enum ISO8601 {
         var t = time_t(seconds)
         var parts = tm()
         gmtime_r(&t, &parts)
-        func pad(_ v: Int32, _ n: Int) -> String {
-            let s = String(v)
-            return String(repeating: "0", count: max(0, n - s.count)) + s
+        // Digits into one buffer (a list of a million rows prints a date per row).
+        var out: [UInt8] = []
+        out.reserveCapacity(24)
+        func pad(_ v: Int64, _ n: Int) {
+            if v < 0 { out.append(0x2D) }
+            var m = v.magnitude
+            let start = out.count
+            repeat {
+                out.append(UInt8(truncatingIfNeeded: m % 10) + 0x30)
+                m /= 10
+            } while m > 0 || out.count - start < n
+            out[start...].reverse()
         }
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(millis), 3))Z"
+        pad(Int64(parts.tm_year) + 1900, 4)
+        out.append(0x2D)
+        pad(Int64(parts.tm_mon) + 1, 2)
+        out.append(0x2D)
+        pad(Int64(parts.tm_mday), 2)
+        out.append(0x54)
+        pad(Int64(parts.tm_hour), 2)
+        out.append(0x3A)
+        pad(Int64(parts.tm_min), 2)
+        out.append(0x3A)
+        pad(Int64(parts.tm_sec), 2)
+        out.append(0x2E)
+        pad(millis, 3)
+        out.append(0x5A)
+        return String(decoding: out, as: UTF8.self)
     }
 }

@@ -25,73 +25,92 @@ public enum JSONValue: Sendable, Hashable {
 
     /// One line of JSON.
     public var serialized: String {
-        var out = ""
+        var out: [UInt8] = []
         write(to: &out)
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Appends the value's JSON, on one line, to `out`.
-    public func write(to out: inout String) {
+    public func write(to out: inout String) { out += serialized }
+
+    /// Appends the value's JSON, on one line, to `out` as UTF-8: what a stream of a million lines
+    /// writes (bytes appended in runs, no string to grow character by character).
+    public func write(to out: inout [UInt8]) {
         switch self {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
         case .number(let n):
             if n.isFinite, n == n.rounded(), abs(n) < 1e15 {
-                out += String(Int64(n))
+                Self.writeInteger(Int64(n), to: &out)
             } else if n.isFinite {
-                out += String(n)
+                out.append(contentsOf: String(n).utf8)
             } else {
-                out += "null"
+                out.append(contentsOf: "null".utf8)
             }
         case .string(let s): Self.writeString(s, to: &out)
         case .array(let items):
-            out += "["
+            out.append(0x5B)
             for (i, v) in items.enumerated() {
-                if i > 0 { out += "," }
+                if i > 0 { out.append(0x2C) }
                 v.write(to: &out)
             }
-            out += "]"
+            out.append(0x5D)
         case .object(let pairs):
-            out += "{"
+            out.append(0x7B)
             for (i, (k, v)) in pairs.enumerated() {
-                if i > 0 { out += "," }
+                if i > 0 { out.append(0x2C) }
                 Self.writeString(k, to: &out)
-                out += ":"
+                out.append(0x3A)
                 v.write(to: &out)
             }
-            out += "}"
+            out.append(0x7D)
         }
+    }
+
+    /// The decimal digits of `n`.
+    static func writeInteger(_ n: Int64, to out: inout [UInt8]) {
+        if n < 0 { out.append(0x2D) }
+        let start = out.count
+        var v = n.magnitude
+        repeat {
+            out.append(UInt8(truncatingIfNeeded: v % 10) + 0x30)
+            v /= 10
+        } while v > 0
+        out[start...].reverse()
     }
 
     @inline(__always) static func mayNeedEscape(_ byte: UInt8) -> Bool {
         byte == 0x22 || byte == 0x5C || byte < 0x20 || byte == 0x7F || byte == 0xC2 || byte == 0xE2
     }
 
-    static func writeString(_ s: String, to out: inout String) {
-        out += "\""
-        // Most strings need no escape: append them whole (a list of a million rows writes
-        // several strings per row).
-        // 0x7F, 0xC2 and 0xE2 start DEL, C1 controls and U+2028/U+2029/bidi controls: escaped
-        // too, so that no line of output holds a line break or reorders a terminal's text.
-        guard s.utf8.contains(where: Self.mayNeedEscape) else {
-            out += s
-            out += "\""
-            return
+    static func writeString(_ s: String, to out: inout [UInt8]) {
+        out.append(0x22)
+        // Most strings need no escape: their bytes go in at once (a list of a million rows writes
+        // several strings per row). 0x7F, 0xC2 and 0xE2 start DEL, C1 controls and
+        // U+2028/U+2029/bidi controls: those are looked at scalar by scalar, so that no line of
+        // output holds a line break or reorders a terminal's text.
+        var s = s
+        let whole = s.withUTF8 { bytes -> Bool in
+            for b in bytes where mayNeedEscape(b) { return false }
+            out.append(contentsOf: bytes)
+            return true
         }
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where TextSafety.isControl(u):
-                let hex = String(u.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(u)
+        if !whole {
+            for u in s.unicodeScalars {
+                switch u {
+                case "\"": out.append(contentsOf: #"\""#.utf8)
+                case "\\": out.append(contentsOf: #"\\"#.utf8)
+                case "\n": out.append(contentsOf: #"\n"#.utf8)
+                case "\r": out.append(contentsOf: #"\r"#.utf8)
+                case "\t": out.append(contentsOf: #"\t"#.utf8)
+                case _ where TextSafety.isControl(u):
+                    let hex = String(u.value, radix: 16)
+                    out.append(contentsOf: ("\\u" + String(repeating: "0", count: 4 - hex.count) + hex).utf8)
+                default: out.append(contentsOf: String(u).utf8)
+                }
             }
         }
-        out += "\""
+        out.append(0x22)
     }
 
     /// The value of the first `key` of an object; nil when there is none or this is not an object.

@@ -14,24 +14,33 @@ public final class Output {
     }
 
     /// Lines of a stream, written in blocks (a million lines are not a million writes).
-    private var pending = Data()
+    private var pending: [UInt8] = []
 
     /// One line on stdout, written at once (after any pending streamed lines).
     public func line(_ text: String) {
-        pending.append(contentsOf: (text + "\n").utf8)
+        pending.append(contentsOf: text.utf8)
+        pending.append(0x0A)
         flush()
     }
 
     /// One line of a long stream: buffered, written in blocks of 64 KiB and by ``flush()``.
     public func streamed(_ text: String) {
-        pending.append(contentsOf: (text + "\n").utf8)
+        pending.append(contentsOf: text.utf8)
+        pending.append(0x0A)
+        if pending.count >= 1 << 16 { flush() }
+    }
+
+    /// One JSON line of a long stream, written straight into the buffer.
+    public func streamed(json value: JSONValue) {
+        value.write(to: &pending)
+        pending.append(0x0A)
         if pending.count >= 1 << 16 { flush() }
     }
 
     /// Writes what is buffered.
     public func flush() {
         guard !pending.isEmpty else { return }
-        FileHandle.standardOutput.write(pending)
+        FileHandle.standardOutput.write(Data(pending))
         pending.removeAll(keepingCapacity: true)
     }
 
@@ -140,7 +149,7 @@ public final class TableStream {
 
     public func add(_ row: JSONValue) {
         if output.json {
-            output.streamed(row.serialized)
+            output.streamed(json: row)
             return
         }
         let cells = columns.map { output.human(row[$0.key] ?? .null) }
