@@ -351,3 +351,69 @@ extension ReadTests {
         #expect(try context.fetch(FetchRequest("Row", where: Key("name") == decomposed)).map(\.id) == [id])
     }
 }
+
+/// What a hostile review of the indexed conditions found, each a test.
+extension ReadTests {
+    /// Two text conditions whose patterns differ only in normal form are two requests: the fetch
+    /// cache answered the second with the first's SQL and bindings.
+    @Test func patternsInTwoNormalFormsAreTwoRequests() throws {
+        let container = try TemporaryGroup().open(Self.indexedModel, signal: false)
+        let context = container.newContext(author: "A")
+        let a = try context.insert("Row", ["name": "caf\u{E9}"])
+        let b = try context.insert("Row", ["name": "cafe\u{301}"])
+        let saved = try context.save()
+        for (pattern, id) in [("caf\u{E9}", a), ("cafe\u{301}", b), ("caf\u{E9}", a)] {
+            for condition in [Key("name").beginsWith(pattern), Key("name").equals(pattern)] {
+                let found = try context.fetch(FetchRequest("Row", where: condition)).map(\.id)
+                #expect(found == [saved.permanentID(for: id)], "\(condition.canonicalText)")
+            }
+        }
+    }
+
+    /// A fetch that includes unsaved objects breaks ties as SQL does (the way the index is read),
+    /// so its window holds the rows that come first.
+    @Test func aFetchWithUnsavedObjectsBreaksTiesAsSQLDoes() throws {
+        let container = try TemporaryGroup().open(Self.indexedModel, signal: false)
+        let context = container.newContext(author: "A")
+        let day = Value.date(Date(timeIntervalSince1970: 5))
+        for _ in 0..<5 { try context.insert("Row", ["day": day]) }
+        try context.save()
+        for ascending in [true, false] {
+            let request = FetchRequest("Row", sortedBy: [SortKey("day", ascending: ascending)], limit: 2)
+            let stored = try context.fetch(request).map(\.id)
+            let later = try context.insert("Row", ["day": .date(Date(timeIntervalSince1970: ascending ? 99 : 0))])
+            #expect(try context.fetch(request).map(\.id) == stored, "day \(ascending ? "ascending" : "descending")")
+            try context.delete(later)
+        }
+    }
+
+    /// `equals` with no option on a URL is `==`: the argument in the stored form first.
+    @Test func equalsOnAURLIsEqualityOfTheStoredForm() throws {
+        let container = try TemporaryGroup().open(Self.indexedModel, signal: false)
+        let context = container.newContext(author: "A")
+        let temp = try context.insert("Row", ["link": "https://a.example/\u{E9}"])
+        let id = try context.save().permanentID(for: temp)
+        for u in ["https://a.example/\u{E9}", "https://a.example/%C3%A9"] {
+            #expect(try context.fetch(FetchRequest("Row", where: Key("link") == u)).map(\.id) == [id])
+            #expect(try context.fetch(FetchRequest("Row", where: Key("link").equals(u))).map(\.id) == [id])
+        }
+        #expect(try context.fetch(FetchRequest("Row", where: Key("link").equals("not a url"))).isEmpty)
+        #expect(try context.count(FetchRequest("Row", where: !Key("link").equals("not a url"))) == 1)
+        #expect(try context.count(FetchRequest("Row", where: Key("link").beginsWith("https://a.example/%C3"))) == 1)
+    }
+
+    /// A record's optional String that names a to-one relationship is a mismatch, not nil.
+    @Test func anOptionalPropertyNamingARelationshipIsAMismatch() throws {
+        struct RowRecord: Record {
+            static let entityName = "Row"
+            var id: ObjectID?
+            var box: String?
+        }
+        let container = try TemporaryGroup().open(Self.indexedModel, signal: false)
+        let context = container.newContext(author: "A")
+        let box = try context.insert("Box", ["label": "b"])
+        try context.insert("Row", [:], relationships: ["box": box])
+        try context.save()
+        #expect(throws: StoreError.self) { _ = try context.fetch(RowRecord.self) }
+    }
+}

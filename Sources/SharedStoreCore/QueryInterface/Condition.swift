@@ -20,7 +20,9 @@ public struct Condition: Sendable, Hashable {
         case compare(String, Comparison, Value)
         case among(String, [Value])
         case between(String, Value, Value)
-        case text(String, TextOperator, String, TextOptions)
+        /// The pattern is kept as a ``Value``, whose == compares strings exactly: two conditions
+        /// whose patterns differ only in normal form are two conditions (and two cache entries).
+        case text(String, TextOperator, Value, TextOptions)
         /// A to-one relationship is the object (or nil).
         case related(String, ObjectID?)
         case and([Condition])
@@ -80,7 +82,7 @@ public struct Condition: Sendable, Hashable {
         case .among(let path, let vs): return "\(path) IN {\(vs.map(\.canonicalText).joined(separator: ", "))}"
         case .between(let path, let a, let b): return "\(path) BETWEEN {\(a.canonicalText), \(b.canonicalText)}"
         case .text(let path, let op, let pattern, let o):
-            return "\(path) \(op.rawValue)\(options(o)) \(Value.string(pattern).canonicalText)"
+            return "\(path) \(op.rawValue)\(options(o)) \(pattern.canonicalText)"
         case .related(let path, let id): return "\(path) == \(id.map { "\($0.entity)/\($0.primaryKey)" } ?? "nil")"
         case .and(let cs):
             return "(" + (cs.isEmpty ? "TRUEPREDICATE" : cs.map(\.canonicalText).joined(separator: " AND ")) + ")"

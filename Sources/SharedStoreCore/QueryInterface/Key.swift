@@ -123,6 +123,9 @@ public struct Key: Sendable, Hashable {
     /// The string operators work on string and URL attributes. Without options they compare the
     /// text as stored, Unicode scalar by scalar, as `==` does (`"e\u{301}"` does not begin with
     /// `"é"`); with `[c]` or `[d]` both sides are folded and compared as Swift compares strings.
+    /// A URL is stored in its absolute, percent-encoded form (`https://a.example/%C3%A9`): the
+    /// operators compare with that text (``equals(_:_:)`` with no option, like `==`, first puts
+    /// its argument in that form).
     ///
     /// For example:
     /// ```swift
@@ -134,7 +137,7 @@ public struct Key: Sendable, Hashable {
     /// folds the search text the same way). The fetch fails with
     /// `.invalidArgument` when the key is not a string or URL attribute.
     public func contains(_ s: String, _ options: Condition.TextOptions...) -> Condition {
-        Condition(.text(path, .contains, s, Condition.TextOptions(options)))
+        Condition(.text(path, .contains, .string(s), Condition.TextOptions(options)))
     }
     /// Objects whose string at the key begins with `s` (Core Data's `BEGINSWITH`), with the given
     /// options.
@@ -146,13 +149,13 @@ public struct Key: Sendable, Hashable {
     /// calls row by row. The fetch fails with `.invalidArgument` when the key is not a string or
     /// URL attribute.
     public func beginsWith(_ s: String, _ options: Condition.TextOptions...) -> Condition {
-        Condition(.text(path, .beginsWith, s, Condition.TextOptions(options)))
+        Condition(.text(path, .beginsWith, .string(s), Condition.TextOptions(options)))
     }
     /// Objects whose string at the key ends with `s` (Core Data's `ENDSWITH`), with the given
     /// options. The fetch fails with `.invalidArgument` when the key is not a string or URL
     /// attribute.
     public func endsWith(_ s: String, _ options: Condition.TextOptions...) -> Condition {
-        Condition(.text(path, .endsWith, s, Condition.TextOptions(options)))
+        Condition(.text(path, .endsWith, .string(s), Condition.TextOptions(options)))
     }
     /// Objects whose string at the key matches the wildcard pattern `s` (Core Data's `LIKE`): `*`
     /// matches any run of characters, `?` one character, and the whole string must match.
@@ -164,13 +167,13 @@ public struct Key: Sendable, Hashable {
     ///
     /// The fetch fails with `.invalidArgument` when the key is not a string or URL attribute.
     public func like(_ s: String, _ options: Condition.TextOptions...) -> Condition {
-        Condition(.text(path, .like, s, Condition.TextOptions(options)))
+        Condition(.text(path, .like, .string(s), Condition.TextOptions(options)))
     }
     /// Objects whose string at the key equals `s` under `options` (Core Data's `==[cd]`); with no
     /// option it is the same as `==`, served by an index on the attribute. The fetch fails with
     /// `.invalidArgument` when the key is not a string or URL attribute.
     public func equals(_ s: String, _ options: Condition.TextOptions...) -> Condition {
-        Condition(.text(path, .equal, s, Condition.TextOptions(options)))
+        Condition(.text(path, .equal, .string(s), Condition.TextOptions(options)))
     }
 
     /// Some object of to-many relationship `path` matches `condition` (over its destination).

@@ -194,25 +194,36 @@ struct SnapshotDecoder: Decoder {
         // `decodeIfPresent` by one lookup (the protocol's default asks `contains`, then
         // `decodeNil`, then `decode`: three).
         func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
-            guard let v = row.value(key.stringValue), !v.isNull else { return nil }
+            guard let v = try present(key, type) else { return nil }
             guard let s = v.stringValue else { throw mismatch(key, type) }
             return s
         }
         func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
-            guard let v = row.value(key.stringValue), !v.isNull else { return nil }
+            guard let v = try present(key, type) else { return nil }
             guard let b = v.boolValue else { throw mismatch(key, type) }
             return b
         }
         func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? {
-            guard let v = row.value(key.stringValue), !v.isNull else { return nil }
+            guard let v = try present(key, type) else { return nil }
             guard let i = v.integerValue else { throw mismatch(key, type) }
             return i
         }
         func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
-            guard let v = row.value(key.stringValue), !v.isNull else { return nil }
+            guard let v = try present(key, type) else { return nil }
             guard let d = v.doubleValue else { throw mismatch(key, type) }
             return d
         }
+        /// The value of attribute `key`, nil when it is nil or absent; a key that names the id
+        /// or a to-one relationship is not a `type`.
+        func present(_ key: Key, _ type: Any.Type) throws -> Value? {
+            let name = key.stringValue
+            guard let v = row.value(name) else {
+                if name == "id" || snapshot.relationships[name] != nil { throw mismatch(key, type) }
+                return nil
+            }
+            return v.isNull ? Value?.none : v
+        }
+
         func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
             let name = key.stringValue
             if type == ObjectID.self { return row.objectID(name).map { unsafeBitCast($0, to: T.self) } }

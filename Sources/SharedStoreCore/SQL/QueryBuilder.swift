@@ -85,7 +85,7 @@ struct QueryBuilder {
             let b = try bind(high, attr, path)
             return decided("\(col) BETWEEN \(a) AND \(b)")
         case .text(let path, let op, let pattern, let options):
-            return try text(path, op, pattern, options)
+            return try text(path, op, pattern.stringValue ?? "", options)
         case .related(let path, let id):
             return try related(path, id)
         case .and(let cs):
@@ -133,7 +133,15 @@ struct QueryBuilder {
         // Without options the operators compare the stored text as it is, as SQLite does: ==
         // and BEGINSWITH then run on the column's index (an equality, a range).
         if options.isEmpty, op == .equal {
-            bindings.append(.text(pattern))
+            // As `==` compares it: a URL in its stored form (one that is not a URL equals none).
+            guard attr.type == .url else {
+                bindings.append(.text(pattern))
+                return "(\(col) IS ?)"
+            }
+            guard let stored = try? SQLMapping.sqlValue(.string(pattern), .url, object: nil, property: path) else {
+                return "0"
+            }
+            bindings.append(stored)
             return "(\(col) IS ?)"
         }
         if options.isEmpty, op == .beginsWith { return prefix(col, pattern) }

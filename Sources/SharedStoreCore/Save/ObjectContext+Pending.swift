@@ -67,7 +67,9 @@ extension ObjectContext {
                 rows.append((object, keys, true))
             }
         }
-        rows.sort { order($0.snapshot, $0.keys, $1.snapshot, $1.keys, request.sort) }
+        // Ties go the way SQL breaks them: by key, in the direction an index on the keys is read.
+        let backward = !request.sort.isEmpty && QueryBuilder.readsBackward(e, request.sort)
+        rows.sort { order($0.snapshot, $0.keys, $1.snapshot, $1.keys, request.sort, backward: backward) }
         let window = rows.dropFirst(request.offset).prefix(request.limit ?? Int.max)
         registered.record(window.filter { !$0.pending }.map(\.snapshot))
         return window.map(\.snapshot)
@@ -93,14 +95,16 @@ extension ObjectContext {
     }
 
     /// SQL's order: by each sort key in its direction, then by key (an unsaved object after the
-    /// stored ones, as its key will be higher) in the last key's direction.
-    private func order(_ a: Snapshot, _ ka: [SQLValue], _ b: Snapshot, _ kb: [SQLValue], _ sort: [SortKey]) -> Bool {
+    /// stored ones, as its key will be higher), descending when `backward`
+    /// (``QueryBuilder/readsBackward(_:_:)``).
+    private func order(
+        _ a: Snapshot, _ ka: [SQLValue], _ b: Snapshot, _ kb: [SQLValue], _ sort: [SortKey], backward: Bool
+    ) -> Bool {
         for (i, key) in sort.enumerated() where i < ka.count && i < kb.count {
             if SQLValue.precedes(ka[i], kb[i]) { return key.ascending }
             if SQLValue.precedes(kb[i], ka[i]) { return !key.ascending }
         }
         let rank = { (id: ObjectID) -> Int64 in id.isTemporary ? Int64.max / 2 - id.primaryKey : id.primaryKey }
-        let ascending = sort.last?.ascending ?? true
-        return ascending ? rank(a.id) < rank(b.id) : rank(a.id) > rank(b.id)
+        return backward ? rank(a.id) > rank(b.id) : rank(a.id) < rank(b.id)
     }
 }

@@ -5,11 +5,11 @@ import Foundation
 ///
 /// It takes the part of ICU's syntax that validation patterns use — literals, `.`, classes with
 /// ranges and negation, `\s` `\d` `\p{…}` and their negations, groups, alternation, and the
-/// quantifiers `*` `+` `?` `{n,m}` (greedy or lazy: for a whole match they mean the same) — with
-/// ICU's meaning of each. Anything else (anchors, look-around, flags, back references, `\w`,
-/// possessive quantifiers, set operations) is not compiled, and the pattern goes to
-/// `NSRegularExpression` as before: `init` returns nil. A test compares the two on random
-/// patterns and strings.
+/// greedy quantifiers `*` `+` `?` `{n,m}` — with ICU's meaning of each. Anything else (anchors,
+/// look-around, flags, back references, `\w`, lazy and possessive quantifiers, POSIX classes, set
+/// operations) is not compiled, and the pattern goes to `NSRegularExpression` as before: `init`
+/// returns nil. A letter, digit or symbol class meeting a non-ASCII scalar leaves that one match
+/// to ICU too (``ScalarSet/decide(_:)``). A test compares the two on random patterns and strings.
 struct PatternProgram: Sendable {
     enum Instruction: Sendable {
         /// One scalar in the set, then the next instruction.
@@ -46,7 +46,7 @@ struct PatternProgram: Sendable {
         ascii = program.map { instruction in
             guard case .scalar(let set) = instruction else { return (0, 0) }
             var bits: (UInt64, UInt64) = (0, 0)
-            for v in UInt32(0)..<128 where Unicode.Scalar(v).map(set.contains) == true {
+            for v in UInt32(0)..<128 where Unicode.Scalar(v).flatMap(set.decide) == true {
                 if v < 64 { bits.0 |= 1 << UInt64(v) } else { bits.1 |= 1 << UInt64(v - 64) }
             }
             return bits
@@ -54,18 +54,19 @@ struct PatternProgram: Sendable {
         matchBit = ((program.count - 1) / 64, 1 << UInt64((program.count - 1) % 64))
     }
 
-    /// Whether instruction `pc` (a scalar test) takes `s`.
-    private func takes(_ pc: Int, _ s: Unicode.Scalar) -> Bool {
+    /// Whether instruction `pc` (a scalar test) takes `s` (nil: only ICU can say).
+    private func takes(_ pc: Int, _ s: Unicode.Scalar) -> Bool? {
         let v = s.value
         if v < 64 { return ascii[pc].0 & (1 << UInt64(v)) != 0 }
         if v < 128 { return ascii[pc].1 & (1 << UInt64(v - 64)) != 0 }
         guard case .scalar(let set) = program[pc] else { return false }
-        return set.contains(s)
+        return set.decide(s)
     }
 
     /// Whether the whole of `s` matches: the set of instructions the automaton is in, one scalar
     /// at a time (one machine word for a program of up to 64 instructions, with no allocation).
-    func matches(_ s: String) -> Bool {
+    /// Nil when a scalar's class only ICU can decide (``ScalarSet/decide(_:)``).
+    func matches(_ s: String) -> Bool? {
         if words == 1 {
             var current = closures[0][0]
             for scalar in s.unicodeScalars {
@@ -74,7 +75,9 @@ struct PatternProgram: Sendable {
                 while pending != 0 {
                     let pc = pending.trailingZeroBitCount
                     pending &= pending - 1
-                    if pc + 1 < program.count, takes(pc, scalar) { next |= closures[pc + 1][0] }
+                    guard pc + 1 < program.count else { continue }
+                    guard let taken = takes(pc, scalar) else { return nil }
+                    if taken { next |= closures[pc + 1][0] }
                 }
                 if next == 0 { return false }
                 current = next
@@ -91,7 +94,9 @@ struct PatternProgram: Sendable {
                 while pending != 0 {
                     let pc = w * 64 + pending.trailingZeroBitCount
                     pending &= pending - 1
-                    guard pc + 1 < program.count, takes(pc, scalar) else { continue }
+                    guard pc + 1 < program.count else { continue }
+                    guard let taken = takes(pc, scalar) else { return nil }
+                    guard taken else { continue }
                     for (k, bits) in closures[pc + 1].enumerated() { next[k] |= bits }
                     any = true
                 }
@@ -181,20 +186,34 @@ struct ScalarSet: Sendable {
     static let dot = ScalarSet(
         ranges: [0x0A...0x0D, 0x85...0x85, 0x2028...0x2029], named: [], negated: true)
 
-    func contains(_ s: Unicode.Scalar) -> Bool {
+    /// Whether the set holds `s`; nil when only ICU can say. Swift's Unicode tables are newer
+    /// than the ICU the toolchain carries, and they differ on thousands of letters, digits and
+    /// symbols: a general category other than the controls, formats and separators (where the
+    /// two agree on every scalar) is decided here for ASCII only.
+    func decide(_ s: Unicode.Scalar) -> Bool? {
         var found = ranges.contains { $0.contains(s.value) }
         if !found {
-            found = named.contains { named, negated in
+            for (named, negated) in named {
                 let inside: Bool
                 switch named {
                 case .whiteSpace: inside = s.properties.isWhitespace
-                case .categories(let cs): inside = cs.contains(s.properties.generalCategory)
+                case .categories(let cs):
+                    if s.value >= 0x80 && !cs.allSatisfy(Self.stable.contains) { return nil }
+                    inside = cs.contains(s.properties.generalCategory)
                 }
-                return inside != negated
+                if inside != negated {
+                    found = true
+                    break
+                }
             }
         }
         return found != negated
     }
+
+    /// The general categories Swift and ICU agree on for every scalar.
+    static let stable: Set<Unicode.GeneralCategory> = [
+        .control, .format, .spaceSeparator, .lineSeparator, .paragraphSeparator,
+    ]
 }
 
 indirect enum PatternNode {
@@ -251,7 +270,8 @@ struct PatternParser {
         default: return atom
         }
         if c != "{" { i += 1 }
-        if peek == "?" { i += 1 }  // lazy: the same whole matches
+        // A lazy loop ends, in ICU, at an iteration that matched nothing: not compiled.
+        if peek == "?" { return nil }
         // Possessive quantifiers and stacked ones change what matches: ICU's.
         if let n = peek, n == "+" || n == "*" || n == "?" || n == "{" { return nil }
         return .repeated(atom, min: min, max: max)
@@ -371,7 +391,8 @@ struct PatternParser {
             i += 1
         }
         // `]` first, nested classes and set operations read differently in ICU: not compiled.
-        guard let first = peek, first != "]" else { return nil }
+        // and `[:alpha:]` is a POSIX class in ICU.
+        guard let first = peek, first != "]", first != ":" else { return nil }
         while let c = peek, c != "]" {
             if c == "[" || c == "&" { return nil }
             if c == "\\" {

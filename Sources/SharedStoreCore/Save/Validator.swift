@@ -106,7 +106,7 @@ struct Regex: @unchecked Sendable {
 
     /// Whether the whole of `s` matches.
     func matches(_ s: String) -> Bool {
-        if let program { return program.matches(s) }
+        if let program, let matched = program.matches(s) { return matched }
         return expression.firstMatch(in: s, range: NSRange(s.startIndex..., in: s)) != nil
     }
 
