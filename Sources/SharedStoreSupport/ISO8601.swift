@@ -16,16 +16,7 @@ package enum ISO8601 {
         // Digits into one buffer (a list of a million rows prints a date per row).
         var out: [UInt8] = []
         out.reserveCapacity(24)
-        func pad(_ v: Int64, _ n: Int) {
-            if v < 0 { out.append(0x2D) }
-            var m = v.magnitude
-            let start = out.count
-            repeat {
-                out.append(UInt8(truncatingIfNeeded: m % 10) + 0x30)
-                m /= 10
-            } while m > 0 || out.count - start < n
-            out[start...].reverse()
-        }
+        func pad(_ v: Int64, _ n: Int) { appendDigits(v, minimumWidth: n, to: &out) }
         pad(Int64(parts.tm_year) + 1900, 4)
         out.append(0x2D)
         pad(Int64(parts.tm_mon) + 1, 2)

@@ -68,16 +68,7 @@ public enum JSONValue: Sendable, Hashable {
     }
 
     /// The decimal digits of `n`.
-    static func writeInteger(_ n: Int64, to out: inout [UInt8]) {
-        if n < 0 { out.append(0x2D) }
-        let start = out.count
-        var v = n.magnitude
-        repeat {
-            out.append(UInt8(truncatingIfNeeded: v % 10) + 0x30)
-            v /= 10
-        } while v > 0
-        out[start...].reverse()
-    }
+    static func writeInteger(_ n: Int64, to out: inout [UInt8]) { appendDigits(n, minimumWidth: 1, to: &out) }
 
     @inline(__always) static func mayNeedEscape(_ byte: UInt8) -> Bool {
         byte == 0x22 || byte == 0x5C || byte < 0x20 || byte == 0x7F || byte == 0xC2 || byte == 0xE2
@@ -118,4 +109,17 @@ public enum JSONValue: Sendable, Hashable {
         if case .object(let pairs) = self { return pairs.first { $0.0 == key }?.1 }
         return nil
     }
+}
+
+/// Appends the decimal digits of `n` to `out`, zero-padded to `minimumWidth` (after a `-`): what
+/// JSON numbers and ISO 8601 dates are written with, digit by digit.
+func appendDigits(_ n: Int64, minimumWidth: Int, to out: inout [UInt8]) {
+    if n < 0 { out.append(0x2D) }
+    var m = n.magnitude
+    let start = out.count
+    repeat {
+        out.append(UInt8(truncatingIfNeeded: m % 10) + 0x30)
+        m /= 10
+    } while m > 0 || out.count - start < minimumWidth
+    out[start...].reverse()
 }

@@ -47,3 +47,11 @@ func openStore(group: String, model: Model, options: Container.Options = Contain
     try ChangeSignal.attach(to: container)
     return container
 }
+
+/// The directory of this executable: the targets a case runs as processes are built beside it.
+func executableDirectory() -> String {
+    URL(
+        fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0]
+    ).deletingLastPathComponent().path
+}

@@ -59,10 +59,7 @@ func queryIndexedCase(_ s: Settings) throws -> Report {
 func targetsCase(_ s: Settings) throws -> [Report] {
     let dir = scratch()
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let bin = URL(
-        fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-            ?? CommandLine.arguments[0]
-    ).deletingLastPathComponent().path
+    let bin = executableDirectory()
     let rows = s.readRows
     let file = dir + "/batch.tsv"
     try writeBatchFile(file, lines: rows)
