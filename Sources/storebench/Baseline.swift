@@ -131,6 +131,16 @@ struct BenchError: Error, CustomStringConvertible {
 // MARK: - Reads through the C API
 
 extension Baseline {
+    /// A read-only connection to the database at `path`.
+    static func openReadOnly(_ path: String) throws -> OpaquePointer {
+        var handle: OpaquePointer?
+        guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READONLY, nil) == SQLITE_OK, let handle else {
+            sqlite3_close_v2(handle)
+            throw BenchError("cannot open \(path)")
+        }
+        return handle
+    }
+
     /// "50 newest unread" through the C API: one prepared statement, the same index.
     final class NewestUnread {
         private let db: OpaquePointer
@@ -138,12 +148,7 @@ extension Baseline {
 
         /// `synchronous`: SQLite's level, NORMAL as the store's default, FULL against a durable store.
         init(path: String, synchronous: String = "NORMAL") throws {
-            var handle: OpaquePointer?
-            guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READONLY, nil) == SQLITE_OK, let handle else {
-                sqlite3_close_v2(handle)
-                throw BenchError("cannot open \(path)")
-            }
-            db = handle
+            db = try Baseline.openReadOnly(path)
             var s: OpaquePointer?
             let sql = #"""
                 SELECT Z_PK, Z_OPT, "title", "value", "createdAt", "isRead" FROM "Item"
@@ -192,12 +197,7 @@ extension Baseline {
         private let stmt: OpaquePointer
 
         init(path: String, sql: String) throws {
-            var handle: OpaquePointer?
-            guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READONLY, nil) == SQLITE_OK, let handle else {
-                sqlite3_close_v2(handle)
-                throw BenchError("cannot open \(path)")
-            }
-            db = handle
+            db = try Baseline.openReadOnly(path)
             var s: OpaquePointer?
             guard sqlite3_prepare_v2(db, sql, -1, &s, nil) == SQLITE_OK, let s else {
                 let message = String(cString: sqlite3_errmsg(db))
