@@ -10,32 +10,48 @@ import Foundation
 /// its version leaves the older read here: the save then sees more changed in the store, never
 /// less.
 struct ReadSet {
-    private var indexed: [String: [Int64: Snapshot]] = [:]
+    /// The snapshots kept, in the order their objects were first read; `positions` finds them.
+    /// Kept apart from the tables so that a table grows by small entries (a key and a position),
+    /// not by whole snapshots moved on every resize.
+    private var kept: [Snapshot] = []
+    /// Entity, then primary key → position in `kept`.
+    private var positions: [String: [Int64: Int]] = [:]
 
     /// The last snapshot read of `id` (of two reads at one version, the first).
     subscript(id: ObjectID) -> Snapshot? { read(id) }
 
     /// The last snapshot read of `id`.
     func read(_ id: ObjectID) -> Snapshot? {
-        indexed[id.entity]?[id.primaryKey].flatMap { $0.id == id ? $0 : nil }
+        guard let i = positions[id.entity]?[id.primaryKey] else { return nil }
+        return kept[i].id == id ? kept[i] : nil
     }
 
     /// Records a fetch's result (or one object read).
     mutating func record(_ batch: [Snapshot]) {
         guard let entity = batch.first?.id.entity else { return }
         // A fetch reads one entity: its objects go into one table, looked up once.
-        var table = indexed.removeValue(forKey: entity) ?? [:]
-        for s in batch where s.id.entity == entity {
-            if let kept = table[s.id.primaryKey], kept.version == s.version { continue }
-            table[s.id.primaryKey] = s
+        var table = positions.removeValue(forKey: entity) ?? [:]
+        for s in batch where s.id.entity == entity { Self.keep(s, in: &table, &kept) }
+        positions[entity] = table
+        for s in batch where s.id.entity != entity {
+            Self.keep(s, in: &positions[s.id.entity, default: [:]], &kept)
         }
-        indexed[entity] = table
-        for s in batch where s.id.entity != entity { indexed[s.id.entity, default: [:]][s.id.primaryKey] = s }
+    }
+
+    /// Keeps `s` unless `kept` holds its object at the same version.
+    private static func keep(_ s: Snapshot, in table: inout [Int64: Int], _ kept: inout [Snapshot]) {
+        if let i = table[s.id.primaryKey] {
+            if kept[i].version != s.version || kept[i].id != s.id { kept[i] = s }
+        } else {
+            table[s.id.primaryKey] = kept.count
+            kept.append(s)
+        }
     }
 
     /// Starts again from `snapshots` (what a save wrote), or from nothing.
     mutating func reset(_ snapshots: [ObjectID: Snapshot] = [:]) {
-        indexed = [:]
-        for s in snapshots.values { indexed[s.id.entity, default: [:]][s.id.primaryKey] = s }
+        kept = []
+        positions = [:]
+        for s in snapshots.values { Self.keep(s, in: &positions[s.id.entity, default: [:]], &kept) }
     }
 }
