@@ -8,6 +8,9 @@ package final class SQLiteStatement {
     @usableFromInline let handle: OpaquePointer
     package let sql: String
     @usableFromInline unowned let connection: SQLiteConnection
+    /// How many rows its caller read the last time (a hint for the room of the next result: a
+    /// query run again with other values mostly returns as many).
+    package var rowsLastRead = 0
 
     init(connection: SQLiteConnection, sql: String) throws {
         var stmt: OpaquePointer?

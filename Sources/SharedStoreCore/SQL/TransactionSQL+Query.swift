@@ -10,17 +10,20 @@ extension TransactionSQL {
         let q = try compiledFetch(request)
         let layout = entitySQL[q.entity].layout
         // Every row's values go into one array the snapshots share (one allocation per fetch,
-        // not one per object); a window's limit is what most fetches return: room for it at once.
+        // not one per object), with room at once for what the statement returned last time (a
+        // query run again with other values mostly returns as many), within the window's limit.
         let width = layout.types.count
-        let expected = min(request.limit ?? 0, 1024)
+        let statement = try c.cached(q.sql)
+        let expected = min(request.limit ?? Int.max, statement.rowsLastRead, 4096)
         var values: [Value] = []
         values.reserveCapacity(expected * width)
         var heads: [(Int64, Int64, [String: ObjectID])] = []
         heads.reserveCapacity(expected)
         let decoder = rows
-        try c.cached(q.sql).forEachRow(q.bindings) { row in
+        try statement.forEachRow(q.bindings) { row in
             heads.append(decoder.readRow(row, layout, into: &values))
         }
+        statement.rowsLastRead = heads.count
         let shared = SharedRows(values)
         return heads.enumerated().map { i, head in
             Snapshot(

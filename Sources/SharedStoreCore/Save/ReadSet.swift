@@ -10,12 +10,13 @@ import Foundation
 /// its version leaves the older read here: the save then sees more changed in the store, never
 /// less.
 struct ReadSet {
-    /// The snapshots kept, in the order their objects were first read; `positions` finds them.
-    /// Kept apart from the tables so that a table grows by small entries (a key and a position),
-    /// not by whole snapshots moved on every resize.
-    private var kept: [Snapshot] = []
+    /// The snapshots kept, in the order their objects were first read, in chunks of a fixed size
+    /// (a growing set never copies what it holds); `positions` finds them. Kept apart from the
+    /// tables so that a table grows by small entries (a key and a position), not by whole
+    /// snapshots moved on every resize.
+    private var kept = Chunks()
     /// Entity, then primary key → position in `kept`.
-    private var positions: [String: [Int64: Int]] = [:]
+    private var positions: [String: KeyTable] = [:]
 
     /// The last snapshot read of `id` (of two reads at one version, the first).
     subscript(id: ObjectID) -> Snapshot? { read(id) }
@@ -23,35 +24,58 @@ struct ReadSet {
     /// The last snapshot read of `id`.
     func read(_ id: ObjectID) -> Snapshot? {
         guard let i = positions[id.entity]?[id.primaryKey] else { return nil }
-        return kept[i].id == id ? kept[i] : nil
+        let s = kept[i]
+        return s.id == id ? s : nil
     }
 
     /// Records a fetch's result (or one object read).
     mutating func record(_ batch: [Snapshot]) {
         guard let entity = batch.first?.id.entity else { return }
         // A fetch reads one entity: its objects go into one table, looked up once.
-        var table = positions.removeValue(forKey: entity) ?? [:]
+        var table = positions.removeValue(forKey: entity) ?? KeyTable()
         for s in batch where s.id.entity == entity { Self.keep(s, in: &table, &kept) }
         positions[entity] = table
         for s in batch where s.id.entity != entity {
-            Self.keep(s, in: &positions[s.id.entity, default: [:]], &kept)
+            Self.keep(s, in: &positions[s.id.entity, default: KeyTable()], &kept)
         }
     }
 
-    /// Keeps `s` unless `kept` holds its object at the same version.
-    private static func keep(_ s: Snapshot, in table: inout [Int64: Int], _ kept: inout [Snapshot]) {
-        if let i = table[s.id.primaryKey] {
-            if kept[i].version != s.version || kept[i].id != s.id { kept[i] = s }
-        } else {
-            table[s.id.primaryKey] = kept.count
-            kept.append(s)
-        }
+    /// Keeps `s` unless `kept` holds its object at the same version: appended for a new object,
+    /// in place of the older read for a changed one. One probe of the table per object.
+    private static func keep(_ s: Snapshot, in table: inout KeyTable, _ kept: inout Chunks) {
+        guard let position = table.find(s.id.primaryKey, orInsert: { kept.append(s) }) else { return }
+        let old = kept[position]
+        if old.version != s.version || old.id != s.id { kept[position] = s }
     }
 
     /// Starts again from `snapshots` (what a save wrote), or from nothing.
     mutating func reset(_ snapshots: [ObjectID: Snapshot] = [:]) {
-        kept = []
+        kept = Chunks()
         positions = [:]
-        for s in snapshots.values { Self.keep(s, in: &positions[s.id.entity, default: [:]], &kept) }
+        for s in snapshots.values { Self.keep(s, in: &positions[s.id.entity, default: KeyTable()], &kept) }
+    }
+
+    /// Snapshots by position, in arrays of `size`: appending never moves what is held.
+    struct Chunks {
+        private static let shift = 12
+        private static let size = 1 << shift
+        private var chunks: [[Snapshot]] = []
+
+        subscript(position: Int) -> Snapshot {
+            get { chunks[position >> Self.shift][position & (Self.size - 1)] }
+            set { chunks[position >> Self.shift][position & (Self.size - 1)] = newValue }
+        }
+
+        /// Appends `s`; returns its position.
+        mutating func append(_ s: Snapshot) -> Int {
+            if chunks.isEmpty || chunks[chunks.count - 1].count == Self.size {
+                var chunk: [Snapshot] = []
+                chunk.reserveCapacity(Self.size)
+                chunks.append(chunk)
+            }
+            let last = chunks.count - 1
+            chunks[last].append(s)
+            return last << Self.shift | (chunks[last].count - 1)
+        }
     }
 }
