@@ -159,16 +159,21 @@ public struct Entity: Sendable, Hashable {
     ///
     /// - Throws: `.unknownProperty` naming the first that is not (and `object`, when given).
     func checkAttributes(_ values: [String: Value], object: String? = nil) throws {
-        for name in values.keys {
-            guard let a = attribute(named: name) else {
-                throw StoreError(
-                    .unknownProperty, (object.map { "\($0): " } ?? "") + "\(self.name) has no attribute '\(name)'")
-            }
-            if let d = a.derivation {
-                throw StoreError.validation(
-                    (object.map { "\($0): " } ?? "") + "\(self.name).\(name) is derived (\(d.text)): the save computes "
-                        + "it; it cannot be set", object: object ?? self.name, property: name, rule: .derived)
-            }
+        for name in values.keys { try checkAttribute(name, object: object) }
+    }
+
+    /// Throws unless `name` is an attribute a caller may set (``checkAttributes(_:object:)`` for
+    /// one name; `object`, for the message, is made only when there is one).
+    func checkAttribute(_ name: String, object: @autoclosure () -> String?) throws {
+        guard let a = attribute(named: name) else {
+            throw StoreError(
+                .unknownProperty, (object().map { "\($0): " } ?? "") + "\(self.name) has no attribute '\(name)'")
+        }
+        if let d = a.derivation {
+            let object = object()
+            throw StoreError.validation(
+                (object.map { "\($0): " } ?? "") + "\(self.name).\(name) is derived (\(d.text)): the save computes "
+                    + "it; it cannot be set", object: object ?? self.name, property: name, rule: .derived)
         }
     }
 

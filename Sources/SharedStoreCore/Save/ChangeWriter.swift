@@ -111,12 +111,15 @@ struct ChangeWriter {
     /// `awakeFromInsert` then `willSave` of a new object: what they set joins its values.
     private func awaken(_ e: Entity, _ h: HookSet, _ changes: inout PropertyChanges, object: String) throws {
         guard h.awakeFromInsert != nil || h.willSave != nil else { return }
+        // The draft takes the values (moved, not shared: what the hooks set goes into them in
+        // place, not into a copy) and gives them back with what the hooks set.
         var draft = ObjectDraft(
             entity: e, id: nil, storeID: container.storeID, values: changes.values, relationships: changes.relationships
         )
+        changes.values = [:]
+        defer { changes.values = draft.values }
         if let awake = h.awakeFromInsert { try EntityHooks.run("awakeFromInsert", object) { try awake(&draft) } }
         if let will = h.willSave { try EntityHooks.run("willSave", object) { try will(&draft) } }
-        for name in draft.changed { changes.values[name] = draft[name] }
     }
 
     /// The to-one relationships of `changes` as object ids.

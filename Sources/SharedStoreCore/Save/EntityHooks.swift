@@ -44,7 +44,7 @@ public struct ObjectDraft: Sendable {
     /// - Throws: `.unknownProperty` for a name the entity lacks; `.validation` for a derived
     ///   attribute (the save computes it).
     public mutating func set(_ name: String, _ value: Value) throws {
-        try model.checkAttributes([name: value], object: id?.description ?? "new \(entity)")
+        try model.checkAttribute(name, object: id?.description ?? "new \(entity)")
         values[name] = value
         changed.insert(name)
     }
