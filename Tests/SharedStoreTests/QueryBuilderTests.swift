@@ -60,6 +60,11 @@ import Testing
         #expect(QueryBuilder.textAfterPrefix("\u{10FFFF}\u{10FFFF}") == nil)
         #expect(try build("Thing", Key("s").beginsWith("\u{10FFFF}")).sql == #"(t0."s" >= ?)"#)
         #expect(QueryBuilder.textAfterPrefix("e\u{301}") == "e\u{302}")
+        // ASCII below DEL moves on by its byte; DEL and beyond by their scalar.
+        #expect(QueryBuilder.textAfterPrefix("article 9") == "article :")
+        #expect(QueryBuilder.textAfterPrefix("a~") == "a\u{7F}")
+        #expect(QueryBuilder.textAfterPrefix("a\u{7F}") == "a\u{80}")
+        #expect(QueryBuilder.textAfterPrefix("é\u{0}") == "é\u{1}")
     }
 
     @Test func valuesAreBoundNeverSpliced() throws {
@@ -191,5 +196,41 @@ import Testing
         default:
             return (key.equals(w, options), { $0.s.map { ReadTests.textMatches(.equal, $0, w, options) } ?? false })
         }
+    }
+}
+
+extension QueryBuilderTests {
+    /// Requests of one shape share their SQL: for random conditions of every kind, any two the
+    /// shape calls the same compile to the same SQL, and the bindings made without the SQL are the
+    /// ones made with it. Seeds 1–3 always, and one random seed printed.
+    @Test(arguments: [1, 2, 3, Int.random(in: 4...Int(Int32.max))])
+    func requestsOfOneShapeCompileToOneSQL(seed: Int) throws {
+        print("QueryBuilderTests shapes: seed \(seed)")
+        let container = try TemporaryGroup().open(ReadTests.indexedModel, signal: false)
+        var random = TestRandom(state: UInt64(seed))
+        var byShape: [FetchShape: String] = [:]
+        var shared = 0
+        for step in 0..<3000 {
+            let (condition, _) = ReadTests.randomRowCondition(&random, depth: 2)
+            let limit = random.chance(30) ? random.next(3) : nil
+            let request = FetchRequest(
+                "Row", where: condition, sortedBy: random.chance(50) ? [Key("n").ascending] : [], limit: limit,
+                offset: random.chance(20) ? random.next(3) : 0)
+            let (sql, bindings, bound) = try container.read { s in
+                let e = try container.model.entity("Row")
+                let (sql, bindings) = try s.query(
+                    e, columns: ["Z_PK"], where: request.condition, sort: request.sort, window: request)
+                return (sql, bindings, try s.fetchBindings(request))
+            }
+            #expect(bound == bindings, "seed \(seed) step \(step): \(condition.canonicalText)")
+            let shape = FetchShape(request: request)
+            if let known = byShape[shape] {
+                shared += 1
+                #expect(known == sql, "seed \(seed) step \(step): \(condition.canonicalText)")
+            } else {
+                byShape[shape] = sql
+            }
+        }
+        #expect(shared > 1000, "seed \(seed): most random requests share a shape with an earlier one")
     }
 }

@@ -18,12 +18,17 @@ struct QueryBuilder {
     /// elsewhere a NULL drops the row exactly as a 0 would, so the comparison stays plain and an
     /// index can serve it.
     private var negated = false
+    /// False when only the bindings are wanted (the SQL of the request's shape is known): the
+    /// conditions are checked and their values bound exactly as for the SQL, in the same order,
+    /// but no text is built.
+    private let writesSQL: Bool
 
-    init(model: Model, entity: Entity, storeID: UUID, alias: String = SelectFrame.alias) {
+    init(model: Model, entity: Entity, storeID: UUID, alias: String = SelectFrame.alias, writesSQL: Bool = true) {
         self.model = model
         self.entity = entity
         self.storeID = storeID
         self.alias = alias
+        self.writesSQL = writesSQL
     }
 
     /// The SQL expression for a key path and its attribute (nil for a relationship itself).
@@ -33,9 +38,11 @@ struct QueryBuilder {
             throw StoreError(.unknownProperty, "key path '\(path)' has more than two parts")
         }
         if parts.count == 1 {
-            if let a = entity.attribute(named: parts[0]) { return ("\(alias).\(SQLMapping.quote(a.name))", a) }
+            if let a = entity.attribute(named: parts[0]) {
+                return (writesSQL ? "\(alias).\(SQLMapping.quote(a.name))" : "", a)
+            }
             if let r = entity.relationship(named: parts[0]), !r.isToMany {
-                return ("\(alias).\(SQLMapping.quote(r.name))", nil)
+                return (writesSQL ? "\(alias).\(SQLMapping.quote(r.name))" : "", nil)
             }
             throw StoreError(.unknownProperty, "\(entity.name) has no attribute or to-one relationship '\(parts[0])'")
         }
@@ -46,6 +53,7 @@ struct QueryBuilder {
         guard let a = dest.attribute(named: parts[1]) else {
             throw StoreError(.unknownProperty, "\(dest.name) has no attribute '\(parts[1])' (in '\(path)')")
         }
+        guard writesSQL else { return ("", a) }
         let joined: String
         if let existing = aliases[r.name] {
             joined = existing
@@ -90,10 +98,10 @@ struct QueryBuilder {
             return try related(path, id)
         case .and(let cs):
             guard !cs.isEmpty else { return "1" }
-            return "(" + (try cs.map { try sql($0) }).joined(separator: " AND ") + ")"
+            return try joined(cs, " AND ")
         case .or(let cs):
             guard !cs.isEmpty else { return "0" }
-            return "(" + (try cs.map { try sql($0) }).joined(separator: " OR ") + ")"
+            return try joined(cs, " OR ")
         case .not(let inner):
             // NOT NOT x is x (two-valued): as x, an index can serve it.
             if case .not(let x) = inner.node { return try sql(x) }
@@ -102,7 +110,7 @@ struct QueryBuilder {
             return "(NOT \(try sql(inner)))"
         case .quantified(let path, let quantifier, let inner):
             let (from, link, dest, sub) = try toMany(path)
-            var q = QueryBuilder(model: model, entity: dest, storeID: storeID, alias: sub)
+            var q = QueryBuilder(model: model, entity: dest, storeID: storeID, alias: sub, writesSQL: writesSQL)
             // The subquery's own WHERE: ALL tests the condition under a NOT (no object fails it).
             q.negated = quantifier == .all
             let test = try q.sql(inner)
@@ -118,6 +126,15 @@ struct QueryBuilder {
             bindings.append(.integer(n))
             return "((SELECT count(*) FROM \(from) WHERE \(link)) \(op == .equal ? "=" : op.rawValue) ?)"
         }
+    }
+
+    /// `cs` joined by `separator`, in parentheses (only bound when no SQL is written).
+    private mutating func joined(_ cs: [Condition], _ separator: String) throws -> String {
+        guard writesSQL else {
+            for c in cs { _ = try sql(c) }
+            return ""
+        }
+        return "(" + (try cs.map { try sql($0) }).joined(separator: separator) + ")"
     }
 
     /// A string operator on `path`, a string or URL attribute.
@@ -215,6 +232,12 @@ struct QueryBuilder {
     /// largest one goes and the one before it moves on instead; nil when every scalar is the
     /// largest (no text is past them all).
     static func textAfterPrefix(_ prefix: String) -> String? {
+        // Most prefixes end in ASCII below DEL: that byte moves on, the rest stays as it is.
+        var utf8 = Array(prefix.utf8)
+        if let last = utf8.last, last < 0x7F {
+            utf8[utf8.count - 1] = last + 1
+            return String(decoding: utf8, as: UTF8.self)
+        }
         var scalars = Array(prefix.unicodeScalars)
         while let last = scalars.popLast() {
             let next = last.value == 0xD7FF ? 0xE000 : last.value + 1

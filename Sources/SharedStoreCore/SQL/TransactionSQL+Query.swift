@@ -56,12 +56,23 @@ extension TransactionSQL {
 
     /// The SQL of a fetch of `request`, made once and kept by the container.
     private func compiledFetch(_ request: FetchRequest) throws -> CompiledQuery {
-        try container.fetchCache.query(request) {
-            let e = try model.entity(request.entity)
-            let (sql, bindings) = try query(
-                e, columns: entitySQL(e).columns, where: request.condition, sort: request.sort, window: request)
-            return CompiledQuery(entity: model.index(of: e), sql: sql, bindings: bindings)
-        }
+        try container.fetchCache.query(
+            request,
+            compile: {
+                let e = try model.entity(request.entity)
+                let (sql, bindings) = try query(
+                    e, columns: entitySQL(e).columns, where: request.condition, sort: request.sort, window: request)
+                return CompiledQuery(entity: model.index(of: e), sql: sql, bindings: bindings)
+            },
+            bind: { try fetchBindings(request) })
+    }
+
+    /// The bindings of `request`, in the order of its SQL, checked as its SQL is, without making
+    /// the SQL (one of its shape is known).
+    func fetchBindings(_ request: FetchRequest) throws -> [SQLValue] {
+        var q = QueryBuilder(model: model, entity: try model.entity(request.entity), storeID: storeID, writesSQL: false)
+        _ = try q.sql(request.condition)
+        return q.bindings + (try windowBindings(request))
     }
 
     /// How many objects match `request` (within its window).
@@ -101,19 +112,21 @@ extension TransactionSQL {
         let order = try sort.map { try q.orderBy($0) } ?? ""
         var sql = SelectFrame.select(columns, from: e, joins: q.joins, where: whereSQL) + order
         var bindings = q.bindings
-        if let window { try appendWindow(window, &sql, &bindings) }
+        if let window {
+            let limits = try windowBindings(window)
+            if !limits.isEmpty { sql += " LIMIT ? OFFSET ?" }
+            bindings += limits
+        }
         return (sql, bindings)
     }
 
-    private func appendWindow(_ request: FetchRequest, _ sql: inout String, _ bindings: inout [SQLValue]) throws {
+    /// The limit and offset of `request` (none without a window).
+    private func windowBindings(_ request: FetchRequest) throws -> [SQLValue] {
         guard request.offset >= 0, (request.limit ?? 0) >= 0 else {
             throw StoreError(.invalidArgument, "fetch limit and offset must not be negative")
         }
-        if request.limit != nil || request.offset > 0 {
-            sql += " LIMIT ? OFFSET ?"
-            bindings.append(.integer(Int64(request.limit ?? -1)))
-            bindings.append(.integer(Int64(request.offset)))
-        }
+        guard request.limit != nil || request.offset > 0 else { return [] }
+        return [.integer(Int64(request.limit ?? -1)), .integer(Int64(request.offset))]
     }
 
     /// How SQLite runs a fetch: the `detail` column of `EXPLAIN QUERY PLAN`, one line per step.
