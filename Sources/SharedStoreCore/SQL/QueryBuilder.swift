@@ -33,19 +33,13 @@ struct QueryBuilder {
 
     /// The SQL expression for a key path and its attribute (nil for a relationship itself).
     mutating func column(_ path: String) throws -> (sql: String, attribute: Attribute?) {
+        // Most paths are one name: no split, no array.
+        guard path.utf8.contains(UInt8(ascii: ".")) else { return try ownColumn(path) }
         let parts = path.split(separator: ".").map(String.init)
         guard parts.count == 1 || parts.count == 2 else {
             throw StoreError(.unknownProperty, "key path '\(path)' has more than two parts")
         }
-        if parts.count == 1 {
-            if let a = entity.attribute(named: parts[0]) {
-                return (writesSQL ? "\(alias).\(SQLMapping.quote(a.name))" : "", a)
-            }
-            if let r = entity.relationship(named: parts[0]), !r.isToMany {
-                return (writesSQL ? "\(alias).\(SQLMapping.quote(r.name))" : "", nil)
-            }
-            throw StoreError(.unknownProperty, "\(entity.name) has no attribute or to-one relationship '\(parts[0])'")
-        }
+        if parts.count == 1 { return try ownColumn(parts[0]) }
         guard let r = entity.relationship(named: parts[0]), !r.isToMany else {
             throw StoreError(.unknownProperty, "\(entity.name).\(parts[0]) is not a to-one relationship (in '\(path)')")
         }
@@ -66,6 +60,15 @@ struct QueryBuilder {
             )
         }
         return ("\(joined).\(SQLMapping.quote(a.name))", a)
+    }
+
+    /// The column of `name`, an attribute or a to-one relationship of the entity itself.
+    private func ownColumn(_ name: String) throws -> (sql: String, attribute: Attribute?) {
+        if let a = entity.attribute(named: name) { return (writesSQL ? "\(alias).\(SQLMapping.quote(a.name))" : "", a) }
+        if let r = entity.relationship(named: name), !r.isToMany {
+            return (writesSQL ? "\(alias).\(SQLMapping.quote(r.name))" : "", nil)
+        }
+        throw StoreError(.unknownProperty, "\(entity.name) has no attribute or to-one relationship '\(name)'")
     }
 
     private mutating func bind(_ v: Value, _ a: Attribute, _ path: String) throws -> String {
