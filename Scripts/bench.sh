@@ -25,5 +25,10 @@ trap sharedstore_postgres_stop EXIT
 mkdir -p bench
 echo "== running storebench ${args[*]:-}"
 "$bin/storebench" --json "${args[@]}" | tee bench/results.jsonl
+if [ ${#args[@]} -eq 0 ]; then
+    # People compare quick runs: the report sets the quick ratios beside the full ones.
+    echo "== running storebench --quick, to compare its ratios with the full run's"
+    "$bin/storebench" --json --quick | tee bench/results-quick.jsonl
+fi
 python3 Scripts/lib/bench_report.py bench/results.jsonl BENCHMARKS.md bench/chart.svg
 echo "== wrote BENCHMARKS.md and bench/chart.svg"

@@ -39,6 +39,16 @@ GOALS = [
     ("mirror-latency", "p50_ms", 20, "<=", "mirror: a commit on A merged on B through the server, p50 ≤ 20 ms (loopback)"),
     ("mirror-throughput", "pushed_per_s", 5000, ">=", "mirror: ≥ 5,000 transactions/s pushed"),
     ("mirror-throughput", "pulled_per_s", 5000, ">=", "mirror: ≥ 5,000 transactions/s pulled"),
+    # Issue 22: the product's model and queries.
+    ("query-range", "ratio", 0.8, ">=", "100 articles by date range out of the store ≥ 0.8× the same indexed SQL through the C API"),
+    ("query-prefix", "ratio", 0.8, ">=", "articles by a prefix of their canonical title ≥ 0.8× the same range through the C API"),
+    ("share-batch-1m-categories", "rows_per_s", 150000, ">=", "share-batch of 1,000,000 lines over 100 categories, newest model ≥ 150,000 rows/s"),
+    ("share-batch-1m-categories", "peak_rss_mib", 96, "<=", "share-batch over 100 categories: peak RSS ≤ 96 MiB"),
+    ("batch-insert-full-model", "ratio", 0.5, ">=", "batch insert on a full model (validation, a unique URL, derived values, a hook) ≥ 0.5× the C API"),
+    ("record-fetch", "ratio", 0.66, ">=", "100,000 records fetched ≥ 0.66× reading the same rows through forEach"),
+    ("list-1m", "rows_per_s", 300000, ">=", "main-app list --json ≥ 300,000 rows/s (issue 22)"),
+    ("save-history", "ratio", 0.637, ">=", "save-history does not drop below the 0.637 of the previous report"),
+    ("update-property", "ratio", 0.458, ">=", "update-property does not drop below the 0.458 of the previous report"),
 ]
 if "history-fetch-1k" in by and "history-fetch-1m" in by:
     by["history-fetch-cost"] = {"cost": round(by["history-fetch-1k"]["ratio"] / by["history-fetch-1m"]["ratio"], 3)}
@@ -121,6 +131,34 @@ if "history-fetch-1k" in by and "history-fetch-1m" in by:
     out.append("Fetching after a token with %s transactions retained before it costs **%.2f×** the same fetch with %s retained "
                "(each against its own baseline; goal: at most 1.2; raw throughputs %s and %s transactions/s).\n" % (
                    fmt(m["retained_before"]), cost, fmt(k["retained_before"]), fmt(m["ours"]), fmt(k["ours"])))
+
+out.append("## The product's model and queries\n")
+out.append("The newest ReadLater model (validation patterns, derived `searchTitle`, kept counts, a hook) and the "
+           "queries its targets run, each against the same work through SQLite's C API in the same run (the same "
+           "indexes and constraints; the plain validation done in Swift beside the C calls).\n")
+out.append("| case | SharedStore | baseline | unit | ratio | spread | what |")
+out.append("| --- | ---: | ---: | --- | ---: | --- | --- |")
+WHAT = {
+    "query-range": lambda r: "%s articles; plan: %s" % (fmt(r.get("rows", 0)), r.get("plan", "?")),
+    "query-prefix": lambda r: "%s articles, %s matched per query; plan: %s" % (
+        fmt(r.get("rows", 0)), r.get("matched_per_query", "?"), r.get("plan", "?")),
+    "record-fetch": lambda r: "%s `Article` records against %s" % (fmt(r.get("rows", 0)), r.get("baseline_is", "?")),
+    "batch-insert-full-model": lambda r: "links with a URL pattern, a unique URL, a derived indexed title, a folder's "
+                                         "link count and an awakeFromInsert hook",
+}
+for name in ["query-range", "query-prefix", "record-fetch", "batch-insert-full-model"]:
+    r = by.get(name)
+    if r:
+        out.append("| %s | %s | %s | %s | **%.3f** | %s…%s | %s |" % (
+            name, fmt(r["ours"]), fmt(r["baseline"]), r["unit"], r["ratio"], r["spread"][0], r["spread"][1],
+            WHAT[name](r)))
+if "share-batch-1m-categories" in by:
+    r = by["share-batch-1m-categories"]
+    out.append("| share-batch-1m-categories | **%s rows/s** | | | | | `share-extension share-batch` of %s lines over %s "
+               "categories, one process, model version %s; peak RSS **%s MiB** |" % (
+                   fmt(r["rows_per_s"]), fmt(r["rows"]), fmt(r.get("categories", 0)), r.get("model_version", "?"),
+                   r["peak_rss_mib"]))
+out.append("")
 
 out.append("## Across processes\n")
 out.append("| case | figures |")
@@ -209,6 +247,32 @@ if os.path.exists(losses):
         out.append("- " + line.strip())
     out.append("")
 
+quick_path = os.path.join(os.path.dirname(results_path) or ".", "results-quick.jsonl")
+if meta.get("size") == "full" and os.path.exists(quick_path):
+    quick = {r["case"]: r for r in (json.loads(l) for l in open(quick_path) if l.strip())}
+    both = [n for n, r in by.items() if isinstance(r.get("ratio"), (int, float)) and
+            isinstance(quick.get(n, {}).get("ratio"), (int, float))]
+    if both:
+        out.append("## Quick against full\n")
+        out.append("`Scripts/bench.sh --quick` (smaller stores, fewer rounds) against this full run, case by case, "
+                   "right after it on the same machine. The goal: within 10%.\n")
+        out.append("| case | full | quick | quick / full | within 10% |")
+        out.append("| --- | ---: | ---: | ---: | --- |")
+        far = []
+        for n in both:
+            f, q = by[n]["ratio"], quick[n]["ratio"]
+            rel = q / f if f else float("inf")
+            ok = abs(rel - 1) <= 0.10
+            if not ok:
+                far.append(n)
+            out.append("| %s | %.3f | %.3f | %.2f | %s |" % (n, f, q, rel, "yes" if ok else "**no**"))
+        out.append("")
+        out.append("%d of %d within 10%%%s. The noisy figures are the ones whose spread (above) is wide: cases "
+                   "that fsync (save-history-durable), that run several processes on two cores (writers-N, the "
+                   "mirror and watched saves) or whose quick store is ten times smaller than the full one (the "
+                   "1M-row reads: a smaller store fits the caches, and the context keeps fewer rows it read).\n" % (
+                       len(both) - len(far), len(both), (": not " + ", ".join(far)) if far else ""))
+
 out.append("## Goals\n")
 out.append("| goal | measured | met |")
 out.append("| --- | ---: | --- |")
@@ -239,6 +303,20 @@ NOTES = {
                           "their two baselines alone (compare the SharedStore column of history-fetch-1k and -1m above; "
                           "a rerun of the two cases alone gave 0.97).",
     "widget-show-1m": "The two counts are kept by every save (KeptCount): each is one row whatever the store's size.",
+    "query-range": "Both sides read the same 100 rows through the same index. What SharedStore does beyond the C loop: "
+                   "a snapshot per row, and the context remembering what it read (the base of conflict detection on "
+                   "save: every row read is kept until the context saves or rolls back, so a context that reads "
+                   "500,000 distinct rows holds them). Without that record the ratio measured 0.78 here.",
+    "query-prefix": "As query-range, on 111 rows per query; the request's SQL is shared by every prefix (its shape), "
+                    "only the two bounds are bound.",
+    "record-fetch": "Decoding goes through Swift's Codable: a keyed container per row and a call through it per "
+                    "property (about half the time), on top of the snapshot fetch; forEach neither keeps nor decodes.",
+    "share-batch-1m-categories": "Per line: parsing, validation (URL pattern, lengths), the derived canonical title, "
+                                 "the unique URL's index, the kept counts and history; SQLite's own work is about "
+                                 "30% of the time.",
+    "batch-insert-full-model": "Per row: the values as a dictionary, the hook's draft, validation and derivation by "
+                               "name, history; SQLite's own work is about 30% of the time.",
+    "list-1m": "Rows are streamed (forEach) and written as JSON bytes.",
 }
 if misses:
     out.append("### Where a goal is missed\n")
