@@ -68,11 +68,9 @@ struct ReadSet {
 
         /// Appends `s`; returns its position.
         mutating func append(_ s: Snapshot) -> Int {
-            if chunks.isEmpty || chunks[chunks.count - 1].count == Self.size {
-                var chunk: [Snapshot] = []
-                chunk.reserveCapacity(Self.size)
-                chunks.append(chunk)
-            }
+            // A chunk grows as an array does (a save's few objects take a few slots, not a chunk's
+            // worth), up to its size; then the next one starts.
+            if chunks.isEmpty || chunks[chunks.count - 1].count == Self.size { chunks.append([]) }
             let last = chunks.count - 1
             chunks[last].append(s)
             return last << Self.shift | (chunks[last].count - 1)
