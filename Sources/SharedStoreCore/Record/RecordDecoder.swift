@@ -104,8 +104,10 @@ final class DecodingRow {
 
 struct SnapshotDecoder: Decoder {
     let row: DecodingRow
-    var codingPath: [CodingKey] = []
-    var userInfo: [CodingUserInfoKey: Any] = [:]
+    // Computed, not stored: a decoder and its containers are copied for every record, and then
+    // hold one reference (the row), not three.
+    var codingPath: [CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     init(snapshot: Snapshot, layout: RecordLayout? = nil) { row = DecodingRow(snapshot, layout: layout) }
     init(row: DecodingRow) { self.row = row }
@@ -122,7 +124,7 @@ struct SnapshotDecoder: Decoder {
 
     struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
         let row: DecodingRow
-        var codingPath: [CodingKey] = []
+        var codingPath: [CodingKey] { [] }
         var snapshot: Snapshot { row.snapshot }
         var allKeys: [Key] {
             (snapshot.attributeNames + Array(snapshot.relationships.keys) + ["id"]).compactMap {
