@@ -1,4 +1,5 @@
 import Foundation
+import ReadLater
 import Testing
 
 @testable import SharedStoreCore
@@ -56,5 +57,57 @@ extension ReadSetTests {
         #expect(reads[ObjectID(storeID: a, entity: "Other", primaryKey: 7)] == nil)
         reads.reset()
         #expect(reads[ObjectID(storeID: a, entity: "Item", primaryKey: 7)] == nil)
+    }
+}
+
+extension ReadSetTests {
+    /// A save forgets none of what the context read and did not write: an object read before a
+    /// save, changed by another context since and updated after the save is a conflict (the save
+    /// forgot it, and the update went through blind: a lost update). Found by a hostile review.
+    @Test func aReadBeforeASaveIsStillTheBaseAfterIt() throws {
+        let container = try TemporaryGroup().open()
+        let setup = container.newContext(author: "Setup")
+        let a = try setup.insert(Fixtures.article("a", 1))
+        let b = try setup.insert(Fixtures.article("b", 2))
+        let saved = try setup.save()
+        let (ida, idb) = (saved.permanentID(for: a), saved.permanentID(for: b))
+        let mine = container.newContext(author: "Mine")
+        mine.mergePolicy = .error
+        _ = try mine.fetch(FetchRequest("Article"))
+        let other = container.newContext(author: "Other")
+        try other.update(idb, ["title": "theirs"])
+        try other.save()
+        try mine.update(ida, ["title": "mine"])
+        try mine.save()
+        try mine.update(idb, ["title": "mine too"])
+        expectStoreError(.conflict) { try mine.save() }
+        #expect(try container.newContext().object(with: idb)["title"] == "theirs")
+    }
+
+    /// What a save changed itself is no conflict for the next one: an object it updated is read
+    /// as written; one a derived value changed (a category's article count) is read afresh; one
+    /// it deleted is gone, not restored by a later update.
+    @Test func whatASaveChangedItselfIsNoConflictForTheNext() throws {
+        let container = try TemporaryGroup().open(ReadLater.model)
+        let setup = container.newContext(author: "Setup")
+        let category = try setup.insert("Category", ["label": "news"])
+        let doomed = try setup.insert(
+            "Article", ["title": "old", "url": "https://x.example/1", "createdAt": .date(Date())])
+        let saved = try setup.save()
+        let (cid, did) = (saved.permanentID(for: category), saved.permanentID(for: doomed))
+        let mine = container.newContext(author: "Mine")
+        mine.mergePolicy = .error
+        _ = try mine.fetch(FetchRequest("Category"))
+        _ = try mine.fetch(FetchRequest("Article"))
+        // The insert changes the category's derived count (its version moves on).
+        try mine.insert(
+            "Article", ["title": "new", "url": "https://x.example/2", "createdAt": .date(Date())],
+            relationships: ["category": cid])
+        try mine.delete(did)
+        try mine.save()
+        try mine.update(cid, ["label": "world"])
+        try mine.save()
+        #expect(try container.newContext().object(with: cid)["label"] == "world")
+        expectStoreError(.objectNotFound) { try mine.update(did, ["title": "back"]) }
     }
 }

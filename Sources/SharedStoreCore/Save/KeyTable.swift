@@ -55,6 +55,15 @@ struct KeyTable {
         return nil
     }
 
+    /// Forgets `key` (nothing when it is not held).
+    mutating func remove(_ key: Int64) {
+        guard let start = blocks[key >> Self.shift] else { return }
+        let slot = start + Self.offset(key)
+        guard slots[slot] != 0 else { return }
+        slots[slot] = 0
+        count -= 1
+    }
+
     /// Where `key` is in its block.
     private static func offset(_ key: Int64) -> Int { Int(truncatingIfNeeded: key & Int64(width - 1)) }
 }

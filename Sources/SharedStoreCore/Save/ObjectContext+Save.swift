@@ -16,11 +16,18 @@ extension ObjectContext {
         guard hasChanges else {
             return SaveResult(token: nil, permanentIDs: [:], insertedCount: 0, updatedCount: 0, deletedCount: 0)
         }
-        let plan = SavePlan(self)
-        let outcome = try container.write { s in try plan.apply(s) }
+        let outcome: SaveOutcome
+        do {
+            // The plan holds a copy of the reads: gone before they change below (no copy of them).
+            let plan = SavePlan(self)
+            outcome = try container.write { s in try plan.apply(s) }
+        }
+        // The reads outlive the save: an object read and not written is still the base of a
+        // later save of it (forgetting it made that save blind to another process's change).
+        var reads = registered
         rollback()
-        // What this save wrote is what the context has now read of those objects.
-        registered.reset(outcome.snapshots)
+        reads.saved(touched: outcome.touched + outcome.permanentIDs.values, wrote: Array(outcome.snapshots.values))
+        registered = reads
         container.didCommit(outcome.token)
         return SaveResult(
             token: outcome.token, permanentIDs: outcome.permanentIDs, insertedCount: outcome.counts.inserted,
@@ -35,6 +42,9 @@ struct SaveOutcome {
     let permanentIDs: [ObjectID: ObjectID]
     let counts: ChangeCounts
     let snapshots: [ObjectID: Snapshot]
+    /// Every stored object the save updated or deleted, by a change of its own or by a rule or
+    /// a derived value.
+    let touched: [ObjectID]
 }
 
 /// One save, planned from a context's pending changes and applied in one write transaction:
@@ -85,8 +95,13 @@ struct SavePlan {
         }
         for id in deletes { try w.delete(try model.entity(id.entity), pks: [id.primaryKey]) }
         let token = try w.writeHistory(author: author, contextName: contextName)
+        let touched = w.recorder.changes.compactMap { change -> ObjectID? in
+            guard change.kind != .insert else { return nil }
+            return ObjectID(storeID: storeID, entity: model.entities[change.entity].name, primaryKey: change.primaryKey)
+        }
         return SaveOutcome(
-            token: token, permanentIDs: permanent, counts: w.recorder.counts, snapshots: w.updatedSnapshots)
+            token: token, permanentIDs: permanent, counts: w.recorder.counts, snapshots: w.updatedSnapshots,
+            touched: touched)
     }
 
     /// The inserts; a duplicate of a stored unique key becomes that object, by the policy.

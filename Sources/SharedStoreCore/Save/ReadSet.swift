@@ -48,11 +48,19 @@ struct ReadSet {
         if old.version != s.version || old.id != s.id { kept[position] = s }
     }
 
-    /// Starts again from `snapshots` (what a save wrote), or from nothing.
-    mutating func reset(_ snapshots: [ObjectID: Snapshot] = [:]) {
+    /// What a save leaves read: the objects it `touched` in the store (updated, deleted, changed by
+    /// a rule or a derived value, or new under a key an object once had) are forgotten, what it
+    /// `wrote` is read as written, and every other read stays the base of a later save (another
+    /// process may change those objects before this context does).
+    mutating func saved(touched: [ObjectID], wrote: [Snapshot]) {
+        for id in touched { positions[id.entity]?.remove(id.primaryKey) }
+        for s in wrote { Self.keep(s, in: &positions[s.id.entity, default: KeyTable()], &kept) }
+    }
+
+    /// Forgets every read.
+    mutating func reset() {
         kept = Chunks()
         positions = [:]
-        for s in snapshots.values { Self.keep(s, in: &positions[s.id.entity, default: KeyTable()], &kept) }
     }
 
     /// Snapshots by position, in arrays of `size`: appending never moves what is held.
