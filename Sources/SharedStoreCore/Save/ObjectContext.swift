@@ -63,7 +63,8 @@ public final class ObjectContext {
     /// Whether the context holds unsaved inserts, updates, deletes or links.
     public var hasChanges: Bool { !inserts.isEmpty || !updates.isEmpty || !deletes.isEmpty || !links.isEmpty }
 
-    /// Drops every pending change.
+    /// Drops every pending change, and forgets what the context read (the base of conflict
+    /// detection, which a save keeps): a later update reads the object as the store holds it then.
     public func rollback() {
         // Keep the storage: a context is usually saved again and again (one save per change).
         inserts.removeAll(keepingCapacity: true)
