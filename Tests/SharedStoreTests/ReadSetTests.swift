@@ -84,9 +84,9 @@ extension ReadSetTests {
         #expect(try container.newContext().object(with: idb)["title"] == "theirs")
     }
 
-    /// What a save changed itself is no conflict for the next one: an object it updated is read
-    /// as written; one a derived value changed (a category's article count) is read afresh; one
-    /// it deleted is gone, not restored by a later update.
+    /// What a save changed itself is no conflict for the next one: an object it updated, or one a
+    /// derived value changed (a category's article count), is read as the save ended it; one it
+    /// deleted is gone, not restored by a later update.
     @Test func whatASaveChangedItselfIsNoConflictForTheNext() throws {
         let container = try TemporaryGroup().open(ReadLater.model)
         let setup = container.newContext(author: "Setup")

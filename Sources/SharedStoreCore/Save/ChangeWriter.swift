@@ -17,6 +17,9 @@ struct ChangeWriter {
     /// The state of each updated object after this transaction, so that a context can go on
     /// from it without reading the object again.
     var updatedSnapshots: [ObjectID: Snapshot] = [:]
+    /// Objects another save had deleted that this one brought back (an object-trump or
+    /// overwrite policy), which history records as inserts.
+    var restored: Set<ObjectID> = []
     /// Conflicts found under the `.error` policy; the caller fails the save when there are any.
     var conflicts: [MergeConflict] = []
     /// The kept counts' changes in this transaction.
@@ -310,6 +313,7 @@ struct ChangeWriter {
     /// and its changes on top. A related object deleted meanwhile is not brought back: the link
     /// is dropped.
     private mutating func restore(_ e: Entity, read: Snapshot, _ changes: PropertyChanges) throws {
+        restored.insert(read.id)
         var all = read.values.merging(changes.values) { $1 }
         let index = model.index(of: e)
         var targets: [String: Int64?] = [:]

@@ -95,18 +95,42 @@ struct SavePlan {
         }
         for id in deletes { try w.delete(try model.entity(id.entity), pks: [id.primaryKey]) }
         let token = try w.writeHistory(author: author, contextName: contextName)
-        let touched = w.recorder.changes.compactMap { change -> ObjectID? in
-            guard change.kind != .insert else { return nil }
-            return ObjectID(storeID: storeID, entity: model.entities[change.entity].name, primaryKey: change.primaryKey)
-        }
+        let (touched, written) = try readBack(s, w)
         return SaveOutcome(
-            token: token, permanentIDs: permanent, counts: w.recorder.counts, snapshots: w.updatedSnapshots,
-            touched: touched)
+            token: token, permanentIDs: permanent, counts: w.recorder.counts, snapshots: written, touched: touched)
+    }
+
+    /// Every stored object this save changed (history's updates and deletes, and the objects it
+    /// restored) and, read again at the end of the save, the state of each one still there: a row
+    /// the save wrote more than once (an update, then a derived count, a rule's nullify or a
+    /// propagated value) is read as it ends, not as its first write left it.
+    private func readBack(_ s: TransactionSQL, _ w: ChangeWriter) throws -> ([ObjectID], [ObjectID: Snapshot]) {
+        // A save of inserts alone records no other change (and a batch of a million is not
+        // listed here).
+        guard !w.recorder.changes.isEmpty else { return ([], [:]) }
+        var touched: [ObjectID] = []
+        var written: [ObjectID: Snapshot] = [:]
+        for change in w.recorder.coalesced {
+            let e = model.entities[change.entity]
+            let id = ObjectID(storeID: storeID, entity: e.name, primaryKey: change.primaryKey)
+            switch change.kind {
+            case .delete:
+                touched.append(id)
+            case .update:
+                touched.append(id)
+                written[id] = try s.snapshot(e, change.primaryKey)
+            case .insert:
+                guard w.restored.contains(id) else { continue }
+                touched.append(id)
+                written[id] = try s.snapshot(e, change.primaryKey)
+            }
+        }
+        return (touched, written)
     }
 
     /// The inserts; a duplicate of a stored unique key becomes that object, by the policy.
     private func insertAll(_ w: inout ChangeWriter, _ permanent: inout [ObjectID: ObjectID]) throws {
-        var deferred: [(Entity, Int64, String, ObjectID)] = []
+        var deferred: [(Entity, Int64, String, ObjectID, stored: Bool)] = []
         for pending in inserts {
             let e = try model.entity(pending.id.entity)
             var changes = PropertyChanges(values: pending.values, relationships: [:])
@@ -118,9 +142,11 @@ struct SavePlan {
                 changes.relationships[name] = .some(key)
             }
             var takesReferences = true
+            var stored = false
             let pk: Int64
             if let existing = try duplicate(&w, e, changes, object: pending.id.description) {
                 pk = existing
+                stored = true
                 takesReferences = w.resolver.duplicateTakesReferences
             } else {
                 pk = try w.insert(e, changes, object: pending.id.description)
@@ -128,16 +154,24 @@ struct SavePlan {
             permanent[pending.id] = ObjectID(storeID: storeID, entity: e.name, primaryKey: pk)
             for (name, target) in pending.relationships where takesReferences {
                 if let target, target.isTemporary, changes.relationships[name] == .some(nil) {
-                    deferred.append((e, pk, name, target))
+                    deferred.append((e, pk, name, target, stored))
                 }
             }
         }
-        for (e, pk, name, target) in deferred {
+        for (e, pk, name, target, stored) in deferred {
             guard let p = permanent[target] else {
                 throw StoreError(
                     .objectNotFound, "\(e.name)/\(pk).\(name) refers to \(target), which this context did not insert")
             }
-            try w.setRelationship(e, name, of: pk, to: p.primaryKey)
+            if stored {
+                // A stored object the insert became: its new reference is an update, in history
+                // like any other (setting the column alone left observers and the mirror blind).
+                try w.update(
+                    e, pk: pk, PropertyChanges(values: [:], relationships: [name: p.primaryKey]),
+                    object: "\(e.name)/\(pk)")
+            } else {
+                try w.setRelationship(e, name, of: pk, to: p.primaryKey)
+            }
         }
     }
 

@@ -49,9 +49,10 @@ struct ReadSet {
     }
 
     /// What a save leaves read: the objects it `touched` in the store (updated, deleted, changed by
-    /// a rule or a derived value, or new under a key an object once had) are forgotten, what it
-    /// `wrote` is read as written, and every other read stays the base of a later save (another
-    /// process may change those objects before this context does).
+    /// a rule or a derived value, restored, or new under a key an object once had) are forgotten,
+    /// what it `wrote` (each touched object still there, as the save ended it) is read as such,
+    /// and every other read stays the base of a later save (another process may change those
+    /// objects before this context does).
     mutating func saved(touched: [ObjectID], wrote: [Snapshot]) {
         for id in touched { positions[id.entity]?.remove(id.primaryKey) }
         for s in wrote { Self.keep(s, in: &positions[s.id.entity, default: KeyTable()], &kept) }
