@@ -24,34 +24,39 @@ import Testing
         return (container, saved.permanentID(for: c), saved.permanentID(for: a))
     }
 
+    /// A context of `container` whose saves fail on any conflict (`.error`).
+    static func strict(_ container: Container) -> ObjectContext {
+        let context = container.newContext(author: "Mine")
+        context.mergePolicy = .error
+        return context
+    }
+
     // MARK: - A save's own writes are no conflict
 
     /// A category whose label the save wrote and whose count it then changed (a second write of
     /// the row) is read as the save ended it.
     @Test func updateAndCountInOneSave() throws {
         let (container, cid, _) = try Self.readLater()
-        let mine = container.newContext(author: "Mine")
-        mine.mergePolicy = .error
+        let mine = Self.strict(container)
         _ = try mine.fetch(FetchRequest("Category"))
         try mine.update(cid, ["label": "world"])
         try mine.insert("Article", Self.articleValues(1), relationships: ["category": cid])
         try mine.save()
         try mine.update(cid, ["label": "again"])
-        try mine.save()  // false conflict?
+        try mine.save()  // no conflict
     }
 
     /// An article the save updated and then nullified (its category deleted in the same save) is
     /// read as the save ended it.
     @Test func updateAndNullifyInOneSave() throws {
         let (container, cid, aid) = try Self.readLater()
-        let mine = container.newContext(author: "Mine")
-        mine.mergePolicy = .error
+        let mine = Self.strict(container)
         _ = try mine.fetch(FetchRequest("Article"))
         try mine.update(aid, ["title": "mine"])
         try mine.delete(cid)
         try mine.save()
         try mine.update(aid, ["title": "again"])
-        try mine.save()  // false conflict?
+        try mine.save()  // no conflict
     }
 
     /// A note the save updated and then changed again by its folder's rename (a propagated value)
@@ -69,7 +74,7 @@ import Testing
         try mine.update(fid, ["name": "g"])
         try mine.save()
         try mine.update(nid, ["title": "n3"])
-        try mine.save()  // false conflict?
+        try mine.save()  // no conflict
     }
 
     /// An object another context deleted and this save restored (object trump; history records an
@@ -88,7 +93,7 @@ import Testing
         #expect(try container.newContext().object(with: aid)["title"] == "restored")
         mine.mergePolicy = .error
         try mine.update(aid, ["title": "after"])
-        try mine.save()  // false conflict?
+        try mine.save()  // no conflict
     }
 
     static let ownerModel: Model = {
@@ -130,7 +135,7 @@ import Testing
         #expect(saved.updatedCount >= 1, "the stored Tag changed (owner, ownerName) but no update was recorded")
         mine.mergePolicy = .error
         try mine.update(tid, ["name": "u"])
-        try mine.save()  // false conflict?
+        try mine.save()  // no conflict
     }
 
     // MARK: - Another context's writes are a conflict
@@ -139,8 +144,7 @@ import Testing
     /// save: renaming it again is a conflict (it was read afresh, and the rename lost).
     @Test func anObjectTheSaveChangedByACountIsReadAsItEnded() throws {
         let (container, cid, _) = try Self.readLater()
-        let mine = container.newContext(author: "Mine")
-        mine.mergePolicy = .error
+        let mine = Self.strict(container)
         _ = try mine.fetch(FetchRequest("Category"))
         try mine.insert("Article", Self.articleValues(1), relationships: ["category": cid])
         try mine.save()
@@ -155,8 +159,7 @@ import Testing
     /// after the save: saving the record is a conflict, not a silent revert of that title.
     @Test func aRecordReadBeforeAnIndirectWriteIsStillTheBase() throws {
         let (container, cid, aid) = try Self.readLater()
-        let mine = container.newContext(author: "Mine")
-        mine.mergePolicy = .error
+        let mine = Self.strict(container)
         var record = try #require(try mine.fetch(ReadLater.Article.self).first { $0.id == aid })
         try mine.delete(cid)
         try mine.save()

@@ -14,8 +14,9 @@ struct ChangeWriter {
     var recorder = ChangeRecorder()
     /// Objects deleted in this transaction.
     var deleted: Set<ObjectKey> = []
-    /// The state of each updated object after this transaction, so that a context can go on
-    /// from it without reading the object again.
+    /// The state of each object an update reached, as that update left it (an update that
+    /// changed nothing: the object as stored). A save reads back the ones it wrote, which later
+    /// writes of the same row (a count, a rule, a propagated value) may have moved on.
     var updatedSnapshots: [ObjectID: Snapshot] = [:]
     /// Objects another save had deleted that this one brought back (an object-trump or
     /// overwrite policy), which history records as inserts.

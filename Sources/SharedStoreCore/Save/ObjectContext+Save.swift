@@ -103,13 +103,14 @@ struct SavePlan {
     /// Every stored object this save changed (history's updates and deletes, and the objects it
     /// restored) and, read again at the end of the save, the state of each one still there: a row
     /// the save wrote more than once (an update, then a derived count, a rule's nullify or a
-    /// propagated value) is read as it ends, not as its first write left it.
+    /// propagated value) is read as it ends, not as its first write left it. An update that
+    /// changed nothing reads the object as the store holds it (``ChangeWriter/updatedSnapshots``).
     private func readBack(_ s: TransactionSQL, _ w: ChangeWriter) throws -> ([ObjectID], [ObjectID: Snapshot]) {
+        var written = w.updatedSnapshots
         // A save of inserts alone records no other change (and a batch of a million is not
         // listed here).
-        guard !w.recorder.changes.isEmpty else { return ([], [:]) }
+        guard !w.recorder.changes.isEmpty else { return ([], written) }
         var touched: [ObjectID] = []
-        var written: [ObjectID: Snapshot] = [:]
         for change in w.recorder.coalesced {
             let e = model.entities[change.entity]
             let id = ObjectID(storeID: storeID, entity: e.name, primaryKey: change.primaryKey)
