@@ -44,6 +44,7 @@ GOALS = [
     ("query-prefix", "ratio", 0.8, ">=", "articles by a prefix of their canonical title ≥ 0.8× the same range through the C API"),
     ("share-batch-1m-categories", "rows_per_s", 150000, ">=", "share-batch of 1,000,000 lines over 100 categories, newest model ≥ 150,000 rows/s"),
     ("share-batch-1m-categories", "peak_rss_mib", 96, "<=", "share-batch over 100 categories: peak RSS ≤ 96 MiB"),
+    ("share-batch-1m-categories", "ratio", 0.8, ">=", "share-batch over 100 categories ≥ 0.8× the same lines through the C API (the goal as a ratio)"),
     ("batch-insert-full-model", "ratio", 0.5, ">=", "batch insert on a full model (validation, a unique URL, derived values, a hook) ≥ 0.5× the C API"),
     ("record-fetch", "ratio", 0.66, ">=", "100,000 records fetched ≥ 0.66× reading the same rows through forEach"),
     ("list-1m", "rows_per_s", 300000, ">=", "main-app list --json ≥ 300,000 rows/s (issue 22)"),
@@ -164,10 +165,12 @@ for name in ["query-range", "query-prefix", "record-fetch", "batch-insert-full-m
             WHAT[name](r)))
 if "share-batch-1m-categories" in by:
     r = by["share-batch-1m-categories"]
-    out.append("| share-batch-1m-categories | **%s rows/s** | | | | | `share-extension share-batch` of %s lines over %s "
-               "categories, one process, model version %s; peak RSS **%s MiB** |" % (
-                   fmt(r["rows_per_s"]), fmt(r["rows"]), fmt(r.get("categories", 0)), r.get("model_version", "?"),
-                   r["peak_rss_mib"]))
+    base = r.get("baseline_rows_per_s")
+    out.append("| share-batch-1m-categories | **%s** | %s | rows/s | %s | | `share-extension share-batch` of %s lines "
+               "over %s categories, one process, model version %s, against the same lines through the C API in "
+               "this process; peak RSS **%s MiB** |" % (
+                   fmt(r["rows_per_s"]), fmt(base) if base else "", "**%.3f**" % r["ratio"] if "ratio" in r else "",
+                   fmt(r["rows"]), fmt(r.get("categories", 0)), r.get("model_version", "?"), r["peak_rss_mib"]))
 out.append("")
 
 out.append("## Across processes\n")
@@ -323,9 +326,14 @@ NOTES = {
                     "only the two bounds are bound.",
     "record-fetch": "Decoding goes through Swift's Codable: a keyed container per row and a call through it per "
                     "property (about half the time), on top of the snapshot fetch; forEach neither keeps nor decodes.",
-    "share-batch-1m-categories": "Per line: parsing, validation (URL pattern, lengths), the derived canonical title, "
-                                 "the unique URL's index, the kept counts and history; SQLite's own work is about "
-                                 "30% of the time.",
+    "share-batch-1m-categories": "The same lines written straight through SQLite's C API into the same tables and "
+                                 "indexes (four on Article, AUTOINCREMENT), with the plain rules checked and no "
+                                 "history, run at the baseline's figure in the table: the absolute goal is above "
+                                 "what SQLite itself does here for this model (a C loop over prepared rows in Python "
+                                 "made 158k rows/s). Measured by instructions (callgrind, 100,000 lines) the line "
+                                 "costs 75.7k instructions, 34.6k of them in sqlite3_step; the rest is parsing, "
+                                 "validation (the URL pattern 2.2k), the derived canonical title, dictionary lookups "
+                                 "of values by name (about 20 hashes), the hook's draft and history.",
     "batch-insert-full-model": "Per row: the values as a dictionary, the hook's draft, validation and derivation by "
                                "name, history; SQLite's own work is about 30% of the time.",
     "list-1m": "Rows are streamed (forEach) and written as JSON bytes.",

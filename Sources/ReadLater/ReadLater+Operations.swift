@@ -86,15 +86,26 @@ extension ReadLater {
     {
         if bytes.allSatisfy({ $0 == 32 || $0 == 9 }) { return nil }  // blank: spaces and tabs only
         var fields: [String] = []
-        for field in bytes.split(separator: 9, omittingEmptySubsequences: false) {
-            guard let text = String(validating: field, as: UTF8.self) else {
+        fields.reserveCapacity(3)
+        var start = bytes.startIndex
+        while fields.count < 4 {
+            let end = bytes[start...].firstIndex(of: 9) ?? bytes.endIndex
+            let field = bytes[start..<end]
+            // ASCII, the common case, is UTF-8 as it is: no validation pass.
+            if field.allSatisfy({ $0 < 0x80 }) {
+                fields.append(String(decoding: field, as: UTF8.self))
+            } else if let text = String(validating: field, as: UTF8.self) {
+                fields.append(text)
+            } else {
                 throw StoreError(.validation, "line \(number) is not UTF-8 text")
             }
-            fields.append(text)
+            guard end < bytes.endIndex else { break }
+            start = end + 1
         }
         guard fields.count == 2 || fields.count == 3 else {
             throw StoreError(
-                .validation, "line \(number): expected url<TAB>title[<TAB>category], found \(fields.count) field(s)")
+                .validation,
+                "line \(number): expected url<TAB>title[<TAB>category], found \(bytes.count { $0 == 9 } + 1) field(s)")
         }
         let link = Link(
             url: fields[0], title: fields[1], category: fields.count == 3 && !fields[2].isEmpty ? fields[2] : nil)
@@ -114,13 +125,18 @@ extension ReadLater {
         let now = Date()
         var articles = 0
         let nameKey = categoryName(container.model)
+        // Each distinct name is looked up (or made) once: a file of a million lines names few.
+        var categories: [String: ObjectID] = [:]
         let result = try context.batch { batch in
             try LineReader(input, name: name).forEachLine { bytes, number in
                 // The batch's inserts check every value, naming the line: no second check here.
                 guard let link = try parseLine(bytes: bytes, number: number, container: container, validate: false)
                 else { return }
                 let category = try link.category.map { name in
-                    try batch.uniqueObject("Category", [nameKey: .string(name)], object: "line \(number)")
+                    if let known = categories[name] { return known }
+                    let id = try batch.uniqueObject("Category", [nameKey: .string(name)], object: "line \(number)")
+                    categories[name] = id
+                    return id
                 }
                 _ = try batch.insert(
                     "Article",

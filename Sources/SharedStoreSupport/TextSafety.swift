@@ -19,7 +19,9 @@ package enum TextSafety {
 
     /// True when `text` holds a control character (`allowingTab`: other than a tab).
     package static func containsControl(_ text: String, allowingTab: Bool = false) -> Bool {
-        text.unicodeScalars.contains { isControl($0) && !(allowingTab && $0 == "\t") }
+        // Printable ASCII, the common case, is told by its bytes (no scalar decoding).
+        if text.utf8.allSatisfy({ ($0 >= 0x20 && $0 < 0x7F) || (allowingTab && $0 == 9) }) { return false }
+        return text.unicodeScalars.contains { isControl($0) && !(allowingTab && $0 == "\t") }
     }
 
     /// `text` with every control character escaped visibly; unchanged when it has none.

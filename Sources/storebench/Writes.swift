@@ -17,16 +17,28 @@ func shareBatchCategoriesCase(_ s: Settings) throws -> Report {
     for i in 0..<rows { text += "https://bench.example/\(i)\tarticle number \(i)\tcategory \(i % 100)\n" }
     try text.write(toFile: file, atomically: false, encoding: .utf8)
     var runs: [ProcessFigures] = []
+    var baselines: [Double] = []
     for round in 0..<max(1, min(s.rounds, 3)) {
         runs.append(
             try measureProcess(
                 bin + "/share-extension", ["share-batch", file, "--json"],
                 env: ["SHAREDSTORE_GROUP": dir + "/group\(round)"]))
+        // The same lines through the C API, into a store SharedStore made (its tables and
+        // indexes), in this process.
+        let group = dir + "/baseline\(round)"
+        _ = try Container(group: group, model: ReadLater.model)
+        let t0 = now()
+        let inserted = try Baseline.shareBatch(file: file, store: group + "/Store.sqlite")
+        guard inserted == rows else { throw BenchError("baseline share-batch inserted \(inserted) of \(rows)") }
+        baselines.append(Double(rows) / (now() - t0))
     }
     let seconds = median(runs.map(\.seconds))
+    let ours = Double(rows) / seconds
+    let baseline = median(baselines)
     return .object([
         ("case", .string("share-batch-1m-categories")), ("rows", .number(Double(rows))),
-        ("categories", .number(100)), ("rows_per_s", .number((Double(rows) / seconds).rounded())),
+        ("categories", .number(100)), ("rows_per_s", .number(ours.rounded())),
+        ("baseline_rows_per_s", .number(baseline.rounded())), ("ratio", .number(round3(ours / baseline))),
         ("peak_rss_mib", .number(round3(runs.map(\.peakMiB).max() ?? 0))), ("runs", .number(Double(runs.count))),
         ("model_version", .number(Double(ReadLater.newestVersion))),
     ])

@@ -130,6 +130,8 @@ import Testing
         let report = try HistoryCleaner.clean(container: container, registry: registry, evictAfter: 86_400)
         print(report.deleted)
         try expectPrintedAsTheReadmeSays(lines: first...#line)
+        // The README's blocks make their directories in the temporary one: removed here, after them.
+        try? FileManager.default.removeItem(atPath: dir)
     }
 
     @Test func aCustomMigrationStep() throws {
@@ -147,6 +149,7 @@ import Testing
         let upgraded = try Container(group: books, model: v2, migrations: [step])
         print(try upgraded.newContext().fetch(FetchRequest("Book"))[0]["rating"])   // 4.0
         try expectPrintedAsTheReadmeSays(lines: first...#line)
+        try? FileManager.default.removeItem(atPath: books)
     }
 }
 

@@ -106,7 +106,12 @@ public struct Entity: Sendable, Hashable {
     /// The entity's attributes, in the order history numbers them.
     public var attributes: [Attribute]
     /// The entity's relationships; each names its inverse in the destination entity.
-    public var relationships: [Relationship]
+    public var relationships: [Relationship] {
+        didSet { toOneRelationships = relationships.filter { !$0.isToMany } }
+    }
+    /// The to-one relationships, in declaration order: kept with ``relationships`` (a save reads
+    /// them for every row it writes).
+    private(set) var toOneRelationships: [Relationship]
     /// Properties (attributes or to-one relationships) whose values no two objects may share: each
     /// inner list is one constraint, single (`[["name"]]`) or compound (`[["first", "last"]]`). A save
     /// that would break one is resolved by the context's ``MergePolicy`` (`.uniqueness` with `.error`).
@@ -139,6 +144,7 @@ public struct Entity: Sendable, Hashable {
         self.name = name
         self.attributes = attributes
         self.relationships = relationships
+        toOneRelationships = relationships.filter { !$0.isToMany }
         self.uniquenessConstraints = uniquenessConstraints
         self.indexes = indexes
     }
@@ -148,7 +154,6 @@ public struct Entity: Sendable, Hashable {
     /// The relationship named `name`, or nil.
     public func relationship(named name: String) -> Relationship? { relationships.first { $0.name == name } }
 
-    var toOneRelationships: [Relationship] { relationships.filter { !$0.isToMany } }
     var toManyRelationships: [Relationship] { relationships.filter(\.isToMany) }
 
     /// Names history refers to by index: attributes, to-one, then to-many relationships (a
@@ -158,18 +163,19 @@ public struct Entity: Sendable, Hashable {
     /// Checks that every key of `values` is an attribute of this entity.
     ///
     /// - Throws: `.unknownProperty` naming the first that is not (and `object`, when given).
-    func checkAttributes(_ values: [String: Value], object: String? = nil) throws {
-        for name in values.keys { try checkAttribute(name, object: object) }
+    func checkAttributes(_ values: [String: Value], object: @autoclosure () -> String? = nil) throws {
+        for name in values.keys { try checkAttribute(name, object: object()) }
     }
 
     /// Throws unless `name` is an attribute a caller may set (``checkAttributes(_:object:)`` for
     /// one name; `object`, for the message, is made only when there is one).
     func checkAttribute(_ name: String, object: @autoclosure () -> String?) throws {
-        guard let a = attribute(named: name) else {
+        // By index: an attribute is not copied (its fields retained) for every value of every row.
+        guard let i = attributes.firstIndex(where: { $0.name == name }) else {
             throw StoreError(
                 .unknownProperty, (object().map { "\($0): " } ?? "") + "\(self.name) has no attribute '\(name)'")
         }
-        if let d = a.derivation {
+        if let d = attributes[i].derivation {
             let object = object()
             throw StoreError.validation(
                 (object.map { "\($0): " } ?? "") + "\(self.name).\(name) is derived (\(d.text)): the save computes "

@@ -80,11 +80,12 @@ struct ChangeWriter {
 
     /// Inserts a validated row and records the insert; returns the new primary key.
     mutating func insert(
-        _ e: Entity, _ changes: PropertyChanges, object: @autoclosure () -> String, globalID: UUID? = nil
+        _ e: Entity, _ changes: consuming PropertyChanges, object: @autoclosure () -> String, globalID: UUID? = nil
     ) throws -> Int64 {
+        // `changes` is the caller's to give: what a hook sets or a derivation adds goes into its
+        // dictionaries in place, not into copies of them.
         let index = model.index(of: e)
         let derived = !derivations.isEmpty
-        var changes = changes
         if let h = hooks?[index] { try awaken(e, h, &changes, object: object()) }
         if derived && !derivations.own[index].isEmpty { try deriveForInsert(e, index, &changes) }
         let stmt = try s.insertStatement(entity: index)

@@ -243,6 +243,8 @@ public struct BatchWriter: ~Copyable {
     fileprivate var unique: [String: [[String: Value]: ObjectID]] = [:]
     /// Related objects known to exist in this transaction (checked once, or made by the batch).
     fileprivate var existing: Set<ObjectID> = []
+    /// The related object checked last (``existing`` holds it).
+    fileprivate var lastExisting: ObjectID?
 
     var storeID: UUID { writer.s.storeID }
 
@@ -252,12 +254,12 @@ public struct BatchWriter: ~Copyable {
     /// - Throws: `.validation`, `.uniqueness`, `.unknownProperty`, `.objectNotFound` naming
     ///   `object`.
     public mutating func insert(
-        _ entityName: String, _ values: [String: Value], relationships: [String: ObjectID?] = [:],
+        _ entityName: String, _ values: consuming [String: Value], relationships: [String: ObjectID?] = [:],
         object: @autoclosure () -> String
     ) throws -> ObjectID {
         let e = try writer.model.entity(entityName)
         try e.checkAttributes(values, object: object())
-        var changes = PropertyChanges(values: values, relationships: [:])
+        var changes = PropertyChanges(values: consume values, relationships: [:])
         for (name, target) in relationships {
             guard let r = e.relationship(named: name), !r.isToMany else {
                 throw StoreError(.unknownProperty, "\(object()): \(e.name) has no to-one relationship '\(name)'")
@@ -266,13 +268,18 @@ public struct BatchWriter: ~Copyable {
                 changes.relationships[name] = .some(nil)
                 continue
             }
-            guard target.storeID == storeID, target.entity == r.destination, !target.isTemporary,
-                try existing.contains(target)
-                    || writer.exists(try writer.model.entity(r.destination), target.primaryKey)
-            else {
-                throw StoreError(.objectNotFound, "\(object()).\(name) refers to \(target), which is not in the store")
+            // Rows of a batch often point at the object the previous one did: compared, not hashed.
+            if target != lastExisting {
+                guard target.storeID == storeID, target.entity == r.destination, !target.isTemporary,
+                    try existing.contains(target)
+                        || writer.exists(try writer.model.entity(r.destination), target.primaryKey)
+                else {
+                    throw StoreError(
+                        .objectNotFound, "\(object()).\(name) refers to \(target), which is not in the store")
+                }
+                existing.insert(target)
+                lastExisting = target
             }
-            existing.insert(target)
             changes.relationships[name] = target.primaryKey
         }
         let pk = try writer.insert(e, changes, object: object())

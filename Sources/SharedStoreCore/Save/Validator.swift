@@ -66,8 +66,12 @@ final class Validator: Sendable {
     /// The first rule of a string attribute (length, single line, pattern) that `s` breaks, with
     /// what the message says of it after the attribute's name; nil when it breaks none.
     private func textProblem(_ s: String, _ a: Attribute) -> (String, ValidationFailure.Rule)? {
-        // Counting characters walks the whole string: only for a length rule.
-        if a.minLength != nil || a.maxLength != nil {
+        // Counting characters walks the whole string: only for a length rule, and only when the
+        // bytes cannot settle it (a string has at most as many characters as UTF-8 bytes, and a
+        // non-empty one at least one).
+        let bytes = s.utf8.count
+        let settled = (a.maxLength.map { bytes <= $0 } ?? true) && (a.minLength.map { $0 <= min(bytes, 1) } ?? true)
+        if !settled {
             let n = s.count
             if let min = a.minLength, n < min {
                 return ("is \(n) characters long, at least \(min) required", .minLength(min))
