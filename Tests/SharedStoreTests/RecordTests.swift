@@ -194,4 +194,28 @@ extension RecordTests {
         }
         #expect(Set(fetched.map(\.note)).count > 2 && fetched.contains { $0.place == nil })
     }
+
+    /// The records of a fetch are decoded through one row and one container: a row that cannot be
+    /// decoded, between rows that can, is the one the error names.
+    @Test func aRowThatCannotBeDecodedInAFetchIsTheOneNamed() throws {
+        let container = try TemporaryGroup().open(Self.model)
+        let context = container.newContext(author: "A")
+        var ids: [ObjectID] = []
+        for (i, status) in ["open", "weird", "done"].enumerated() {
+            ids.append(
+                try context.insert(
+                    "Bookmark",
+                    [
+                        "url": .string("https://r.example/\(i)"), "price": .string("\(i)"), "status": .string(status),
+                        "priority": 1, "tags": "[]",
+                    ]))
+        }
+        let saved = try context.save()
+        let bad = saved.permanentID(for: ids[1])
+        #expect {
+            try container.newContext().fetch(Bookmark.self, sortedBy: [Key("url").ascending])
+        } throws: { error in
+            (error as? StoreError)?.validation?.object == bad.description
+        }
+    }
 }

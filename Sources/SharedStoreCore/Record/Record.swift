@@ -72,9 +72,14 @@ extension ObjectContext {
     ) throws -> [R] {
         let snapshots = try fetch(
             FetchRequest(R.entityName, where: condition, sortedBy: sort, limit: limit, offset: offset))
-        // One layout for the fetch: each record finds its properties by one lookup.
-        let layout = snapshots.first.map { RecordLayout(names: $0.attributeNames) }
-        return try snapshots.map { try R(snapshot: $0, layout: layout) }
+        // One layout and one decoding row for the fetch: each record finds its properties by one
+        // comparison, and its decoder and container are the first record's.
+        guard let first = snapshots.first else { return [] }
+        let row = DecodingRow(first, layout: RecordLayout(names: first.attributeNames))
+        return try snapshots.map { snapshot in
+            row.begin(snapshot)
+            return try R(row: row)
+        }
     }
 
     /// The first record of type `R` matching `condition` in `sort` order, or nil.
@@ -129,15 +134,20 @@ extension Record {
 
     /// Decodes a record from a snapshot of a fetch whose attributes `layout` describes.
     init(snapshot: Snapshot, layout: RecordLayout?) throws {
+        try self.init(row: DecodingRow(snapshot, layout: layout))
+    }
+
+    /// Decodes a record from the snapshot `row` is at.
+    init(row: DecodingRow) throws {
         do {
-            try self.init(from: SnapshotDecoder(snapshot: snapshot, layout: layout))
+            try self.init(from: SnapshotDecoder(row: row))
         } catch let e as StoreError {
             // The decoder's own errors do not know the object: they name it here.
-            throw e.describing(ValidationFailure(object: snapshot.id.description, property: nil, rule: .record))
+            throw e.describing(ValidationFailure(object: row.snapshot.id.description, property: nil, rule: .record))
         } catch {
+            let id = row.snapshot.id
             throw StoreError.validation(
-                "cannot read \(snapshot.id) as \(Self.self): \(error)", object: snapshot.id.description, property: nil,
-                rule: .record)
+                "cannot read \(id) as \(Self.self): \(error)", object: id.description, property: nil, rule: .record)
         }
     }
 }

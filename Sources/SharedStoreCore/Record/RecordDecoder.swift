@@ -74,18 +74,42 @@ final class RecordLayout {
     }
 }
 
-/// One snapshot being decoded, with its fetch's layout: what the decoder and its containers share
-/// by reference (a copy of a container costs one retain, not one per field of a snapshot).
+/// The snapshot being decoded, with its fetch's layout: what the decoder and its containers share
+/// by reference (a copy of a container costs one retain, not one per field of a snapshot). A
+/// fetch decodes all its records through one row (``begin(_:)`` moves it to the next snapshot),
+/// and hands each record the keyed container the first one asked for: no allocation per record.
 final class DecodingRow {
-    let snapshot: Snapshot
+    private(set) var snapshot: Snapshot
+    private let fetchLayout: RecordLayout?
     /// The fetch's layout, when the snapshot's attributes are the ones it describes.
-    let layout: RecordLayout?
+    private var layout: RecordLayout?
     /// How many properties were asked for so far.
     private var asked = 0
+    /// The keyed container handed out, for the key type it was made for.
+    private var keyed: (key: ObjectIdentifier, box: AnyObject)?
 
     init(_ snapshot: Snapshot, layout: RecordLayout?) {
         self.snapshot = snapshot
+        fetchLayout = layout
         self.layout = layout.flatMap { snapshot.hasNames($0.names) ? $0 : nil }
+    }
+
+    /// Moves to the next record's snapshot.
+    func begin(_ next: Snapshot) {
+        snapshot = next
+        layout = fetchLayout.flatMap { next.hasNames($0.names) ? $0 : nil }
+        asked = 0
+    }
+
+    /// The keyed container over this row for `Key`: made once, for the first record.
+    func container<Key: CodingKey>(_ type: Key.Type) -> KeyedDecodingContainer<Key> {
+        if let keyed, keyed.key == ObjectIdentifier(Key.self) {
+            // Made below for this very key type (checked above): no dynamic cast.
+            return unsafeDowncast(keyed.box, to: KeyedBox<Key>.self).container
+        }
+        let box = KeyedBox(KeyedDecodingContainer(SnapshotDecoder.Keyed<Key>(row: self)))
+        keyed = (ObjectIdentifier(Key.self), box)
+        return box.container
     }
 
     /// The position of attribute `name` in the snapshot (nil: it has no such attribute).
@@ -102,6 +126,12 @@ final class DecodingRow {
     func objectID(_ name: String) -> ObjectID? { name == "id" ? snapshot.id : snapshot.relationships[name] }
 }
 
+/// A keyed container kept by a ``DecodingRow`` for the records after the first.
+final class KeyedBox<Key: CodingKey> {
+    let container: KeyedDecodingContainer<Key>
+    init(_ container: KeyedDecodingContainer<Key>) { self.container = container }
+}
+
 struct SnapshotDecoder: Decoder {
     let row: DecodingRow
     // Computed, not stored: a decoder and its containers are copied for every record, and then
@@ -113,7 +143,7 @@ struct SnapshotDecoder: Decoder {
     init(row: DecodingRow) { self.row = row }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        KeyedDecodingContainer(Keyed<Key>(row: row))
+        row.container(type)
     }
     func unkeyedContainer() throws -> UnkeyedDecodingContainer {
         throw StoreError(.validation, "records hold flat properties only")
