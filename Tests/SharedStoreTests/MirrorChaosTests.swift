@@ -66,12 +66,17 @@ struct Chaos {
     let database: MirrorTests.Database
     let machines = [ChaosMachine(modelVersion: 3), ChaosMachine(modelVersion: 3), ChaosMachine(modelVersion: 1)]
     var counts: [String: Int] = [:]
+    /// What the run did, in order: each step's machine, kind and article (a failure lists the
+    /// steps on the articles it names, with the evictions, kills and restarts around them).
+    var log: [(at: Date, machine: Int, what: String, article: UUID?)] = []
+    let seed: UInt64
     var backup: String?
     var restored = false
     var upgraded = false
     let categories = ["Swift", "Go", "Rust", "SQLite", "LMDB"]
 
     init(seed: UInt64, database: MirrorTests.Database) throws {
+        self.seed = seed
         random = SeededRandom(state: seed)
         self.database = database
         // The old machine saves first and mirrors, so that its payloads of model 1 reach the others.
@@ -80,7 +85,11 @@ struct Chaos {
         for m in machines { try startFollower(m) }
     }
 
-    mutating func note(_ what: String) { counts[what, default: 0] += 1 }
+    mutating func note(_ what: String, _ m: ChaosMachine? = nil, article: UUID? = nil, detail: String = "") {
+        counts[what, default: 0] += 1
+        let machine = m.flatMap { m in machines.firstIndex { $0 === m } } ?? -1
+        log.append((Date(), machine, detail.isEmpty ? what : "\(what) \(detail)", article))
+    }
 
     mutating func pick<T>(_ items: [T]) -> T { items[Int.random(in: 0..<items.count, using: &random)] }
 
@@ -106,7 +115,7 @@ struct Chaos {
         } catch let error as StoreError where [.conflict, .objectNotFound, .uniqueness].contains(error.code) {
             // A pull changed what the app read: the save fails, as in any app, and is not
             // acknowledged.
-            note("refused")
+            note("refused", m, detail: kind)
         }
     }
 
@@ -144,7 +153,7 @@ struct Chaos {
         let saved = try context.save()
         let gid = try c.newContext().globalID(of: saved.permanentID(for: id))
         m.acknowledged[gid] = "t\(n)|false"
-        note("add")
+        note("add", m, article: gid)
     }
 
     /// The category named `name` in `context`'s store, made when missing.
@@ -169,8 +178,9 @@ struct Chaos {
         let title = "e\(Int.random(in: 0..<1_000_000, using: &random))"
         try context.update(a.id, ["isRead": .bool(read), "title": .string(title)])
         try context.save()
-        m.acknowledged[try context.globalID(of: a.id)] = "\(title)|\(read)"
-        note("edit")
+        let gid = try context.globalID(of: a.id)
+        m.acknowledged[gid] = "\(title)|\(read)"
+        note("edit", m, article: gid, detail: "\(title)|\(read)")
     }
 
     mutating func delete(_ m: ChaosMachine) throws {
@@ -179,7 +189,7 @@ struct Chaos {
         try context.delete(a.id)
         try context.save()
         m.acknowledged[gid] = .some(nil)
-        note("delete")
+        note("delete", m, article: gid)
     }
 
     /// Renames a category onto another name — often one another machine uses: they merge.
@@ -208,14 +218,14 @@ struct Chaos {
             "history-cleaner",
             ["--evict-after", "0", "--group", m.group.path, "--json", "--model-version", String(m.modelVersion)])
         #expect(try cleaner.waitForExit() == 0)
-        note("evict")
+        note("evict", m)
     }
 
     mutating func killFollower(_ m: ChaosMachine) throws {
         m.follower?.kill9()
         _ = try m.follower?.waitForExit()
         try startFollower(m)
-        note("kill")
+        note("kill", m)
     }
 
     func startFollower(_ m: ChaosMachine) throws {
@@ -311,7 +321,7 @@ struct Chaos {
         try FileManager.default.copyItem(atPath: m.group.path + "/tokens.lmdb", toPath: path + "/tokens.lmdb")
         backup = path
         try startFollower(m)
-        note("backup")
+        note("backup", m)
     }
 
     /// Puts the backup back in place of the whole group directory, after pushing everything
@@ -340,7 +350,7 @@ struct Chaos {
             })
         m.acknowledged = m.acknowledged.filter { sent.contains($0.key) }
         try startFollower(m)
-        note("restore")
+        note("restore", m)
         let max = try PostgresConnection(database.conninfo).execute(
             "SELECT max(sequence) FROM sharedstore_mirror.transactions")
         print("mirror chaos: restored \(try m.open().storeID) at server sequence \(max.first?[0] ?? "-")")
@@ -354,7 +364,7 @@ struct Chaos {
         m.modelVersion = 3
         upgraded = true
         try startFollower(m)
-        note("upgrade")
+        note("upgrade", m)
     }
 }
 
@@ -384,8 +394,15 @@ extension Chaos {
         for (i, m) in machines.enumerated() {
             print("mirror chaos: store \(i) is \(try m.open().storeID) in \(m.group.path)")
         }
+        var differing = Set<UUID>()
         for (i, s) in states.enumerated().dropFirst() {
             #expect(s == states[0], "stores 0 and \(i) differ: \(Self.difference(states[0], s))")
+            differing.formUnion(Set(s.keys).union(states[0].keys).filter { s[$0] != states[0][$0] })
+        }
+        if !differing.isEmpty {
+            let rows = try PostgresConnection(database.conninfo).execute(
+                "SELECT sequence, origin, payload, token FROM sharedstore_mirror.transactions ORDER BY sequence")
+            try keepEvidence("the stores differ on \(differing.count) articles", articles: differing, rows: rows)
         }
         let names = try machines.map { try categoryNames($0) }
         for (i, n) in names.enumerated().dropFirst() {
@@ -457,6 +474,7 @@ extension Chaos {
             }
         }
         var lost: [String] = []
+        var lostIDs = Set<UUID>()
         for m in machines {
             let origin = try m.open().storeID.uuidString.lowercased()
             for (gid, state) in m.acknowledged where final[gid] != state {
@@ -465,6 +483,7 @@ extension Chaos {
                 // machine after the last of those overwrote it.
                 let carried = rowsOf.filter { $0.1 == origin && $0.2 == state }.map(\.0).max()
                 if carried == nil || !rowsOf.contains(where: { $0.1 != origin && $0.0 > carried ?? 0 }) {
+                    lostIDs.insert(gid)
                     lost.append(
                         "\(GlobalID.text(gid)) saved on \(origin.prefix(4)): \(state ?? "deleted"), "
                             + "now \(final[gid] ?? "absent"); rows \(rowsOf.map { "\($0.0)@\($0.1.prefix(4))" })")
@@ -472,9 +491,35 @@ extension Chaos {
             }
         }
         #expect(lost.isEmpty, "acknowledged saves lost: \(lost.prefix(10))")
-        if !lost.isEmpty, let dump = ProcessInfo.processInfo.environment["SHAREDSTORE_CHAOS_DUMP"] {
-            let text = rows.map { $0.map { $0 ?? "NULL" }.joined(separator: " | ") }.joined(separator: "\n")
-            try text.write(toFile: dump, atomically: true, encoding: .utf8)
+        if !lost.isEmpty { try keepEvidence("acknowledged saves lost: \(lost)", articles: lostIDs, rows: rows) }
+    }
+
+    /// A failed run leaves what it failed on: the stores (kept), and a report of the steps on
+    /// the articles it names (with the evictions, kills, restarts and restores of the run) and
+    /// the server's rows, in `SHAREDSTORE_CHAOS_DUMP` or the temporary directory. A failure that
+    /// replays rarely can still be read.
+    func keepEvidence(_ why: String, articles: Set<UUID>, rows: [[String?]]) throws {
+        for m in machines { m.group.keep = true }
+        let start = log.first?.at ?? Date()
+        func line(_ e: (at: Date, machine: Int, what: String, article: UUID?)) -> String {
+            String(format: "%8.3f s", e.at.timeIntervalSince(start)) + " machine \(e.machine) \(e.what)"
+                + (e.article.map { " " + GlobalID.text($0) } ?? "")
         }
+        var text = "mirror chaos seed \(seed): \(why)\n"
+        for (i, m) in machines.enumerated() {
+            text += "machine \(i): store \((try? m.open().storeID.uuidString.lowercased()) ?? "?") in \(m.group.path)\n"
+        }
+        text += "\n== steps on those articles, and the run's evictions, kills, restarts, backups, restores\n"
+        let events = ["evict", "kill", "server-restart", "backup", "restore", "upgrade"]
+        for e in log where e.article.map(articles.contains) ?? events.contains(e.what) {
+            text += line(e) + "\n"
+        }
+        text += "\n== the server's rows (sequence | origin | payload | token)\n"
+        text += rows.map { $0.map { $0 ?? "NULL" }.joined(separator: " | ") }.joined(separator: "\n") + "\n"
+        let path =
+            ProcessInfo.processInfo.environment["SHAREDSTORE_CHAOS_DUMP"]
+            ?? (NSTemporaryDirectory() + "/sharedstore-chaos-\(seed).txt")
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        print("mirror chaos: the stores are kept and the run is described in \(path)")
     }
 }

@@ -54,9 +54,13 @@ final class TemporaryGroup {
         path = base.appendingPathComponent("group").path
     }
 
-    /// Removed at the end, unless `SHAREDSTORE_KEEP_GROUPS` is set (to look at a failure).
+    /// Kept at the end (a test that failed keeps what it failed on, to be looked at).
+    var keep = false
+
+    /// Removed at the end, unless `SHAREDSTORE_KEEP_GROUPS` is set (to look at a failure) or the
+    /// test asked to ``keep`` it.
     deinit {
-        if ProcessInfo.processInfo.environment["SHAREDSTORE_KEEP_GROUPS"] == nil {
+        if !keep && ProcessInfo.processInfo.environment["SHAREDSTORE_KEEP_GROUPS"] == nil {
             try? FileManager.default.removeItem(atPath: root)
         }
     }
