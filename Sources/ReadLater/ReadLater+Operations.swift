@@ -19,15 +19,16 @@ extension ReadLater {
     /// Categories are unique by name: with a trump merge policy an existing one is reused, also
     /// when another process creates it concurrently. Returns the articles' temporary ids.
     public static func insert(_ links: [Link], in context: ObjectContext, now: Date = Date()) throws -> [ObjectID] {
-        var categories: [String: ObjectID] = [:]
+        // By the stored value: names that differ in their bytes are two categories, as in the store.
+        var categories: [Value: ObjectID] = [:]
         return try links.map { link in
             var category: ObjectID?
             if let name = link.category {
-                if let known = categories[name] {
+                if let known = categories[.string(name)] {
                     category = known
                 } else {
                     category = try context.insert("Category", [categoryName(context.container.model): .string(name)])
-                    categories[name] = category
+                    categories[.string(name)] = category
                 }
             }
             // From version 3 the model's awakeFromInsert sets the creation date.
@@ -103,6 +104,11 @@ extension ReadLater {
             start = end + 1
         }
         guard fields.count == 2 || fields.count == 3 else {
+            // Too many fields stops the split at the fourth: a line that is no UTF-8 further on
+            // is still named for that first, as any such line is.
+            if String(validating: bytes, as: UTF8.self) == nil {
+                throw StoreError(.validation, "line \(number) is not UTF-8 text")
+            }
             throw StoreError(
                 .validation,
                 "line \(number): expected url<TAB>title[<TAB>category], found \(bytes.count { $0 == 9 } + 1) field(s)")
@@ -126,16 +132,19 @@ extension ReadLater {
         var articles = 0
         let nameKey = categoryName(container.model)
         // Each distinct name is looked up (or made) once: a file of a million lines names few.
-        var categories: [String: ObjectID] = [:]
+        // Keyed by the stored value, which compares bytes as the store does (a String would take
+        // "é" and "e\u{301}" for one name).
+        var categories: [Value: ObjectID] = [:]
         let result = try context.batch { batch in
             try LineReader(input, name: name).forEachLine { bytes, number in
                 // The batch's inserts check every value, naming the line: no second check here.
                 guard let link = try parseLine(bytes: bytes, number: number, container: container, validate: false)
                 else { return }
                 let category = try link.category.map { name in
-                    if let known = categories[name] { return known }
-                    let id = try batch.uniqueObject("Category", [nameKey: .string(name)], object: "line \(number)")
-                    categories[name] = id
+                    let value = Value.string(name)
+                    if let known = categories[value] { return known }
+                    let id = try batch.uniqueObject("Category", [nameKey: value], object: "line \(number)")
+                    categories[value] = id
                     return id
                 }
                 _ = try batch.insert(

@@ -77,6 +77,12 @@ import Testing
                 "\(error)".contains("line 7") && "\(error)".contains(why)
             }
         }
+        // A line of too many fields that is no UTF-8 after the fourth is named for that first.
+        #expect {
+            try parse(Array("https://d.example\tD\tx\ty\t".utf8) + [0xFF])
+        } throws: { error in
+            "\(error)".contains("line 7 is not UTF-8 text")
+        }
         // Bytes that are not UTF-8 (a lone continuation byte, a truncated sequence) in any field.
         for bad: [UInt8] in [[0x80], [0xE6, 0x97], [0xFF]] {
             for field in 0..<3 {
@@ -90,5 +96,60 @@ import Testing
                 }
             }
         }
+    }
+
+    /// A batch's row whose related object is the one the row before named, through another
+    /// relationship of another entity, is checked for the entity all the same (found by a review:
+    /// the shortcut for the same object skipped that check, and a Category's key was stored as an
+    /// Article's).
+    @Test func aBatchChecksTheEntityOfARelatedObjectTheRowBeforeNamed() throws {
+        let container = try TemporaryGroup().open()
+        let context = container.newContext(author: "Batch")
+        #expect {
+            try context.batch { b in
+                let category = try b.uniqueObject("Category", ["label": "three"], object: "c")
+                _ = try b.insert(
+                    "Article", ["title": "T", "url": "https://a.example", "createdAt": .date(Date())],
+                    relationships: ["category": category], object: "a1")
+                _ = try b.insert(
+                    "Highlight", ["text": "x", "createdAt": .date(Date())], relationships: ["article": category],
+                    object: "h1")
+            }
+        } throws: { error in
+            (error as? StoreError)?.code == .objectNotFound && "\(error)".contains("h1.article")
+        }
+        #expect(try context.count(FetchRequest("Highlight")) == 0 && context.count(FetchRequest("Article")) == 0)
+    }
+
+    /// Category names that differ only in Unicode normalization are two categories, as the store
+    /// compares bytes, whether they are in one share-batch file or two (found by a review: the
+    /// batch's cache of names took them for one within a file).
+    @Test func shareBatchCategoriesAreTheStoresWhateverTheFiles() throws {
+        func categories(_ files: [String]) throws -> [String: Int64] {
+            let container = try TemporaryGroup().open()
+            try ReadLater.registerHooks(container)
+            for (i, text) in files.enumerated() {
+                let path = NSTemporaryDirectory() + "/sharedstore-nf-\(UUID().uuidString)"
+                defer { try? FileManager.default.removeItem(atPath: path) }
+                try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+                let input = try #require(FileHandle(forReadingAtPath: path))
+                defer { try? input.close() }
+                _ = try ReadLater.shareBatch(
+                    input, name: "file \(i)", context: container.newContext(author: "ShareExtension"))
+            }
+            var out: [String: Int64] = [:]
+            for c in try container.newContext().fetch(FetchRequest("Category")) {
+                out[
+                    (c["label"].stringValue ?? "").unicodeScalars.map { String($0.value, radix: 16) }.joined(
+                        separator: " ")] =
+                    c["articleCount"].integerValue
+            }
+            return out
+        }
+        let composed = "https://c.example\tC\tCaf\u{E9}\n"
+        let decomposed = "https://d.example\tD\tCafe\u{301}\n"
+        let one = try categories([composed + decomposed])
+        #expect(one.count == 2 && one.values.allSatisfy { $0 == 1 }, "\(one)")
+        #expect(try categories([composed, decomposed]) == one)
     }
 }

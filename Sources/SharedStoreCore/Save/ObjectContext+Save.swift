@@ -268,15 +268,15 @@ public struct BatchWriter: ~Copyable {
                 changes.relationships[name] = .some(nil)
                 continue
             }
-            // Rows of a batch often point at the object the previous one did: compared, not hashed.
+            // Rows of a batch often point at the object the previous one did: its existence is
+            // known then (compared, not hashed); that it is of the relationship's entity, never.
+            guard target.storeID == storeID, target.entity == r.destination, !target.isTemporary,
+                try target == lastExisting || existing.contains(target)
+                    || writer.exists(try writer.model.entity(r.destination), target.primaryKey)
+            else {
+                throw StoreError(.objectNotFound, "\(object()).\(name) refers to \(target), which is not in the store")
+            }
             if target != lastExisting {
-                guard target.storeID == storeID, target.entity == r.destination, !target.isTemporary,
-                    try existing.contains(target)
-                        || writer.exists(try writer.model.entity(r.destination), target.primaryKey)
-                else {
-                    throw StoreError(
-                        .objectNotFound, "\(object()).\(name) refers to \(target), which is not in the store")
-                }
                 existing.insert(target)
                 lastExisting = target
             }
