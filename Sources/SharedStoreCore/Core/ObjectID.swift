@@ -6,6 +6,11 @@ import SharedStoreSupport
 ///
 /// Prints as `Article/42`; its URI form `x-sharedstore://<store-uuid>/Article/42` names the store
 /// too. An id made by `insert` before the save is temporary (negative key) until the save.
+///
+/// The `id` of a fetched ``Record`` also carries what the record was read as (the object's
+/// version and values then), so that ``ObjectContext/update(_:)`` in any context writes
+/// only what the record changed and meets another process's change as a conflict. It is not part
+/// of the identity: two ids of one object are equal, and it is not encoded.
 public struct ObjectID: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
     /// The store the object lives in (``Container/storeID``).
     public let storeID: UUID
@@ -14,6 +19,8 @@ public struct ObjectID: Sendable, Hashable, Comparable, Codable, CustomStringCon
     /// The object's key in its entity's table (`Z_PK`): positive once saved, negative while the id is
     /// temporary.
     public let primaryKey: Int64
+    /// What a record decoded with this id was read as (nil: an id of anything else).
+    package private(set) var readAs: ReadBase?
 
     /// The id of `entity`'s object with key `primaryKey` in store `storeID`, unchecked: an id the
     /// store does not hold makes a later read or write fail with `.objectNotFound`.
@@ -26,6 +33,18 @@ public struct ObjectID: Sendable, Hashable, Comparable, Codable, CustomStringCon
     /// Whether the id was made by an insert not yet saved: ``SaveResult/permanentID(for:)`` gives the
     /// id the save assigned.
     public var isTemporary: Bool { primaryKey < 0 }
+
+    /// This id carrying `snapshot` as what it was read as (a record's id).
+    package func reading(_ snapshot: Snapshot) -> ObjectID {
+        var id = self
+        id.readAs = ReadBase(snapshot: snapshot)
+        return id
+    }
+
+    /// Equal when they name the same object: what a record's id was read as does not count.
+    public static func == (a: ObjectID, b: ObjectID) -> Bool {
+        a.primaryKey == b.primaryKey && a.entity == b.entity && a.storeID == b.storeID
+    }
 
     /// Hashes the key alone: ids of one context, view or result nearly always share their store,
     /// and keys of different entities rarely meet in one table, so hashing the store's 16 bytes
@@ -92,4 +111,11 @@ public struct ObjectID: Sendable, Hashable, Comparable, Codable, CustomStringCon
         var c = encoder.singleValueContainer()
         try c.encode(uri)
     }
+}
+
+/// What a record was read as: the snapshot of its object it was decoded from (shared, never
+/// copied per property).
+package final class ReadBase: Sendable {
+    package let snapshot: Snapshot
+    init(snapshot: Snapshot) { self.snapshot = snapshot }
 }

@@ -17,6 +17,10 @@ import SharedStoreSupport
 /// let id = try context.insert(Article(title: "Hello"))
 /// let unread = try context.fetch(Article.self, where: Key("isRead") == false)
 /// ```
+///
+/// A record's `init(from:)` reads what it needs while it runs: the records of one fetch are
+/// decoded through one decoder, so a decoder or container kept for later reads the fetch's last
+/// row.
 public protocol Record: Codable, Sendable {
     /// The name of the entity the record maps to; a model without it makes every use fail with
     /// `.unknownEntity`.
@@ -38,10 +42,22 @@ extension ObjectContext {
         return try insert(R.entityName, values, relationships: rels)
     }
 
-    /// Writes the properties of a fetched record that differ from what this context read of its
-    /// object (its fetch, or the store now when it did not read it): a property the record left
-    /// alone is not written, so another process's change to it survives, and the merge policies
-    /// work property by property as with ``update(_:_:relationships:)``.
+    /// Writes the properties a fetched record changed since it was read, in this context or any
+    /// other (a record's id carries what it was read as): a property the record left alone is
+    /// never written, so another process's change to it survives, and a property both changed is
+    /// a conflict for the ``mergePolicy`` (under `.error` the save throws, naming the property,
+    /// what the record read, what the store holds and what the record saves), as for an object
+    /// this context read itself.
+    ///
+    /// A record made by hand with an id (not fetched) is compared with what this context read of
+    /// its object, or with the store as it is now when it read nothing.
+    ///
+    /// For example:
+    /// ```swift
+    /// var article = try await container.read { try $0.record(Article.self, with: id) }
+    /// article.isRead = true
+    /// try await container.write(author: "MainApp") { try $0.update(article) }   // isRead only
+    /// ```
     ///
     /// - Throws: `.objectNotFound` for a record without an id (never inserted) or whose object is
     ///   gone; `.validation` for a property the record cannot encode; otherwise like
@@ -55,11 +71,19 @@ extension ObjectContext {
             try update(id, values, relationships: rels)
             return
         }
-        let read = try registered[id] ?? object(with: id)
+        let base = id.readAs.flatMap { $0.snapshot.id == id ? $0.snapshot : nil }
+        let pendingBefore = updates[id]
+        let read = try base ?? registered[id] ?? object(with: id)
         let changed = values.filter { read[$0.key] != $0.value }
         let relinked = rels.filter { read.relationships[$0.key] != $0.value }
         guard !changed.isEmpty || !relinked.isEmpty else { return }
         try update(id, changed, relationships: relinked)
+        guard let base else { return }
+        // The save checks the object against what the record was read as; when this context
+        // holds other changes of it made on an older read, against that one (a change another
+        // process made in between is then a conflict for both, never written over).
+        let older = pendingBefore.map { $0.base ?? registered[id] } ?? nil
+        if older.map({ $0.version > base.version }) ?? true { updates[id]?.base = base }
     }
 
     /// Fetches records of type `R`.

@@ -122,8 +122,11 @@ final class DecodingRow {
     /// The value of attribute `name` (nil: the snapshot has no such attribute).
     func value(_ name: String) -> Value? { position(name).map { snapshot.value(at: $0) } }
 
-    /// The object `name` names: the snapshot's own id for `id`, else its to-one relationship.
-    func objectID(_ name: String) -> ObjectID? { name == "id" ? snapshot.id : snapshot.relationships[name] }
+    /// The object `name` names: the snapshot's own id for `id` (carrying what the record is read
+    /// as, for ``ObjectContext/update(_:)``), else its to-one relationship.
+    func objectID(_ name: String) -> ObjectID? {
+        name == "id" ? snapshot.id.reading(snapshot) : snapshot.relationships[name]
+    }
 }
 
 /// A keyed container kept by a ``DecodingRow`` for the records after the first.

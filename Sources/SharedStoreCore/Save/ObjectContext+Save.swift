@@ -212,7 +212,8 @@ struct SavePlan {
                     changes.relationships[name] = try resolve(target, w, referencedBy: "\(id).\(name)")
                 }
             }
-            try w.update(e, pk: id.primaryKey, changes, object: id.description, read: registered.read(id))
+            try w.update(
+                e, pk: id.primaryKey, changes, object: id.description, read: pending.base ?? registered.read(id))
         }
     }
 

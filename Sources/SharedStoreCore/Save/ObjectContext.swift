@@ -38,6 +38,9 @@ public final class ObjectContext {
     struct PendingUpdate {
         var values: [String: Value] = [:]
         var relationships: [String: ObjectID?] = [:]
+        /// What the save checks the object against when it is not what this context read: the
+        /// state a record was read as (``update(_:)``).
+        var base: Snapshot?
     }
 
     private var nextTemporaryKey: Int64 = 1

@@ -1,0 +1,164 @@
+import Foundation
+import ReadLater
+import SharedStore
+import Testing
+
+/// Issue 23, point 1: a record carries what it was read as, so that updating it in any context
+/// writes only what the record changed and meets another process's change as a conflict — the
+/// README's DAO pattern no longer reverts another writer's change.
+@Suite(.tags(.multiProcess)) struct RecordBaseTests {
+    typealias Article = ReadLater.Article
+
+    /// A stored article and its id, saved by a seeding context.
+    func seed(_ container: Container) throws -> ObjectID {
+        let seed = container.newContext(author: "Seed")
+        let id = try seed.insert(Article(title: "first", url: "https://r.example/1"))
+        return try seed.save().permanentID(for: id)
+    }
+
+    /// Another process saves `title` on the article (`sharedstore-helper set-title`).
+    func otherProcessSets(title: String, of id: ObjectID, in group: TemporaryGroup) throws {
+        let other = try Child(
+            "sharedstore-helper", ["set-title", "--group", group.path, "--id", id.description, "--title", title])
+        #expect(try other.waitForExit() == 0)
+    }
+
+    /// The newcomer's repro: read in one context, another process changes a property, the stale
+    /// record's other property is changed and updated in a fresh context. Before, the fresh
+    /// context compared with the store as it was then and wrote the stale title back, without a
+    /// conflict. Now the default `.error` policy refuses the save (the object changed since the
+    /// record read it), and a merging policy keeps the other process's title.
+    @Test func aStaleRecordUpdatedInAFreshContextKeepsAnotherProcesssChange() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let id = try seed(container)
+        var article = try container.newContext().record(Article.self, with: id)
+        try otherProcessSets(title: "other", of: id, in: group)
+        article.isRead = true
+        let strict = container.newContext(author: "MainApp")
+        try strict.update(article)
+        #expect {
+            try strict.save()
+        } throws: { error in
+            (error as? StoreError)?.conflicts.first?.versionRead == 1
+        }
+        #expect(try container.newContext().object(with: id)["isRead"] == false, "nothing was written")
+        let merging = container.newContext(author: "MainApp")
+        merging.mergePolicy = .objectTrump
+        try merging.update(article)
+        #expect(try merging.save().updatedCount == 1)
+        let now = try container.newContext().object(with: id)
+        #expect(now["title"] == "other", "the other process's title survives")
+        #expect(now["isRead"] == true, "the record's change is written")
+        let last = try #require(try container.fetchHistory(HistoryRequest(authors: ["MainApp"])).last)
+        #expect(last.changes.map(\.updatedProperties) == [["isRead"]], "only what the record changed is written")
+    }
+
+    /// The same through the README's async DAO: the record crosses the actor, and its update in
+    /// the write closure's own context still knows what it was read as.
+    @Test func theAsyncDAOKeepsAnotherProcesssChange() async throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let id = try seed(container)
+        var article = try await container.read { try $0.record(Article.self, with: id) }
+        try otherProcessSets(title: "other", of: id, in: group)
+        article.isRead = true
+        let changed = article
+        await #expect(throws: StoreError.self) {
+            try await container.write(author: "MainApp") { try $0.update(changed) }
+        }
+        try await container.write(author: "MainApp") { context in
+            context.mergePolicy = .objectTrump
+            try context.update(changed)
+        }
+        let now = try await container.read { try $0.object(with: id) }
+        #expect(now["title"] == "other" && now["isRead"] == true)
+    }
+
+    /// A property the record and another process both changed is a conflict for the merge policy,
+    /// in a context that never read the object: `.error` names the property and its three values.
+    @Test func aPropertyBothChangedIsAConflictForThePolicy() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let id = try seed(container)
+        var article =
+            try container.newContext().fetchOne(Article.self, where: Key("title") == "first")
+            ?? Article(title: "-", url: "-")
+        try otherProcessSets(title: "other", of: id, in: group)
+        article.title = "mine"
+        article.isRead = true
+        let strict = container.newContext(author: "Strict")
+        try strict.update(article)
+        #expect {
+            try strict.save()
+        } throws: { error in
+            let property = (error as? StoreError)?.conflicts.first?.properties.first { $0.name == "title" }
+            return property?.read == "first" && property?.stored == "other" && property?.saving == "mine"
+        }
+        #expect(try container.newContext().object(with: id)["title"] == "other", "nothing was written")
+        for (policy, title) in [(MergePolicy.objectTrump, "mine"), (.storeTrump, "other")] {
+            let context = container.newContext(author: "Policy")
+            context.mergePolicy = policy
+            try context.update(article)
+            try context.save()
+            let now = try container.newContext().object(with: id)
+            #expect(now["title"] == .string(title) && now["isRead"] == true, "\(policy)")
+            // Back to the state the record was read against, for the next policy.
+            try otherProcessSets(title: "other", of: id, in: group)
+        }
+    }
+
+    /// A context that read the object after another process changed it, then updates a record
+    /// read before that change: the record's change of the same property is still a conflict
+    /// (checked against what the record read, not the context's newer read).
+    @Test func aContextsNewerReadDoesNotHideAConflictOfAnOlderRecord() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let id = try seed(container)
+        var article = try container.newContext().record(Article.self, with: id)
+        try otherProcessSets(title: "other", of: id, in: group)
+        let context = container.newContext(author: "A")
+        #expect(try context.object(with: id)["title"] == "other")
+        article.title = "mine"
+        try context.update(article)
+        #expect(throws: StoreError.self) { try context.save() }
+        #expect(try container.newContext().object(with: id)["title"] == "other")
+    }
+
+    /// A record read after another process's change, updated in a context that read the object
+    /// before it: no conflict (the record saw that change), and the change survives.
+    @Test func aRecordNewerThanTheContextsReadIsNoFalseConflict() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let id = try seed(container)
+        let context = container.newContext(author: "A")
+        #expect(try context.object(with: id)["title"] == "first")
+        try otherProcessSets(title: "other", of: id, in: group)
+        var article = try container.newContext().record(Article.self, with: id)
+        article.isRead = true
+        try context.update(article)
+        try context.save()
+        let now = try container.newContext().object(with: id)
+        #expect(now["title"] == "other" && now["isRead"] == true)
+    }
+
+    /// What a record was read as is not part of its identity, and does not travel through JSON:
+    /// a record decoded from JSON is compared with what the context reads, as before.
+    @Test func whatARecordWasReadAsIsNotItsIdentity() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let id = try seed(container)
+        let fetched = try container.newContext().record(Article.self, with: id)
+        #expect(fetched.id == id && fetched.id?.hashValue == id.hashValue)
+        let decoded = try JSONDecoder().decode(Article.self, from: try JSONEncoder().encode(fetched))
+        #expect(decoded == fetched)
+        try otherProcessSets(title: "other", of: id, in: group)
+        var copy = decoded
+        copy.isRead = true
+        let context = container.newContext(author: "A")
+        try context.update(copy)
+        try context.save()
+        // Without what it was read as, the record's stale title counts as its change.
+        #expect(try container.newContext().object(with: id)["title"] == "first")
+    }
+}
