@@ -161,4 +161,28 @@ import Testing
         // Without what it was read as, the record's stale title counts as its change.
         #expect(try container.newContext().object(with: id)["title"] == "first")
     }
+
+    /// Records of a fetch of many share what the fetch read: each finds its own object's state
+    /// in it (found by key once the fetch is larger than a few).
+    @Test func eachRecordOfALargeFetchKnowsItsOwnRead() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let seed = container.newContext(author: "Seed")
+        for i in 0..<20 { try seed.insert(Article(title: "t\(i)", url: "https://r.example/\(i)")) }
+        try seed.save()
+        var articles = try container.newContext().fetch(Article.self, sortedBy: [Key("url").ascending])
+        #expect(articles.count == 20)
+        let target = try #require(articles[15].id)
+        try otherProcessSets(title: "other", of: target, in: group)
+        let context = container.newContext(author: "A")
+        context.mergePolicy = .objectTrump
+        for i in [3, 15, 19] {
+            articles[i].isRead = true
+            try context.update(articles[i])
+        }
+        #expect(try context.save().updatedCount == 3)
+        let now = container.newContext()
+        #expect(try now.object(with: target)["title"] == "other" && now.object(with: target)["isRead"] == true)
+        #expect(try now.object(with: try #require(articles[3].id))["title"] == .string(articles[3].title))
+    }
 }

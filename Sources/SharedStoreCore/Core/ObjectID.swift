@@ -34,10 +34,11 @@ public struct ObjectID: Sendable, Hashable, Comparable, Codable, CustomStringCon
     /// id the save assigned.
     public var isTemporary: Bool { primaryKey < 0 }
 
-    /// This id carrying `snapshot` as what it was read as (a record's id).
-    package func reading(_ snapshot: Snapshot) -> ObjectID {
+    /// This id carrying `reads` (the fetch that read its object) as what it was read as (a
+    /// record's id).
+    package func reading(_ reads: ReadBase) -> ObjectID {
         var id = self
-        id.readAs = ReadBase(snapshot: snapshot)
+        id.readAs = reads
         return id
     }
 
@@ -113,9 +114,28 @@ public struct ObjectID: Sendable, Hashable, Comparable, Codable, CustomStringCon
     }
 }
 
-/// What a record was read as: the snapshot of its object it was decoded from (shared, never
-/// copied per property).
+/// What the records of one fetch were read as: its snapshots, shared by every record's id (one
+/// reference each, no allocation per record), found by id when a record is updated.
 package final class ReadBase: Sendable {
-    package let snapshot: Snapshot
-    init(snapshot: Snapshot) { self.snapshot = snapshot }
+    private let snapshots: [Snapshot]
+    /// Each snapshot's position by key, made at the first lookup in a fetch of many (updates of
+    /// fetched records are rare next to fetches).
+    private let positions = Protected<[Int64: Int]?>(nil)
+
+    init(snapshots: [Snapshot]) { self.snapshots = snapshots }
+
+    /// The snapshot of `id`'s object in the fetch (nil: it read no such object).
+    package func snapshot(of id: ObjectID) -> Snapshot? {
+        guard snapshots.count > 8 else { return snapshots.first { $0.id == id } }
+        let i = positions.withLock { positions -> Int? in
+            if positions == nil {
+                var made: [Int64: Int] = [:]
+                made.reserveCapacity(snapshots.count)
+                for (i, s) in snapshots.enumerated() { made[s.id.primaryKey] = i }
+                positions = made
+            }
+            return positions?[id.primaryKey]
+        }
+        return i.flatMap { snapshots[$0].id == id ? snapshots[$0] : nil }
+    }
 }

@@ -71,7 +71,7 @@ extension ObjectContext {
             try update(id, values, relationships: rels)
             return
         }
-        let base = id.readAs.flatMap { $0.snapshot.id == id ? $0.snapshot : nil }
+        let base = id.readAs?.snapshot(of: id)
         let pendingBefore = updates[id]
         let read = try base ?? registered[id] ?? object(with: id)
         let changed = values.filter { read[$0.key] != $0.value }
@@ -99,7 +99,8 @@ extension ObjectContext {
         // One layout and one decoding row for the fetch: each record finds its properties by one
         // comparison, and its decoder and container are the first record's.
         guard let first = snapshots.first else { return [] }
-        let row = DecodingRow(first, layout: RecordLayout(names: first.attributeNames))
+        let row = DecodingRow(
+            first, layout: RecordLayout(names: first.attributeNames), reads: ReadBase(snapshots: snapshots))
         return try snapshots.map { snapshot in
             row.begin(snapshot)
             return try R(row: row)

@@ -87,11 +87,15 @@ final class DecodingRow {
     private var asked = 0
     /// The keyed container handed out, for the key type it was made for.
     private var keyed: (key: ObjectIdentifier, box: AnyObject)?
+    /// What the fetch read, which each record's id carries.
+    private let reads: ReadBase
 
-    init(_ snapshot: Snapshot, layout: RecordLayout?) {
+    /// A row at `snapshot`, the first of `reads` (the fetch's snapshots; just this one when nil).
+    init(_ snapshot: Snapshot, layout: RecordLayout?, reads: ReadBase? = nil) {
         self.snapshot = snapshot
         fetchLayout = layout
         self.layout = layout.flatMap { snapshot.hasNames($0.names) ? $0 : nil }
+        self.reads = reads ?? ReadBase(snapshots: [snapshot])
     }
 
     /// Moves to the next record's snapshot.
@@ -125,7 +129,7 @@ final class DecodingRow {
     /// The object `name` names: the snapshot's own id for `id` (carrying what the record is read
     /// as, for ``ObjectContext/update(_:)``), else its to-one relationship.
     func objectID(_ name: String) -> ObjectID? {
-        name == "id" ? snapshot.id.reading(snapshot) : snapshot.relationships[name]
+        name == "id" ? snapshot.id.reading(reads) : snapshot.relationships[name]
     }
 }
 
