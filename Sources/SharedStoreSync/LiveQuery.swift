@@ -30,6 +30,12 @@ public struct ResultDiff: Sendable, Hashable {
     /// Whether the two results are the same objects, in the same order, at the same versions.
     public var isEmpty: Bool { removed.isEmpty && inserted.isEmpty && moved.isEmpty && updated.isEmpty }
 
+    /// The diff between a result and itself: nothing removed, inserted, moved or updated.
+    public static let empty = ResultDiff()
+
+    /// The empty diff (``empty``); a diff of two results is ``init(from:to:)``.
+    public init() {}
+
     /// The diff from `old` to `new` (objects by id; an object whose version changed is updated;
     /// the longest run of objects that kept their relative order stays, the others move).
     public init(from old: [Snapshot], to new: [Snapshot]) {

@@ -24,8 +24,8 @@ extension Container {
     ///     try context.insert("Article", ["title": "Hello", "url": "https://swift.org"])
     /// }
     /// ```
-    /// - Returns: what `body` returned; a temporary id it returns is replaced by the saved one
-    ///   when it is the id itself.
+    /// - Returns: what `body` returned, with the temporary ids it holds replaced by the saved ones
+    ///   when it is an id, or an array, a set or a dictionary (its values) of ids.
     ///
     /// - Throws: what `body` throws, or what ``ObjectContext/save()`` throws; either way nothing
     ///   is saved.
@@ -36,9 +36,25 @@ extension Container {
             let context = self.newContext(name: name, author: author)
             let result = try body(context)
             let saved = try context.save()
-            if let id = result as? ObjectID, let permanent = saved.permanentIDs[id] as? T { return permanent }
-            return result
+            return Self.permanent(result, saved)
         }
+    }
+
+    /// `result` with the temporary ids the save replaced made permanent: an id, or the ids of an
+    /// array, a set or a dictionary's values (anything else comes back as it was).
+    static func permanent<T>(_ result: T, _ saved: SaveResult) -> T {
+        guard !saved.permanentIDs.isEmpty else { return result }
+        func map(_ id: ObjectID) -> ObjectID { saved.permanentIDs[id] ?? id }
+        let mapped: Any? =
+            switch result {
+            case let id as ObjectID: map(id)
+            case let ids as [ObjectID]: ids.map(map)
+            case let ids as [ObjectID?]: ids.map { $0.map(map) }
+            case let ids as Set<ObjectID>: Set(ids.map(map))
+            case let ids as [String: ObjectID]: ids.mapValues(map)
+            default: nil
+            }
+        return mapped.flatMap { $0 as? T } ?? result
     }
 
     /// Reads on a thread of the store's own: `body` gets a new context (its changes are not

@@ -314,6 +314,22 @@ public struct BatchWriter: ~Copyable {
         unique[entityName, default: [:]][values] = id
         return id
     }
+
+    /// ``insert(_:_:relationships:object:)`` naming the object in errors by its place in the
+    /// batch (`Article (batch object 3)`).
+    public mutating func insert(
+        _ entityName: String, _ values: consuming [String: Value], relationships: [String: ObjectID?] = [:]
+    ) throws -> ObjectID {
+        let place = count + 1
+        return try insert(
+            entityName, values, relationships: relationships, object: "\(entityName) (batch object \(place))")
+    }
+
+    /// ``uniqueObject(_:_:object:)`` naming the object in errors by its place in the batch.
+    public mutating func uniqueObject(_ entityName: String, _ values: [String: Value]) throws -> ObjectID {
+        let place = count + 1
+        return try uniqueObject(entityName, values, object: "\(entityName) (batch object \(place))")
+    }
 }
 
 /// What a batch operation did.
