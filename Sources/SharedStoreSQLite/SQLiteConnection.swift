@@ -34,6 +34,7 @@ package final class SQLiteConnection {
         _ = sharedstore_sqlite_strict_quotes(db)
         busy = BusyWait(timeout: Double(busyTimeoutMilliseconds) / 1000)
         installBusyHandler()
+        if SQLDebug.isOn { SQLDebug.install(on: db) }
     }
 
     /// Waits for a lock held by another connection in short, growing steps (100 µs doubling to

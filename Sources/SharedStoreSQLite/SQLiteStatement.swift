@@ -22,6 +22,7 @@ package final class SQLiteStatement {
         self.handle = stmt
         self.sql = sql
         self.connection = connection
+        if SQLDebug.isOn { SQLDebug.notePlan(sql, on: connection.handle) }
     }
 
     deinit { sqlite3_finalize(handle) }

@@ -1,0 +1,83 @@
+import CSQLite
+import Foundation
+import SharedStoreSupport
+
+/// Core Data's `-com.apple.CoreData.SQLDebug 1` for SharedStore: with `SHAREDSTORE_SQL_DEBUG=1`
+/// in its environment, a process prints each SQL statement it runs to standard error when the
+/// statement ends, with the time it took, and its query plan when it scanned a whole table:
+///
+/// ```
+/// sharedstore-sql: 0.041 ms SELECT ... FROM "Article" t0 WHERE t0."note" = ?
+/// sharedstore-sql:   scan (1000 full-scan steps): SCAN t0
+/// ```
+///
+/// Off, it costs nothing where statements run: the switch is read once per process, and only a
+/// connection opened with it on asks SQLite to report its statements (`sqlite3_trace_v2`).
+package enum SQLDebug {
+    /// Whether the switch is on (read once).
+    package static let isOn: Bool = getenv("SHAREDSTORE_SQL_DEBUG").map { String(cString: $0) == "1" } ?? false
+
+    /// The query plan of each statement prepared while the switch is on, by its SQL (EXPLAIN
+    /// QUERY PLAN, run at the prepare: never from inside SQLite's report of a statement).
+    private static let plans = Protected<[String: String]>([:])
+
+    /// Notes the plan of `sql` on `connection` (once per text).
+    static func notePlan(_ sql: String, on connection: OpaquePointer) {
+        guard plans.withLock({ $0[sql] == nil }) else { return }
+        var stmt: OpaquePointer?
+        guard sqlite3_prepare_v2(connection, "EXPLAIN QUERY PLAN " + sql, -1, &stmt, nil) == SQLITE_OK, let stmt
+        else {
+            sqlite3_finalize(stmt)
+            return
+        }
+        defer { sqlite3_finalize(stmt) }
+        var lines: [String] = []
+        while sqlite3_step(stmt) == SQLITE_ROW {
+            if let detail = sqlite3_column_text(stmt, 3) { lines.append(String(cString: detail)) }
+        }
+        plans.withLock { $0[sql] = lines.joined(separator: "; ") }
+    }
+
+    /// When each running statement started, by its handle (SQLite's own timing of a statement
+    /// counts whole milliseconds).
+    private static let started = Protected<[UInt: Double]>([:])
+
+    /// Asks SQLite to tell when each statement of `connection` starts and ends.
+    static func install(on connection: OpaquePointer) {
+        sqlite3_trace_v2(
+            connection, UInt32(SQLITE_TRACE_STMT | SQLITE_TRACE_PROFILE),
+            { event, _, statement, _ in
+                guard let statement else { return 0 }
+                let key = UInt(bitPattern: statement)
+                if event == UInt32(SQLITE_TRACE_STMT) {
+                    let now = Monotonic.seconds()
+                    SQLDebug.started.withLock { $0[key] = now }
+                } else {
+                    let start = SQLDebug.started.withLock { $0.removeValue(forKey: key) }
+                    SQLDebug.report(OpaquePointer(statement), seconds: start.map { Monotonic.seconds() - $0 })
+                }
+                return 0
+            }, nil)
+    }
+
+    private static func report(_ statement: OpaquePointer, seconds: Double?) {
+        guard let text = sqlite3_sql(statement) else { return }
+        let sql = String(cString: text)
+        // The plans this log asks for are not what the process runs.
+        guard !sql.hasPrefix("EXPLAIN QUERY PLAN ") else { return }
+        var line = "sharedstore-sql: " + (seconds.map { String(format: "%.3f ms ", $0 * 1000) } ?? "? ms ")
+        line += TextSafety.visible(sql.split(whereSeparator: \.isNewline).joined(separator: " ")) + "\n"
+        // A scan: steps of a full table scan counted by SQLite, or a plan that walks a whole
+        // table or index.
+        let steps = sqlite3_stmt_status(statement, SQLITE_STMTSTATUS_FULLSCAN_STEP, 0)
+        let plan = plans.withLock { $0[sql] }
+        if steps > 0 || plan?.hasPrefix("SCAN ") == true || plan?.contains("; SCAN ") == true {
+            line +=
+                "sharedstore-sql:   scan (\(steps) full-scan steps): " + TextSafety.visible(plan ?? "plan not known")
+                + "\n"
+        }
+        // One write per report: lines of several threads do not interleave.
+        let bytes = Array(line.utf8)
+        _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    }
+}
