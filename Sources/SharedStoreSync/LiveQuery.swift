@@ -145,7 +145,7 @@ public final class LiveQuery: @unchecked Sendable {
         self.request = request
         self.container = container
         self.consumer = try ViewContext(container: container, registry: registry, consumer: consumer, entities: [])
-        self.context = container.newContext(name: "live.\(consumer)")
+        self.context = container.newLockConfinedContext(name: "live.\(consumer)")
         self.relevance = try Relevance(model: container.model, request: request)
     }
 

@@ -51,6 +51,7 @@ enum HelperCLI {
             "migrate-slowly",
             "migrate the store to the newest model plus an index on Article.title, print in-migration inside the "
                 + "migration's transaction, then wait to be killed"),
+        Command("cross-thread", "use a context from a thread other than its own (the concurrency debug switch)"),
         Command("readers", "the registry's reader slots"),
         Command("tokens", "every consumer's token"),
     ]
@@ -148,6 +149,21 @@ func storeCommand(_ container: Container) throws {
         let context = container.newContext(name: "helper", author: "Other")
         try context.update(try container.objectID(parsing: idText), ["title": .string(title)])
         emit([("token", try context.save().token.map { .string($0.description) } ?? .null)])
+    case "cross-thread":
+        // A context made here and used from another thread (SHAREDSTORE_CONCURRENCY_DEBUG's test):
+        // a misuse strict concurrency refuses, made through an unchecked box.
+        final class Box: @unchecked Sendable {
+            let context: ObjectContext
+            init(_ context: ObjectContext) { self.context = context }
+        }
+        let box = Box(container.newContext(name: "crossing", author: "Helper"))
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            _ = try? box.context.count(FetchRequest("Article"))
+            done.signal()
+        }.start()
+        done.wait()
+        emit([("crossed", .bool(true))])
     case "delete":
         guard let idText = options["id"] else { fail("delete needs --id", code: 2) }
         let context = container.newContext(name: "helper", author: "Other")

@@ -49,3 +49,22 @@ import Testing
         #expect(!lines.contains { $0.contains("EXPLAIN QUERY PLAN") })
     }
 }
+
+extension DebugSwitchTests {
+    /// `SHAREDSTORE_CONCURRENCY_DEBUG=1` stops a process that uses a context from another thread,
+    /// naming the context and the call; without it the same process runs on.
+    @Test func theConcurrencyDebugSwitchStopsAContextUsedFromAnotherThread() throws {
+        let group = TemporaryGroup()
+        _ = try group.open()
+        let (status, _) = try run("sharedstore-helper", ["cross-thread", "--group", group.path], [:])
+        #expect(status == 0, "off: the misuse goes unnoticed, as without the switch")
+        let (stopped, lines) = try run(
+            "sharedstore-helper", ["cross-thread", "--group", group.path], ["SHAREDSTORE_CONCURRENCY_DEBUG": "1"])
+        #expect(stopped != 0)
+        #expect(
+            lines.contains {
+                $0.hasPrefix("SHAREDSTORE_CONCURRENCY_DEBUG: context crossing used in count(_:)")
+                    && $0.contains("belongs to thread")
+            }, "\(lines.prefix(5))")
+    }
+}

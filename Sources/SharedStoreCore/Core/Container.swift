@@ -231,6 +231,12 @@ public final class Container: Sendable {
         ObjectContext(container: self, name: name, author: author)
     }
 
+    /// A context its user keeps to one thread at a time by a lock of its own (a live query's):
+    /// ``ConcurrencyDebug`` does not check it.
+    package func newLockConfinedContext(name: String) -> ObjectContext {
+        ObjectContext(container: self, name: name, author: nil, confined: true)
+    }
+
     /// Parses `Entity/N` as an id of this store, checking that the entity exists.
     ///
     /// For example: `try container.objectID(parsing: "Article/42")`.

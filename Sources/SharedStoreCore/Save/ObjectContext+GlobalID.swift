@@ -9,6 +9,7 @@ extension ObjectContext {
     /// - Throws: `.objectNotFound` when there is no such object (or a foreign tool inserted its
     ///   row without one: `storectl verify` reports those).
     public func globalID(of id: ObjectID) throws -> UUID {
+        checkOwner()
         let entity = try storedEntity(id)
         guard let gid = try container.readOneStatement({ s in try s.globalID(entity, id.primaryKey) }) else {
             throw StoreError(.objectNotFound, "no object \(id) with a global id in the store")
@@ -21,6 +22,7 @@ extension ObjectContext {
     /// - Throws: `.unknownEntity` for an id of an entity the model lacks; ``StoreError`` when the
     ///   store cannot be read.
     public func globalIDs(of ids: [ObjectID]) throws -> [ObjectID: UUID] {
+        checkOwner()
         var out: [ObjectID: UUID] = [:]
         try container.read { s in
             for id in ids where id.storeID == container.storeID && !id.isTemporary {
@@ -34,6 +36,7 @@ extension ObjectContext {
     ///
     /// - Throws: `.unknownEntity`; ``StoreError`` when the store cannot be read.
     public func objectID(forGlobalID globalID: UUID, entity: String) throws -> ObjectID? {
+        checkOwner()
         let e = try model.entity(entity)
         return try container.readOneStatement { s in try s.primaryKey(e, globalID: globalID) }.map {
             ObjectID(storeID: container.storeID, entity: e.name, primaryKey: $0)
@@ -45,6 +48,7 @@ extension ObjectContext {
     ///
     /// - Throws: like ``forEach(_:_:)``.
     public func forEachWithGlobalID(_ request: FetchRequest, _ body: (Snapshot, UUID?) throws -> Void) throws {
+        checkOwner()
         let awake = container.awakeFromFetch(request.entity)
         try container.readOneStatement { s in
             try s.forEachWithGlobalID(request) { snapshot, gid in

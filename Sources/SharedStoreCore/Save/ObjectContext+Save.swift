@@ -13,6 +13,7 @@ extension ObjectContext {
     ///   policy; `.busy`, `.diskFull`, `.fileAccess` when the store cannot be written.
     @discardableResult
     public func save() throws -> SaveResult {
+        checkOwner()
         guard hasChanges else {
             return SaveResult(token: nil, permanentIDs: [:], insertedCount: 0, updatedCount: 0, deletedCount: 0)
         }
@@ -373,6 +374,7 @@ extension ObjectContext {
     ///   throws; nothing of the batch is saved then.
     @discardableResult
     public func batch(_ body: (inout BatchWriter) throws -> Void) throws -> BatchResult {
+        checkOwner()
         let author = transactionAuthor
         let contextName = name
         let result = try container.write { s -> BatchResult in
@@ -391,6 +393,7 @@ extension ObjectContext {
     /// - Throws: like ``save()``; a bad row rejects the whole batch, naming its index.
     @discardableResult
     public func batchInsert(_ entityName: String, _ rows: [[String: Value]]) throws -> BatchResult {
+        checkOwner()
         let e = try model.entity(entityName)
         for row in rows { try e.checkAttributes(row) }
         return try commitBatch { w in
@@ -414,6 +417,7 @@ extension ObjectContext {
         throws
         -> BatchResult
     {
+        checkOwner()
         guard relationships.count == rows.count else {
             throw StoreError(
                 .invalidArgument, "batch insert: \(rows.count) rows but \(relationships.count) relationship sets")
@@ -440,6 +444,7 @@ extension ObjectContext {
     public func batchUpdate(_ entityName: String, where condition: Condition, set values: [String: Value]) throws
         -> BatchResult
     {
+        checkOwner()
         let e = try model.entity(entityName)
         try e.checkAttributes(values)
         return try commitBatch { w in
@@ -462,6 +467,7 @@ extension ObjectContext {
     ///   or `.diskFull` when the store cannot be written; the whole batch rolls back.
     @discardableResult
     public func batchDelete(_ entityName: String, where condition: Condition) throws -> BatchResult {
+        checkOwner()
         let e = try model.entity(entityName)
         return try commitBatch { w in
             let pks = try w.s.primaryKeys(e, condition)

@@ -55,10 +55,25 @@ public final class ObjectContext {
     /// What this context last read of each object: the base of conflict detection on save.
     var registered = ReadSet()
 
-    init(container: Container, name: String?, author: String?) {
+    /// With `SHAREDSTORE_CONCURRENCY_DEBUG=1`: the task or thread the context belongs to.
+    private let owner: ConcurrencyDebug.Owner?
+
+    /// A context; `confined`: its user keeps it to one thread or task at a time by a lock of its
+    /// own, and the concurrency debug switch does not check it.
+    init(container: Container, name: String?, author: String?, confined: Bool = false) {
         self.container = container
         self.name = name
         self.transactionAuthor = author
+        owner = ConcurrencyDebug.isOn && !confined ? .current : nil
+    }
+
+    /// With `SHAREDSTORE_CONCURRENCY_DEBUG=1`, stops the process when this context is used from
+    /// a task or thread other than its own (``ConcurrencyDebug``).
+    @inline(__always)
+    func checkOwner(_ call: StaticString = #function) {
+        guard let owner else { return }
+        let here = ConcurrencyDebug.Owner.current
+        if !owner.admits(here) { ConcurrencyDebug.trap(name ?? "(unnamed)", call, owner: owner, here: here) }
     }
 
     var model: Model { container.model }
@@ -69,6 +84,7 @@ public final class ObjectContext {
     /// Drops every pending change, and forgets what the context read (the base of conflict
     /// detection, which a save keeps): a later update reads the object as the store holds it then.
     public func rollback() {
+        checkOwner()
         // Keep the storage: a context is usually saved again and again (one save per change).
         inserts.removeAll(keepingCapacity: true)
         insertIndex.removeAll(keepingCapacity: true)
@@ -89,6 +105,7 @@ public final class ObjectContext {
     public func insert(_ entityName: String, _ values: [String: Value], relationships: [String: ObjectID?] = [:]) throws
         -> ObjectID
     {
+        checkOwner()
         let entity = try model.entity(entityName)
         try checkNames(entity, values: values, relationships: relationships)
         let id = ObjectID(storeID: container.storeID, entity: entityName, primaryKey: -nextTemporaryKey)
@@ -114,6 +131,7 @@ public final class ObjectContext {
     ///   `.objectNotFound` for an object the store does not hold (or this context deleted),
     ///   `.foreignID` for an id of another store. Value rules are checked on save.
     public func update(_ id: ObjectID, _ values: [String: Value], relationships: [String: ObjectID?] = [:]) throws {
+        checkOwner()
         let entity = try checkID(id)
         try checkNames(entity, values: values, relationships: relationships)
         guard !deleteSet.contains(id) else { throw StoreError(.objectNotFound, "\(id) is deleted in this context") }
@@ -148,6 +166,7 @@ public final class ObjectContext {
     ///   `target` is not of its destination entity, `.foreignID` or `.objectNotFound` for an id
     ///   this context cannot name.
     public func relate(_ id: ObjectID, _ relationship: String, to target: ObjectID) throws {
+        checkOwner()
         try checkLink(id, relationship, target)
         links.append((id, relationship, target, true))
     }
@@ -157,6 +176,7 @@ public final class ObjectContext {
     ///
     /// - Throws: like ``relate(_:_:to:)``.
     public func unrelate(_ id: ObjectID, _ relationship: String, from target: ObjectID) throws {
+        checkOwner()
         try checkLink(id, relationship, target)
         links.append((id, relationship, target, false))
     }
@@ -182,6 +202,7 @@ public final class ObjectContext {
     /// - Throws: `.foreignID` for an id of another store, `.unknownEntity`, `.objectNotFound` for
     ///   a temporary id this context did not insert.
     public func delete(_ id: ObjectID) throws {
+        checkOwner()
         _ = try checkID(id)
         if let i = insertIndex[id] {
             inserts.remove(at: i)
@@ -244,6 +265,7 @@ public final class ObjectContext {
     ///   that has no meaning or a negative window, `.modelOutdated` when another process migrated
     ///   the store to a newer model, `.busy` or `.storage` when SQLite fails.
     public func fetch(_ request: FetchRequest) throws -> [Snapshot] {
+        checkOwner()
         if request.includesPendingChanges && hasChanges && hasPendingChanges(of: request.entity) {
             let snapshots = try fetchIncludingPending(request, try model.entity(request.entity))
             container.awake(snapshots)
@@ -268,6 +290,7 @@ public final class ObjectContext {
     ///
     /// - Throws: like ``fetch(_:)``, or what `body` throws (the stream stops there).
     public func forEach(_ request: FetchRequest, _ body: (Snapshot) throws -> Void) throws {
+        checkOwner()
         guard let awake = container.awakeFromFetch(request.entity) else {
             return try container.readOneStatement { s in try s.forEach(request, body) }
         }
@@ -295,6 +318,7 @@ public final class ObjectContext {
     public func aggregate(
         _ entity: String, _ aggregates: [Aggregate], where condition: Condition = .always, groupedBy: [String] = []
     ) throws -> [AggregateRow] {
+        checkOwner()
         let e = try model.entity(entity)
         return try container.readOneStatement { s in
             try s.aggregate(e, aggregates, where: condition, groupedBy: groupedBy)
@@ -307,6 +331,7 @@ public final class ObjectContext {
     ///
     /// - Throws: like ``fetch(_:)``.
     public func count(_ request: FetchRequest) throws -> Int {
+        checkOwner()
         if request.includesPendingChanges && hasChanges && hasPendingChanges(of: request.entity) {
             return try countIncludingPending(request, try model.entity(request.entity))
         }
@@ -317,6 +342,7 @@ public final class ObjectContext {
     ///
     /// - Throws: `.objectNotFound` when there is none.
     public func object(with id: ObjectID) throws -> Snapshot {
+        checkOwner()
         let entity = try storedEntity(id)
         guard let s = try container.read({ s in try s.snapshot(entity, id.primaryKey) }) else {
             throw StoreError(.objectNotFound, "no object \(id) in the store")
@@ -332,6 +358,7 @@ public final class ObjectContext {
     /// - Throws: `.unknownEntity`, `.unknownProperty` when `relationship` is not a to-many
     ///   relationship of the object's entity.
     public func related(_ relationship: String, of id: ObjectID) throws -> [ObjectID] {
+        checkOwner()
         let entity = try model.entity(id.entity)
         guard let r = entity.relationship(named: relationship), r.isToMany else {
             throw StoreError(.unknownProperty, "\(entity.name) has no to-many relationship '\(relationship)'")
