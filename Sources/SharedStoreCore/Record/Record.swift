@@ -94,17 +94,8 @@ extension ObjectContext {
         _ type: R.Type, where condition: Condition = .always, sortedBy sort: [SortKey] = [],
         limit: Int? = nil, offset: Int = 0
     ) throws -> [R] {
-        let snapshots = try fetch(
-            FetchRequest(R.entityName, where: condition, sortedBy: sort, limit: limit, offset: offset))
-        // One layout and one decoding row for the fetch: each record finds its properties by one
-        // comparison, and its decoder and container are the first record's.
-        guard let first = snapshots.first else { return [] }
-        let row = DecodingRow(
-            first, layout: RecordLayout(names: first.attributeNames), reads: ReadBase(snapshots: snapshots))
-        return try snapshots.map { snapshot in
-            row.begin(snapshot)
-            return try R(row: row)
-        }
+        try R.records(
+            from: try fetch(FetchRequest(R.entityName, where: condition, sortedBy: sort, limit: limit, offset: offset)))
     }
 
     /// The first record of type `R` matching `condition` in `sort` order, or nil.
@@ -156,6 +147,21 @@ extension Record {
     /// - Throws: `.validation` when the snapshot lacks a property the record requires or holds a
     ///   value of another type.
     public init(snapshot: Snapshot) throws { try self.init(snapshot: snapshot, layout: nil) }
+
+    /// Records decoded from the snapshots of one fetch, each knowing what it was read as.
+    ///
+    /// - Throws: `.validation` naming the first object that cannot be decoded as `Self`.
+    package static func records(from snapshots: [Snapshot]) throws -> [Self] {
+        // One layout and one decoding row for the fetch: each record finds its properties by one
+        // comparison, and its decoder and container are the first record's.
+        guard let first = snapshots.first else { return [] }
+        let row = DecodingRow(
+            first, layout: RecordLayout(names: first.attributeNames), reads: ReadBase(snapshots: snapshots))
+        return try snapshots.map { snapshot in
+            row.begin(snapshot)
+            return try Self(row: row)
+        }
+    }
 
     /// Decodes a record from a snapshot of a fetch whose attributes `layout` describes.
     init(snapshot: Snapshot, layout: RecordLayout?) throws {
