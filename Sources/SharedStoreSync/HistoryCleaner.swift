@@ -15,6 +15,8 @@ public struct CleanReport: Sendable, Hashable {
     public let remaining: Int
     /// Consumers evicted by this clean.
     public let evicted: [String]
+    /// Ephemeral consumers (a live query's) dropped by this clean: their process is gone.
+    public var gone: [String] = []
     /// Whether this was a dry run: nothing was deleted or evicted.
     public let dryRun: Bool
 }
@@ -49,12 +51,15 @@ public enum HistoryCleaner {
         // A store put back to an older copy first moves its tokens past what the registry knows.
         try registry.reconcile(container)
         let current = try container.currentToken()
+        // A process that is gone holds no history back with its live queries.
+        let gone = try registry.goneEphemeral()
+        if !dryRun { for name in gone { try registry.remove(name) } }
         let evicted = try evictAfter.map { try registry.evict(notSeenFor: $0, behind: current, dryRun: dryRun) } ?? []
         // A consumer whose token was lost in a restore reloads in full at its next sync; until
         // then it counts as needing everything, like one that never synced.
         let lost = try container.lostTokenRanges()
         // A dry run writes no eviction: leave out who would have been evicted.
-        let minimum = try registry.minimum(storeID: container.storeID, excluding: Set(evicted)) { value in
+        let minimum = try registry.minimum(storeID: container.storeID, excluding: Set(evicted + gone)) { value in
             value <= current.value && !lost.contains { $0.contains(value) }
         }
         let through: HistoryToken? = minimum.flatMap { m in
@@ -72,8 +77,10 @@ public enum HistoryCleaner {
             }
         }
         let total = try container.historyCount(through: nil)
-        return CleanReport(
+        var report = CleanReport(
             deleted: deleted, through: through, oldestConsumer: minimum?.consumer,
             remaining: dryRun ? total - deleted : total, evicted: evicted, dryRun: dryRun)
+        report.gone = gone
+        return report
     }
 }

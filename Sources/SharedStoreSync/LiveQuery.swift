@@ -149,6 +149,33 @@ public final class LiveQuery: @unchecked Sendable {
         self.relevance = try Relevance(model: container.model, request: request)
     }
 
+    /// A live query of this process alone, with no durable consumer of its own: its position is
+    /// an ephemeral consumer (``TokenRegistry/registerEphemeral(_:)``), removed when the query
+    /// goes and dropped by the next clean once the process is gone, however it ended — a dead
+    /// process never holds history back.
+    ///
+    /// - Throws: like ``init(container:registry:consumer:request:)``.
+    public convenience init(container: Container, registry: TokenRegistry, request: FetchRequest) throws {
+        let name = try registry.registerEphemeral("LiveQuery")
+        do {
+            try self.init(container: container, registry: registry, consumer: name, request: request)
+        } catch {
+            _ = try? registry.remove(name)
+            throw error
+        }
+        ephemeral = (registry, name)
+    }
+
+    /// The name of the query's consumer in the token registry (an ephemeral one starts with `~`).
+    public var consumerName: String { consumer.consumer }
+
+    /// The ephemeral consumer this query registered, removed with it.
+    private var ephemeral: (registry: TokenRegistry, name: String)?
+
+    deinit {
+        if let ephemeral { _ = try? ephemeral.registry.remove(ephemeral.name) }
+    }
+
     /// The first result, then a result each time merged history changed it; nil when nothing
     /// that was merged could change it (the query did not run). Blocking; one caller at a time.
     ///

@@ -219,13 +219,15 @@ public enum Targets {
             container: inv.container(), registry: inv.registry(), dryRun: inv.arguments.has("dry-run"),
             evictAfter: try inv.arguments.seconds("evict-after", in: 0...3_153_600_000))
         progress.finish()
-        inv.output.record(
-            .object([
-                ("deleted", .number(Double(report.deleted))),
-                ("through", report.through.map { .string($0.description) } ?? .null),
-                ("oldest_consumer", report.oldestConsumer.map(JSONValue.string) ?? .null),
-                ("remaining", .number(Double(report.remaining))),
-                ("evicted", .array(report.evicted.map(JSONValue.string))),
-            ]))
+        var fields: [(String, JSONValue)] = [
+            ("deleted", .number(Double(report.deleted))),
+            ("through", report.through.map { .string($0.description) } ?? .null),
+            ("oldest_consumer", report.oldestConsumer.map(JSONValue.string) ?? .null),
+            ("remaining", .number(Double(report.remaining))),
+            ("evicted", .array(report.evicted.map(JSONValue.string))),
+        ]
+        // Live queries of processes that are gone: said when there were any.
+        if !report.gone.isEmpty { fields.append(("gone", .array(report.gone.map(JSONValue.string)))) }
+        inv.output.record(.object(fields))
     }
 }

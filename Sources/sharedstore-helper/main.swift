@@ -51,6 +51,7 @@ enum HelperCLI {
             "migrate-slowly",
             "migrate the store to the newest model plus an index on Article.title, print in-migration inside the "
                 + "migration's transaction, then wait to be killed"),
+        Command("live-query", "follow the articles with an ephemeral live query until killed"),
         Command("cross-thread", "use a context from a thread other than its own (the concurrency debug switch)"),
         Command("readers", "the registry's reader slots"),
         Command("tokens", "every consumer's token"),
@@ -149,6 +150,14 @@ func storeCommand(_ container: Container) throws {
         let context = container.newContext(name: "helper", author: "Other")
         try context.update(try container.objectID(parsing: idText), ["title": .string(title)])
         emit([("token", try context.save().token.map { .string($0.description) } ?? .null)])
+    case "live-query":
+        // A live query with no consumer name of its own, then nothing until killed (the test of
+        // ephemeral consumers: a dead process must not hold history back).
+        let query = try LiveQuery(
+            container: container, registry: try TokenRegistry(group: group), request: FetchRequest("Article"))
+        let result = try query.next()
+        emit([("consumer", .string(query.consumerName)), ("objects", .number(Double(result?.objects.count ?? 0)))])
+        while true { sleep(60) }
     case "cross-thread":
         // A context made here and used from another thread (SHAREDSTORE_CONCURRENCY_DEBUG's test):
         // a misuse strict concurrency refuses, made through an unchecked box.

@@ -71,4 +71,44 @@ import Testing
         #expect(model.error == nil && !model.diff.inserted.isEmpty)
         #expect(model.records.map(\.id) == (try container.newContext().fetch(query.request)).map(\.id))
     }
+
+    /// A live query with no consumer name of its own registers an ephemeral consumer: it holds
+    /// history back while its process lives, and once the process is killed the next clean drops
+    /// it, so that a dead widget never holds history back. One that goes in a living process
+    /// removes its consumer itself.
+    @Test func anEphemeralLiveQueryOfADeadProcessHoldsNothingBack() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let registry = try TokenRegistry(group: group.path)
+        try write(group, 3)
+        let follower = try Child("sharedstore-helper", ["live-query", "--group", group.path])
+        let line = try follower.waitForLine("the query's consumer") { $0.contains("consumer") }
+        let name = try #require(
+            (try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["consumer"] as? String)
+        #expect(name.hasPrefix("~LiveQuery@"))
+        try write(group, 2)
+        try registry.register("Reader")
+        try registry.advance("Reader", to: try container.currentToken())
+        let alive = try HistoryCleaner.clean(container: container, registry: registry)
+        #expect(alive.gone.isEmpty && alive.oldestConsumer == name, "a living process's query holds history back")
+        #expect(alive.remaining >= 2)
+        follower.kill9()
+        _ = try follower.waitForExit()
+        let dry = try HistoryCleaner.clean(container: container, registry: registry, dryRun: true)
+        let stillThere = try registry.consumer(name) != nil
+        #expect(dry.gone == [name] && stillThere, "a dry run drops nothing")
+        // With the dead query gone, only the up-to-date reader is left: nothing is held back.
+        let after = try HistoryCleaner.clean(container: container, registry: registry)
+        #expect(after.gone == [name] && after.remaining == 0 && after.oldestConsumer == "Reader")
+        let dropped = try registry.consumer(name) == nil
+        #expect(dropped)
+        // In this process: the query's consumer goes with the query.
+        var query: LiveQuery? = try LiveQuery(
+            container: container, registry: registry, request: FetchRequest("Article"))
+        let mine = try #require(query?.consumerName)
+        #expect(try registry.consumer(mine) != nil)
+        #expect(try HistoryCleaner.clean(container: container, registry: registry).gone.isEmpty, "this process lives")
+        query = nil
+        #expect(try registry.consumer(mine) == nil)
+    }
 }
