@@ -119,6 +119,39 @@ func migrateSlowly(_ group: String) -> Never {
     }
 }
 
+/// The commands about the process itself: a live query that outlives nothing but its process,
+/// a context used from another thread.
+@MainActor
+func processCommand(_ container: Container) throws {
+    switch command {
+    case "live-query":
+        // A live query with no consumer name of its own, then nothing until killed (the test of
+        // ephemeral consumers: a dead process must not hold history back).
+        let query = try LiveQuery(
+            container: container, registry: try TokenRegistry(group: group), request: FetchRequest("Article"))
+        let result = try query.next()
+        emit([("consumer", .string(query.consumerName)), ("objects", .number(Double(result?.objects.count ?? 0)))])
+        while true { sleep(60) }
+    case "cross-thread":
+        // A context made here and used from another thread (SHAREDSTORE_CONCURRENCY_DEBUG's test):
+        // a misuse strict concurrency refuses, made through an unchecked box.
+        final class Box: @unchecked Sendable {
+            let context: ObjectContext
+            init(_ context: ObjectContext) { self.context = context }
+        }
+        let box = Box(container.newContext(name: "crossing", author: "Helper"))
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            _ = try? box.context.count(FetchRequest("Article"))
+            done.signal()
+        }.start()
+        done.wait()
+        emit([("crossed", .bool(true))])
+    default:
+        fail("unknown command '\(command)'", code: 2)
+    }
+}
+
 /// The commands that save or read the store: `write`, `history`, and another process's saves.
 @MainActor
 func storeCommand(_ container: Container) throws {
@@ -150,29 +183,8 @@ func storeCommand(_ container: Container) throws {
         let context = container.newContext(name: "helper", author: "Other")
         try context.update(try container.objectID(parsing: idText), ["title": .string(title)])
         emit([("token", try context.save().token.map { .string($0.description) } ?? .null)])
-    case "live-query":
-        // A live query with no consumer name of its own, then nothing until killed (the test of
-        // ephemeral consumers: a dead process must not hold history back).
-        let query = try LiveQuery(
-            container: container, registry: try TokenRegistry(group: group), request: FetchRequest("Article"))
-        let result = try query.next()
-        emit([("consumer", .string(query.consumerName)), ("objects", .number(Double(result?.objects.count ?? 0)))])
-        while true { sleep(60) }
-    case "cross-thread":
-        // A context made here and used from another thread (SHAREDSTORE_CONCURRENCY_DEBUG's test):
-        // a misuse strict concurrency refuses, made through an unchecked box.
-        final class Box: @unchecked Sendable {
-            let context: ObjectContext
-            init(_ context: ObjectContext) { self.context = context }
-        }
-        let box = Box(container.newContext(name: "crossing", author: "Helper"))
-        let done = DispatchSemaphore(value: 0)
-        Thread {
-            _ = try? box.context.count(FetchRequest("Article"))
-            done.signal()
-        }.start()
-        done.wait()
-        emit([("crossed", .bool(true))])
+    case "live-query", "cross-thread":
+        try processCommand(container)
     case "delete":
         guard let idText = options["id"] else { fail("delete needs --id", code: 2) }
         let context = container.newContext(name: "helper", author: "Other")
