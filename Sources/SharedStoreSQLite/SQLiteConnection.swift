@@ -52,6 +52,7 @@ package final class SQLiteConnection {
 
     deinit {
         sqlite3_busy_handler(handle, nil, nil)
+        if SQLDebug.isOn { SQLDebug.forget(handle) }
         cache.removeAll()
         slots.removeAll()
         sqlite3_close_v2(handle)

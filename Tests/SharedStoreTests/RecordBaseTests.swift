@@ -185,4 +185,101 @@ import Testing
         #expect(try now.object(with: target)["title"] == "other" && now.object(with: target)["isRead"] == true)
         #expect(try now.object(with: try #require(articles[3].id))["title"] == .string(articles[3].title))
     }
+
+    /// Another writer of this process (a context of its own) sets `values` on the object.
+    func otherSets(_ values: [String: Value], of id: ObjectID, in container: Container) throws {
+        let other = container.newContext(author: "Other")
+        try other.update(id, values)
+        try other.save()
+    }
+
+    /// The same record updated again in the context that saved its first change: the context's
+    /// own save is no conflict, under any policy, and the second change is written (found by a
+    /// review: `.error` refused it, `.storeTrump` dropped it silently).
+    @Test func aRecordUpdatedAgainAfterItsContextsSaveIsNoConflict() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        for policy in [MergePolicy.error, .storeTrump, .objectTrump] {
+            let id = try seed(container)
+            let context = container.newContext(author: "A")
+            context.mergePolicy = policy
+            var article = try context.record(Article.self, with: id)
+            article.title = "one"
+            try context.update(article)
+            try context.save()
+            article.title = "two"
+            try context.update(article)
+            try context.save()
+            #expect(try container.newContext().object(with: id)["title"] == "two", "\(policy)")
+            // A change another writer makes after that save is still a conflict.
+            article.title = "three"
+            try otherSets(["title": "theirs"], of: id, in: container)
+            try context.update(article)
+            if policy == .error {
+                #expect(throws: StoreError.self) { try context.save() }
+                context.rollback()
+            } else {
+                try context.save()
+                let expected: Value = policy == .storeTrump ? "theirs" : "three"
+                #expect(try container.newContext().object(with: id)["title"] == expected, "\(policy)")
+            }
+        }
+    }
+
+    /// A context's own update made on its newer read, and a stale record's update of another
+    /// property of the object, in either order: each property is checked against what it was
+    /// changed on, so neither drops the other (found by a review).
+    @Test func eachPropertyIsCheckedAgainstWhatItWasChangedOn() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        for recordFirst in [false, true] {
+            let id = try seed(container)
+            var stale = try container.newContext().record(Article.self, with: id)
+            try otherSets(["title": "other"], of: id, in: container)
+            let context = container.newContext(author: "A")
+            context.mergePolicy = .storeTrump
+            #expect(try context.object(with: id)["title"] == "other")
+            stale.isRead = true
+            if recordFirst { try context.update(stale) }
+            try context.update(id, ["title": "ctx-fresh"])
+            if !recordFirst { try context.update(stale) }
+            try context.save()
+            let now = try container.newContext().object(with: id)
+            #expect(now["title"] == "ctx-fresh" && now["isRead"] == true, "record first: \(recordFirst)")
+        }
+        // The mirror case: the context read the object before another's change, a record read
+        // after it changes what the other changed.
+        let id = try seed(container)
+        let context = container.newContext(author: "A")
+        context.mergePolicy = .storeTrump
+        _ = try context.object(with: id)
+        try context.update(id, ["isRead": true])
+        try otherSets(["title": "other"], of: id, in: container)
+        var fresh = try container.newContext().record(Article.self, with: id)
+        fresh.title = "mine, after seeing theirs"
+        try context.update(fresh)
+        try context.save()
+        let now = try container.newContext().object(with: id)
+        #expect(now["title"] == "mine, after seeing theirs" && now["isRead"] == true)
+    }
+
+    /// A record set back to what it read takes its earlier pending change back (found by a
+    /// review: the first change was still written).
+    @Test func aRecordSetBackTakesItsChangeBack() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let id = try seed(container)
+        let context = container.newContext(author: "A")
+        var article = try context.record(Article.self, with: id)
+        article.title = "mine"
+        try context.update(article)
+        article.title = "first"
+        article.isRead = true
+        try context.update(article)
+        try context.save()
+        let now = try container.newContext().object(with: id)
+        #expect(now["title"] == "first" && now["isRead"] == true)
+        let last = try #require(try container.fetchHistory(HistoryRequest(authors: ["A"])).last)
+        #expect(last.changes.map(\.updatedProperties) == [["isRead"]])
+    }
 }

@@ -17,8 +17,11 @@ import Testing
         let dictionary = try await container.write(author: "A") { c in ["x": try article(c, 5)] }
         let optionals = try await container.write(author: "A") { c in [try article(c, 6), nil] }
         let one = try await container.write(author: "A") { c in try article(c, 7) }
-        let all = array + Array(set) + Array(dictionary.values) + optionals.compactMap { $0 } + [one]
-        #expect(all.count == 8 && all.allSatisfy { !$0.isTemporary })
+        let byNumber = try await container.write(author: "A") { c in [9: try article(c, 9)] }
+        let all =
+            array + Array(set) + Array(dictionary.values) + optionals.compactMap { $0 } + [one]
+            + Array(byNumber.values)
+        #expect(all.count == 9 && all.allSatisfy { !$0.isTemporary })
         let reader = container.newContext()
         for id in all { #expect(try reader.object(with: id)["title"].stringValue?.hasPrefix("t") == true) }
         // What holds no id comes back as it was.
@@ -48,5 +51,16 @@ import Testing
             (error as? StoreError)?.validation?.object == "Article (batch object 3)"
         }
         #expect(try context.count(FetchRequest("Article")) == 0)
+        // The place counts the calls, whatever the store holds: a stored category is place 1 too.
+        try context.batch { b in _ = try b.uniqueObject("Category", ["label": "Kept"]) }
+        #expect {
+            try context.batch { b in
+                _ = try b.uniqueObject("Category", ["label": "Kept"])
+                _ = try b.insert("Article", ["title": "T", "url": "https://a.example"])
+                _ = try b.insert("Article", ["title": "", "url": "https://b.example"])
+            }
+        } throws: { error in
+            (error as? StoreError)?.validation?.object == "Article (batch object 3)"
+        }
     }
 }

@@ -41,7 +41,8 @@ extension Container {
     }
 
     /// `result` with the temporary ids the save replaced made permanent: an id, or the ids of an
-    /// array, a set or a dictionary's values (anything else comes back as it was).
+    /// array (of ids or optional ids), a set, or a dictionary's values, whatever its keys
+    /// (anything else — a tuple, a nested array, a record — comes back as it was).
     static func permanent<T>(_ result: T, _ saved: SaveResult) -> T {
         guard !saved.permanentIDs.isEmpty else { return result }
         func map(_ id: ObjectID) -> ObjectID { saved.permanentIDs[id] ?? id }
@@ -51,7 +52,7 @@ extension Container {
             case let ids as [ObjectID]: ids.map(map)
             case let ids as [ObjectID?]: ids.map { $0.map(map) }
             case let ids as Set<ObjectID>: Set(ids.map(map))
-            case let ids as [String: ObjectID]: ids.mapValues(map)
+            case let ids as [AnyHashable: ObjectID]: ids.mapValues(map)
             default: nil
             }
         return mapped.flatMap { $0 as? T } ?? result

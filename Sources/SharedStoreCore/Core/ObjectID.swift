@@ -10,7 +10,10 @@ import SharedStoreSupport
 /// The `id` of a fetched ``Record`` also carries what the record was read as (the object's
 /// version and values then), so that ``ObjectContext/update(_:)`` in any context writes
 /// only what the record changed and meets another process's change as a conflict. It is not part
-/// of the identity: two ids of one object are equal, and it is not encoded.
+/// of the identity: two ids of one object are equal, and it is not encoded. It holds the
+/// snapshots of the fetch that read the record (shared by its records, not copied): a record or
+/// its id kept for long keeps them; keep an id made with ``init(storeID:entity:primaryKey:)`` (or
+/// parsed) to hold just the identity.
 public struct ObjectID: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
     /// The store the object lives in (``Container/storeID``).
     public let storeID: UUID

@@ -71,19 +71,40 @@ extension ObjectContext {
             try update(id, values, relationships: rels)
             return
         }
-        let base = id.readAs?.snapshot(of: id)
-        let pendingBefore = updates[id]
-        let read = try base ?? registered[id] ?? object(with: id)
-        let changed = values.filter { read[$0.key] != $0.value }
-        let relinked = rels.filter { read.relationships[$0.key] != $0.value }
+        guard let base = id.readAs?.snapshot(of: id) else {
+            // Made by hand (or decoded from JSON): compared with what this context read.
+            let read = try registered[id] ?? object(with: id)
+            let changed = values.filter { read[$0.key] != $0.value }
+            let relinked = rels.filter { read.relationships[$0.key] != $0.value }
+            guard !changed.isEmpty || !relinked.isEmpty else { return }
+            try update(id, changed, relationships: relinked)
+            return
+        }
+        // Each property is compared with, and checked against, what the record read — or, for
+        // one this context's own save wrote since, what the context read after it (its own write
+        // is no change of the record's and no conflict; another's since then still is).
+        let own = ownWritten[id] ?? []
+        let newer = registered[id].flatMap { $0.version > base.version ? $0 : nil }
+        func read(_ name: String) -> Snapshot { own.contains(name) ? (newer ?? base) : base }
+        // What the record changed; an earlier update of it that set a property it now has back
+        // as it read it is taken back.
+        let changed = values.filter { read($0.key)[$0.key] != $0.value }
+        let relinked = rels.filter { read($0.key).relationships[$0.key] != $0.value }
+        if var pending = updates[id] {
+            for name in pending.fromRecord where changed[name] == nil && relinked[name] == nil {
+                pending.values[name] = nil
+                pending.relationships[name] = nil
+                pending.bases[name] = nil
+                pending.fromRecord.remove(name)
+            }
+            updates[id] = pending
+        }
         guard !changed.isEmpty || !relinked.isEmpty else { return }
         try update(id, changed, relationships: relinked)
-        guard let base else { return }
-        // The save checks the object against what the record was read as; when this context
-        // holds other changes of it made on an older read, against that one (a change another
-        // process made in between is then a conflict for both, never written over).
-        let older = pendingBefore.map { $0.base ?? registered[id] } ?? nil
-        if older.map({ $0.version > base.version }) ?? true { updates[id]?.base = base }
+        for name in Array(changed.keys) + Array(relinked.keys) {
+            updates[id]?.bases[name] = read(name)
+            updates[id]?.fromRecord.insert(name)
+        }
     }
 
     /// Fetches records of type `R`.

@@ -26,9 +26,13 @@ extension ObjectContext {
         // The reads outlive the save: an object read and not written is still the base of a
         // later save of it (forgetting it made that save blind to another process's change).
         var reads = registered
+        var written = ownWritten
+        for (id, pending) in updates { written[id, default: []].formUnion(pending.values.keys) }
+        for (id, pending) in updates { written[id, default: []].formUnion(pending.relationships.keys) }
         rollback()
         reads.saved(touched: outcome.touched + outcome.permanentIDs.values, wrote: Array(outcome.snapshots.values))
         registered = reads
+        ownWritten = written
         container.didCommit(outcome.token)
         return SaveResult(
             token: outcome.token, permanentIDs: outcome.permanentIDs, insertedCount: outcome.counts.inserted,
@@ -213,9 +217,38 @@ struct SavePlan {
                     changes.relationships[name] = try resolve(target, w, referencedBy: "\(id).\(name)")
                 }
             }
+            let read = registered.read(id)
             try w.update(
-                e, pk: id.primaryKey, changes, object: id.description, read: pending.base ?? registered.read(id))
+                e, pk: id.primaryKey, changes, object: id.description,
+                read: pending.bases.isEmpty ? read : Self.base(of: pending, read: read))
         }
+    }
+
+    /// What an update of several bases is checked against: the oldest of them (its version: the
+    /// object changed since then is a conflict under `.error`), with each changed property as it
+    /// read where it was changed (a property is another's change when the store differs from
+    /// that).
+    static func base(of pending: ObjectContext.PendingUpdate, read: Snapshot?) -> Snapshot? {
+        let names = Set(pending.values.keys).union(pending.relationships.keys)
+        let plain = names.filter { pending.bases[$0] == nil }
+        var all = Array(pending.bases.values)
+        if !plain.isEmpty {
+            guard let read else { return nil }
+            all.append(read)
+        }
+        guard let oldest = all.min(by: { $0.version < $1.version }) else { return read }
+        var values: [String: Value] = [:]
+        for name in oldest.attributeNames { values[name] = oldest[name] }
+        var relationships = oldest.relationships
+        for name in names {
+            guard let from = pending.bases[name] ?? read else { continue }
+            if pending.values[name] != nil {
+                values[name] = from[name]
+            } else {
+                relationships[name] = from.relationships[name]
+            }
+        }
+        return Snapshot(id: oldest.id, version: oldest.version, values: values, relationships: relationships)
     }
 
     private func key(_ id: ObjectID, _ permanent: [ObjectID: ObjectID]) throws -> Int64 {
@@ -245,6 +278,8 @@ public struct BatchWriter: ~Copyable {
     fileprivate var unique: [String: [[String: Value]: ObjectID]] = [:]
     /// Related objects known to exist in this transaction (checked once, or made by the batch).
     fileprivate var existing: Set<ObjectID> = []
+    /// How many times `insert` and `uniqueObject` were called (an object's place in the batch).
+    fileprivate var placed = 0
     /// The related object checked last (``existing`` holds it).
     fileprivate var lastExisting: ObjectID?
 
@@ -257,6 +292,14 @@ public struct BatchWriter: ~Copyable {
     ///   `object`.
     public mutating func insert(
         _ entityName: String, _ values: consuming [String: Value], relationships: [String: ObjectID?] = [:],
+        object: @autoclosure () -> String
+    ) throws -> ObjectID {
+        placed += 1
+        return try insertObject(entityName, values, relationships: relationships, object: object())
+    }
+
+    private mutating func insertObject(
+        _ entityName: String, _ values: consuming [String: Value], relationships: [String: ObjectID?],
         object: @autoclosure () -> String
     ) throws -> ObjectID {
         let e = try writer.model.entity(entityName)
@@ -303,6 +346,7 @@ public struct BatchWriter: ~Copyable {
     )
         throws -> ObjectID
     {
+        placed += 1
         if let known = unique[entityName]?[values] { return known }
         let e = try writer.model.entity(entityName)
         let changes = PropertyChanges(values: values, relationships: [:])
@@ -310,25 +354,26 @@ public struct BatchWriter: ~Copyable {
         if let pk = try writer.existingUnique(e, changes, object: object()) {
             id = ObjectID(storeID: storeID, entity: e.name, primaryKey: pk)
         } else {
-            id = try insert(entityName, values, object: object())
+            id = try insertObject(entityName, values, relationships: [:], object: object())
         }
         unique[entityName, default: [:]][values] = id
         return id
     }
 
-    /// ``insert(_:_:relationships:object:)`` naming the object in errors by its place in the
-    /// batch (`Article (batch object 3)`).
+    /// ``insert(_:_:relationships:object:)`` naming the object in errors by its place among the
+    /// batch's calls of `insert` and `uniqueObject` (`Article (batch object 3)`), whatever the
+    /// store holds.
     public mutating func insert(
         _ entityName: String, _ values: consuming [String: Value], relationships: [String: ObjectID?] = [:]
     ) throws -> ObjectID {
-        let place = count + 1
+        let place = placed + 1
         return try insert(
             entityName, values, relationships: relationships, object: "\(entityName) (batch object \(place))")
     }
 
     /// ``uniqueObject(_:_:object:)`` naming the object in errors by its place in the batch.
     public mutating func uniqueObject(_ entityName: String, _ values: [String: Value]) throws -> ObjectID {
-        let place = count + 1
+        let place = placed + 1
         return try uniqueObject(entityName, values, object: "\(entityName) (batch object \(place))")
     }
 }

@@ -38,10 +38,28 @@ public final class ObjectContext {
     struct PendingUpdate {
         var values: [String: Value] = [:]
         var relationships: [String: ObjectID?] = [:]
-        /// What the save checks the object against when it is not what this context read: the
-        /// state a record was read as (``update(_:)``).
-        var base: Snapshot?
+        /// The state each property was changed against when that is not what this context read
+        /// of the object: a record's read (``update(_:)``). The save checks each property against
+        /// its own.
+        var bases: [String: Snapshot] = [:]
+        /// The properties an update of a record set (a later update of it that has one back as it
+        /// read it takes that change back).
+        var fromRecord: Set<String> = []
+
+        /// Forgets what `names` were changed against and who set them: a plain update's are
+        /// changed against what the context read.
+        mutating func plain(_ names: some Sequence<String>) {
+            for name in names {
+                bases[name] = nil
+                fromRecord.remove(name)
+            }
+        }
     }
+
+    /// The properties this context's saves wrote, by object: a record read before such a save
+    /// is checked, for those, against what the context read since (its own write is no
+    /// conflict).
+    var ownWritten: [ObjectID: Set<String>] = [:]
 
     private var nextTemporaryKey: Int64 = 1
     var inserts: [PendingInsert] = []
@@ -94,6 +112,7 @@ public final class ObjectContext {
         deleteSet.removeAll(keepingCapacity: true)
         links.removeAll(keepingCapacity: true)
         registered.reset()
+        ownWritten.removeAll()
     }
 
     // MARK: - Changes
@@ -147,6 +166,7 @@ public final class ObjectContext {
         if updates[id] == nil { updateOrder.append(id) }
         updates[id, default: PendingUpdate()].values.merge(values) { $1 }
         updates[id, default: PendingUpdate()].relationships.merge(relationships) { $1 }
+        updates[id]?.plain(Array(values.keys) + Array(relationships.keys))
     }
 
     /// Sets a to-one relationship (nil clears it) on the next save.
