@@ -97,18 +97,22 @@ public enum ReadLater {
         ]
         entities[0].indexes.append(Index("searchTitle"))
         entities[1].attributes.append(Attribute.derived("articleCount", .integer, .count("articles")))
-        return try Model(version: 3, entities)
+        // The model carries its hook: every process that opens the store with it sets the
+        // creation date, registered or not.
+        return try Model(version: 3, entities, hooks: ["Article": articleHooks])
     }
 
+    /// From version 3, an article made without a creation date gets the time it is inserted.
+    static let articleHooks = EntityHooks(awakeFromInsert: { draft in
+        if draft["createdAt"].isNull { try draft.set("createdAt", .date(Date())) }
+    })
+
     /// The lifecycle events of the read-later model (version 3 on): an article saved without a
-    /// creation date gets the save's time (`awakeFromInsert`). Every target registers them.
+    /// creation date gets the save's time (`awakeFromInsert`). The model carries them now (every
+    /// container opened with it runs them); registering them again changes nothing.
     public static func registerHooks(_ container: Container) throws {
         guard container.model.version >= 3 else { return }
-        try container.register(
-            "Article",
-            EntityHooks(awakeFromInsert: { draft in
-                if draft["createdAt"].isNull { try draft.set("createdAt", .date(Date())) }
-            }))
+        try container.register("Article", articleHooks)
     }
 
     private static let articleAttributes = [

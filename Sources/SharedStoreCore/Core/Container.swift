@@ -129,6 +129,7 @@ public final class Container: Sendable {
                 try StoreError.wrap(path: "memory") { try SchemaSQL.schemaCookie(connection) }, ordering: .relaxed)
             writer = ConnectionGuard(connection)
             reader = writer
+            applyModelHooks()
             return
         }
         try GroupDirectory.prepare(group)
@@ -146,6 +147,15 @@ public final class Container: Sendable {
         writer = ConnectionGuard(w)
         reader = ConnectionGuard(r)
         noteToken(try currentToken().value)
+        applyModelHooks()
+    }
+
+    /// The hooks and rules the model declares: every process that opens the store with the model
+    /// runs them, with no `register` of its own.
+    private func applyModelHooks() {
+        for (entity, hooks) in model.hooks.byEntity {
+            if let i = model.entityIndex[entity] { hookRegistry.set(i, hooks) }
+        }
     }
 
     /// Opens the writer and reader connections, creating the schema on first use.

@@ -11,15 +11,26 @@ public struct Model: Sendable, Hashable {
     /// of the model that made or last migrated it; a model with a higher version migrates it
     /// (``MigrationPlan``), a model with a lower one cannot open it (`.modelNewer`).
     public let version: Int
+    /// The hooks and validation rules of each entity (by name), run by every process that opens
+    /// a store with this model (Core Data's managed object subclass code belongs to the model
+    /// too): nothing to register per process. ``Container/register(_:_:)`` replaces an entity's
+    /// for one container.
+    public let hooks: ModelHooks
 
-    /// - Throws: ``StoreError`` with code `.invalidModel` naming the first inconsistency.
-    public init(version: Int = 1, _ entities: [Entity]) throws {
+    /// - Parameter hooks: each entity's hooks and rules, by entity name.
+    /// - Throws: ``StoreError`` with code `.invalidModel` naming the first inconsistency (hooks
+    ///   for an entity the model lacks included).
+    public init(version: Int = 1, _ entities: [Entity], hooks: [String: EntityHooks] = [:]) throws {
         guard version >= 1 else { throw StoreError(.invalidModel, "model version \(version): versions start at 1") }
         self.version = version
         self.entities = entities
         var index: [String: Int] = [:]
         for (i, e) in entities.enumerated() { index[e.name] = i }
         self.entityIndex = index
+        self.hooks = ModelHooks(byEntity: hooks)
+        if let unknown = hooks.keys.sorted().first(where: { index[$0] == nil }) {
+            throw StoreError(.invalidModel, "hooks for entity '\(unknown)', which the model does not have")
+        }
         try validate()
     }
 
@@ -240,4 +251,14 @@ struct JoinTable: Hashable {
     /// The column holding this side's keys, and the one holding the destination's.
     let mine: String, theirs: String
     let isOwner: Bool
+}
+
+/// A model's hooks and rules, by entity name. Code, not schema: two models of one schema are
+/// equal whatever hooks they carry (the store's identity is its schema).
+public struct ModelHooks: Sendable, Hashable {
+    /// Each entity's hooks, by entity name.
+    public let byEntity: [String: EntityHooks]
+
+    public static func == (a: ModelHooks, b: ModelHooks) -> Bool { true }
+    public func hash(into hasher: inout Hasher) {}
 }
