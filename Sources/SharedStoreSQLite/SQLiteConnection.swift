@@ -161,6 +161,18 @@ package final class SQLiteConnection {
     }
 
     /// Runs `body` in a read transaction: one consistent snapshot of the store.
+    /// Opens a read transaction and takes its snapshot, left open until ``endRead()``: what
+    /// this connection reads meanwhile is the store as it was now (a pinned read).
+    package func beginPinnedRead() throws {
+        try beginRead.get().execute()
+        _ = try snapshot.get().firstRow { $0.int64(0) }
+    }
+
+    /// Ends a read transaction ``beginPinnedRead()`` opened.
+    package func endRead() {
+        if isInTransaction { try? commit.get().execute() }
+    }
+
     package func readTransaction<T>(_ body: () throws -> T) throws -> T {
         try beginRead.get().execute()
         defer { if isInTransaction { try? commit.get().execute() } }

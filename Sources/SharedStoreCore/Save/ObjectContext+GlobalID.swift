@@ -11,7 +11,7 @@ extension ObjectContext {
     public func globalID(of id: ObjectID) throws -> UUID {
         checkOwner()
         let entity = try storedEntity(id)
-        guard let gid = try container.readOneStatement({ s in try s.globalID(entity, id.primaryKey) }) else {
+        guard let gid = try readStatement({ s in try s.globalID(entity, id.primaryKey) }) else {
             throw StoreError(.objectNotFound, "no object \(id) with a global id in the store")
         }
         return gid
@@ -24,7 +24,7 @@ extension ObjectContext {
     public func globalIDs(of ids: [ObjectID]) throws -> [ObjectID: UUID] {
         checkOwner()
         var out: [ObjectID: UUID] = [:]
-        try container.read { s in
+        try readStore { s in
             for id in ids where id.storeID == container.storeID && !id.isTemporary {
                 if let gid = try s.globalID(try model.entity(id.entity), id.primaryKey) { out[id] = gid }
             }
@@ -38,7 +38,7 @@ extension ObjectContext {
     public func objectID(forGlobalID globalID: UUID, entity: String) throws -> ObjectID? {
         checkOwner()
         let e = try model.entity(entity)
-        return try container.readOneStatement { s in try s.primaryKey(e, globalID: globalID) }.map {
+        return try readStatement { s in try s.primaryKey(e, globalID: globalID) }.map {
             ObjectID(storeID: container.storeID, entity: e.name, primaryKey: $0)
         }
     }
@@ -50,7 +50,7 @@ extension ObjectContext {
     public func forEachWithGlobalID(_ request: FetchRequest, _ body: (Snapshot, UUID?) throws -> Void) throws {
         checkOwner()
         let awake = container.awakeFromFetch(request.entity)
-        try container.readOneStatement { s in
+        try readStatement { s in
             try s.forEachWithGlobalID(request) { snapshot, gid in
                 awake?(snapshot)
                 try body(snapshot, gid)

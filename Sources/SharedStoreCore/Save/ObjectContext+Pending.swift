@@ -58,7 +58,7 @@ extension ObjectContext {
         // Stored rows only as far as the window can reach: a deleted or changed object leaves
         // a gap of at most one row each (a fetch of 50 reads 50 and a few, not the whole table).
         let reach = request.limit.map { request.offset + $0 + deleted.count + updated.count }
-        try container.read { s in
+        try readStore { s in
             for (snapshot, keys) in try s.fetchWithSortKeys(request, limit: reach)
             where !deleted.contains(snapshot.id) && updated[snapshot.id] == nil {
                 rows.append((snapshot, keys, false))
@@ -82,7 +82,7 @@ extension ObjectContext {
         let (deleted, updated, added) = pending(e)
         var whole = request
         (whole.limit, whole.offset, whole.sort) = (nil, 0, [])
-        let total = try container.read { s -> Int in
+        let total = try readStore { s -> Int in
             var n = try s.count(whole)
             for id in deleted.union(updated.keys) {
                 guard let stored = try s.snapshot(e, id.primaryKey) else { continue }

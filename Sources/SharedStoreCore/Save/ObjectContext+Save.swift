@@ -33,6 +33,9 @@ extension ObjectContext {
         reads.saved(touched: outcome.touched + outcome.permanentIDs.values, wrote: Array(outcome.snapshots.values))
         registered = reads
         ownWritten = written
+        // A pinned context sees its own save: its snapshot moves to the store after it (the
+        // save stands whatever happens here: a pin that cannot move is released).
+        if let p = pinned, (try? p.renew()) == nil { pinned = nil }
         container.didCommit(outcome.token)
         return SaveResult(
             token: outcome.token, permanentIDs: outcome.permanentIDs, insertedCount: outcome.counts.inserted,

@@ -75,6 +75,8 @@ public final class ObjectContext {
 
     /// With `SHAREDSTORE_CONCURRENCY_DEBUG=1`: the task or thread the context belongs to.
     private let owner: ConcurrencyDebug.Owner?
+    /// The snapshot the context is pinned to (``pin()``).
+    var pinned: PinnedRead?
 
     /// A context; `confined`: its user keeps it to one thread or task at a time by a lock of its
     /// own, and the concurrency debug switch does not check it.
@@ -291,7 +293,7 @@ public final class ObjectContext {
             container.awake(snapshots)
             return snapshots
         }
-        let snapshots = try container.readOneStatement { s in try s.fetch(request) }
+        let snapshots = try readStatement { s in try s.fetch(request) }
         registered.record(snapshots)
         container.awake(snapshots)
         return snapshots
@@ -312,9 +314,9 @@ public final class ObjectContext {
     public func forEach(_ request: FetchRequest, _ body: (Snapshot) throws -> Void) throws {
         checkOwner()
         guard let awake = container.awakeFromFetch(request.entity) else {
-            return try container.readOneStatement { s in try s.forEach(request, body) }
+            return try readStatement { s in try s.forEach(request, body) }
         }
-        try container.readOneStatement { s in
+        try readStatement { s in
             try s.forEach(request) { snapshot in
                 awake(snapshot)
                 try body(snapshot)
@@ -340,7 +342,7 @@ public final class ObjectContext {
     ) throws -> [AggregateRow] {
         checkOwner()
         let e = try model.entity(entity)
-        return try container.readOneStatement { s in
+        return try readStatement { s in
             try s.aggregate(e, aggregates, where: condition, groupedBy: groupedBy)
         }
     }
@@ -355,7 +357,7 @@ public final class ObjectContext {
         if request.includesPendingChanges && hasChanges && hasPendingChanges(of: request.entity) {
             return try countIncludingPending(request, try model.entity(request.entity))
         }
-        return try container.readOneStatement { s in try s.count(request) }
+        return try readStatement { s in try s.count(request) }
     }
 
     /// The stored object with `id`.
@@ -364,7 +366,7 @@ public final class ObjectContext {
     public func object(with id: ObjectID) throws -> Snapshot {
         checkOwner()
         let entity = try storedEntity(id)
-        guard let s = try container.read({ s in try s.snapshot(entity, id.primaryKey) }) else {
+        guard let s = try readStore({ s in try s.snapshot(entity, id.primaryKey) }) else {
             throw StoreError(.objectNotFound, "no object \(id) in the store")
         }
         registered.record([s])
@@ -384,7 +386,7 @@ public final class ObjectContext {
             throw StoreError(.unknownProperty, "\(entity.name) has no to-many relationship '\(relationship)'")
         }
         let dest = try model.entity(r.destination)
-        let keys = try container.read { s in
+        let keys = try readStore { s in
             try model.joinTable(entity, r).map { try s.linked($0, to: id.primaryKey) }
                 ?? s.objects(dest, whose: r.inverse, is: id.primaryKey)
         }
