@@ -259,6 +259,8 @@ public struct ModelHooks: Sendable, Hashable {
     /// Each entity's hooks, by entity name.
     public let byEntity: [String: EntityHooks]
 
+    /// Always equal: hooks are not part of a model's identity.
     public static func == (a: ModelHooks, b: ModelHooks) -> Bool { true }
+    /// Hashes nothing, as ``==(_:_:)`` compares nothing.
     public func hash(into hasher: inout Hasher) {}
 }
