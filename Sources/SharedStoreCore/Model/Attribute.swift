@@ -48,7 +48,7 @@ public enum Derivation: Sendable, Hashable {
 /// An attribute of an entity, with its validation rules.
 public struct Attribute: Sendable, Hashable {
     /// The attribute's name: a plain ASCII identifier of at most 64 characters, unique in its entity
-    /// and none of `Z_PK`, `Z_OPT`, `id` or `objectID` (``Model/init(version:_:)`` checks it). It is
+    /// and none of `Z_PK`, `Z_OPT`, `id` or `objectID` (``Model/init(version:_:hooks:)`` checks it). It is
     /// the column's name.
     public var name: String
     /// What values the attribute holds; a save of a value of another type fails with `.validation`.
@@ -120,7 +120,7 @@ public struct Attribute: Sendable, Hashable {
     ///     (``preservesValueInHistoryOnDeletion``).
     ///   - renamedFrom: the name in the previous model version (``renamedFrom``).
     ///
-    /// Nothing is checked here: ``Model/init(version:_:)`` checks the name, the pattern and that the
+    /// Nothing is checked here: ``Model/init(version:_:hooks:)`` checks the name, the pattern and that the
     /// default has the attribute's type.
     public init(
         _ name: String, _ type: AttributeType, optional: Bool = false, default defaultValue: Value = .null,

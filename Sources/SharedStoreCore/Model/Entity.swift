@@ -133,7 +133,7 @@ public struct Entity: Sendable, Hashable {
     ///        uniquenessConstraints: [["name"]])
     /// ```
     ///
-    /// The entity is checked with its model (``Model/init(version:_:)``), not here.
+    /// The entity is checked with its model (``Model/init(version:_:hooks:)``), not here.
     public init(
         _ name: String, attributes: [Attribute], relationships: [Relationship] = [],
         uniquenessConstraints: [[String]] = [], indexes: [Index] = [], keptCounts: [KeptCount] = [],
