@@ -60,6 +60,13 @@ stopped=$last_pid
 share-extension share --url https://s.example/before --title before --json >/dev/null
 wait_for_line "$work/stopped.out" '"author"'
 kill -STOP "$stopped"
+# The watcher records that it is alive at every poll, in a write transaction of the registry: a
+# stop that lands inside one holds the registry's lock (other processes wait, then fail busy). It
+# is let go and stopped again until another consumer's write goes through.
+for attempt in 1 2 3 4; do
+    widget show --json >/dev/null 2>&1 && break
+    kill -CONT "$stopped"; kill -STOP "$stopped"
+done
 for i in 1 2 3; do share-extension share --url "https://s.example/gap$i" --title "gap$i" --json >/dev/null; done
 widget show --json >/dev/null
 history-cleaner --evict-after 0 --json >"$work/evict.out"

@@ -241,6 +241,18 @@ public final class TokenRegistry: Sendable {
     ///   `.registryDamaged` for a damaged registry, `.busy` when another process holds its write lock
     ///   past the busy timeout, `.diskFull`, `.fileAccess`.
     public func register(_ name: String) throws {
+        // Names that start with ~ are ephemeral consumers' (``registerEphemeral(_:)``): the
+        // cleaner drops them once their process is gone, so a durable one may not take one.
+        guard !name.hasPrefix("~") else {
+            throw StoreError(
+                .invalidArgument,
+                "consumer name '\(TextSafety.visible(name))' starts with ~, which names the ephemeral consumers of "
+                    + "live queries: choose another")
+        }
+        try registerAny(name)
+    }
+
+    private func registerAny(_ name: String) throws {
         try Self.checkName(name)
         // Most runs find themselves registered: look first, so that they take no write lock.
         if try consumer(name) != nil { return }
@@ -280,7 +292,7 @@ public final class TokenRegistry: Sendable {
         } catch let error as LMDBError {
             throw StoreError(.fileAccess, "cannot lock \(TextSafety.visible(lock)): \(error)")
         }
-        try register(name)
+        try registerAny(name)
         return name
     }
 
@@ -298,7 +310,11 @@ public final class TokenRegistry: Sendable {
     public func goneEphemeral() throws -> [String] {
         let lock = ProcessLiveness.lockPath(beside: path)
         return try consumers().compactMap { c in
-            guard let owner = Self.ephemeralOwner(c.name), owner.pid != getpid() else { return nil }
+            guard c.name.hasPrefix("~") else { return nil }
+            // Only registerEphemeral makes ~ names, and always one that names its process: one
+            // that names none was planted, and holds nothing back.
+            guard let owner = Self.ephemeralOwner(c.name) else { return c.name }
+            guard owner.pid != getpid() else { return nil }
             // The process that has the pid now, when /proc tells; else whether anyone holds the
             // pid's lock (a lock nobody can read about counts as held).
             if let started = ProcessLiveness.startTime(of: owner.pid) {

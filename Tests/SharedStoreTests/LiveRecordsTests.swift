@@ -110,5 +110,7 @@ import Testing
         #expect(try HistoryCleaner.clean(container: container, registry: registry).gone.isEmpty, "this process lives")
         query = nil
         #expect(try registry.consumer(mine) == nil)
+        // ~ names are the ephemeral consumers': a durable consumer may not take one.
+        #expect(throws: StoreError.self) { try registry.register("~Backup@1.2.3") }
     }
 }

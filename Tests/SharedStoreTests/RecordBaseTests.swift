@@ -282,4 +282,71 @@ import Testing
         let last = try #require(try container.fetchHistory(HistoryRequest(authors: ["A"])).last)
         #expect(last.changes.map(\.updatedProperties) == [["isRead"]])
     }
+
+    /// Round two of the review: the same record, after its context saved its change, changes
+    /// another property (no conflict under any policy, nothing reverted); two records of two
+    /// fetches each change one property (neither drops the other); a stale copy never writes its
+    /// unchanged values over the context's saved change; a record whose saved change another
+    /// writer then overwrote never writes it back.
+    @Test func recordsOfOneAndOfTwoFetchesAfterTheContextsOwnSaves() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        for policy in [MergePolicy.error, .rollback, .overwrite, .storeTrump, .objectTrump] {
+            let id = try seed(container)
+            let context = container.newContext(author: "A")
+            context.mergePolicy = policy
+            var article = try context.record(Article.self, with: id)
+            article.title = "one"
+            try context.update(article)
+            try context.save()
+            article.isRead = true
+            try context.update(article)
+            try context.save()
+            let now = try container.newContext().object(with: id)
+            #expect(now["title"] == "one" && now["isRead"] == true, "\(policy)")
+        }
+        for policy in [MergePolicy.error, .storeTrump, .objectTrump] {
+            let id = try seed(container)
+            let context = container.newContext(author: "A")
+            context.mergePolicy = policy
+            var first = try context.record(Article.self, with: id)
+            var second = try container.newContext().record(Article.self, with: id)
+            first.title = "edited"
+            try context.update(first)
+            second.isRead = true
+            try context.update(second)
+            try context.save()
+            let now = try container.newContext().object(with: id)
+            #expect(now["title"] == "edited" && now["isRead"] == true, "two fetches, \(policy)")
+        }
+        for policy in [MergePolicy.storeTrump, .objectTrump] {
+            let id = try seed(container)
+            let context = container.newContext(author: "A")
+            context.mergePolicy = policy
+            var stale = try container.newContext().record(Article.self, with: id)
+            try context.update(id, ["title": "saved"])
+            try context.save()
+            stale.isRead = true
+            try context.update(stale)
+            try context.save()
+            let now = try container.newContext().object(with: id)
+            #expect(now["title"] == "saved" && now["isRead"] == true, "stale copy, \(policy)")
+        }
+        for policy in [MergePolicy.storeTrump, .objectTrump] {
+            let id = try seed(container)
+            let context = container.newContext(author: "A")
+            context.mergePolicy = policy
+            var article = try context.record(Article.self, with: id)
+            article.title = "one"
+            try context.update(article)
+            try context.save()
+            try otherSets(["title": "theirs"], of: id, in: container)
+            _ = try context.fetch(FetchRequest("Article"))
+            article.isRead = true
+            try context.update(article)
+            try context.save()
+            let now = try container.newContext().object(with: id)
+            #expect(now["title"] == "theirs" && now["isRead"] == true, "overwritten since, \(policy)")
+        }
+    }
 }

@@ -3,9 +3,11 @@ import Foundation
 /// Core Data's `-com.apple.CoreData.ConcurrencyDebug 1` for SharedStore: with
 /// `SHAREDSTORE_CONCURRENCY_DEBUG=1` in its environment, a process stops with a message naming
 /// the context and the call when a context is used from a thread or task other than the one it
-/// was made on (made in a task: that task; made outside one: that thread). A context is not
-/// Sendable, so strict concurrency refuses such a use; this catches the ones made through
-/// `@unchecked Sendable`, `nonisolated(unsafe)` or C callbacks.
+/// was made on (made on the main thread: that thread, whichever main-actor task uses it; made in
+/// another task: that task; made outside one: that thread). It catches uses made through
+/// `@unchecked Sendable`, `nonisolated(unsafe)` or C callbacks. A context handed whole to another
+/// task (a `sending` transfer, which Swift 6 allows) is stopped too: do not run such code with the
+/// switch on.
 ///
 /// Off, a context's use costs one test of a constant: the switch is read once per process.
 /// Contexts the library confines by a lock of its own (a ``LiveQuery``'s) are not checked.
@@ -19,9 +21,10 @@ enum ConcurrencyDebug {
         let thread: UInt
 
         static var current: Owner {
-            Owner(
-                task: withUnsafeCurrentTask { $0?.hashValue }, thread: UInt(bitPattern: Int(bitPattern: pthread_self()))
-            )
+            let thread = UInt(bitPattern: Int(bitPattern: pthread_self()))
+            // On the main thread, the main actor's: any of its tasks may use the context.
+            if Thread.isMainThread { return Owner(task: nil, thread: thread) }
+            return Owner(task: withUnsafeCurrentTask { $0?.hashValue }, thread: thread)
         }
 
         /// Whether `other` (where a call runs) may use a context of this owner.

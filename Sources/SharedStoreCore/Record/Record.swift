@@ -71,7 +71,7 @@ extension ObjectContext {
             try update(id, values, relationships: rels)
             return
         }
-        guard let base = id.readAs?.snapshot(of: id) else {
+        guard let reads = id.readAs, var base = reads.snapshot(of: id) else {
             // Made by hand (or decoded from JSON): compared with what this context read.
             let read = try registered[id] ?? object(with: id)
             let changed = values.filter { read[$0.key] != $0.value }
@@ -80,30 +80,35 @@ extension ObjectContext {
             try update(id, changed, relationships: relinked)
             return
         }
-        // Each property is compared with, and checked against, what the record read — or, for
-        // one this context's own save wrote since, what the context read after it (its own write
-        // is no change of the record's and no conflict; another's since then still is).
-        let own = ownWritten[id] ?? []
-        let newer = registered[id].flatMap { $0.version > base.version ? $0 : nil }
-        func read(_ name: String) -> Snapshot { own.contains(name) ? (newer ?? base) : base }
-        // What the record changed; an earlier update of it that set a property it now has back
-        // as it read it is taken back.
-        let changed = values.filter { read($0.key)[$0.key] != $0.value }
-        let relinked = rels.filter { read($0.key).relationships[$0.key] != $0.value }
+        let source = ObjectIdentifier(reads)
+        // A change of a record of this fetch that this context saved on exactly what the record
+        // read: the record reads as the object after that save (its own change is no conflict,
+        // and nothing else moved in between).
+        while let saved = recordSaves[id]?[base.version], saved.source == source, saved.after.version > base.version {
+            base = saved.after
+        }
+        // What the record changed; an earlier update of a record of this fetch that set a
+        // property it now has back as it read it is taken back.
+        let changed = values.filter { base[$0.key] != $0.value }
+        let relinked = rels.filter { base.relationships[$0.key] != $0.value }
         if var pending = updates[id] {
-            for name in pending.fromRecord where changed[name] == nil && relinked[name] == nil {
+            for (name, from) in pending.fromRecord where from == source && changed[name] == nil && relinked[name] == nil
+            {
+                guard values[name] != nil || rels[name] != nil else { continue }
                 pending.values[name] = nil
                 pending.relationships[name] = nil
                 pending.bases[name] = nil
-                pending.fromRecord.remove(name)
+                pending.fromRecord[name] = nil
             }
             updates[id] = pending
         }
         guard !changed.isEmpty || !relinked.isEmpty else { return }
         try update(id, changed, relationships: relinked)
+        // Each property is checked against what the record read (a plain update's, against
+        // what the context read).
         for name in Array(changed.keys) + Array(relinked.keys) {
-            updates[id]?.bases[name] = read(name)
-            updates[id]?.fromRecord.insert(name)
+            updates[id]?.bases[name] = base
+            updates[id]?.fromRecord[name] = source
         }
     }
 

@@ -23,6 +23,9 @@ struct ChangeWriter {
     var restored: Set<ObjectID> = []
     /// Conflicts found under the `.error` policy; the caller fails the save when there are any.
     var conflicts: [MergeConflict] = []
+    /// Objects updated on top of exactly the version their update was checked against (no
+    /// other writer in between, nothing merged).
+    var cleanUpdates: Set<ObjectID> = []
     /// The kept counts' changes in this transaction.
     var counter = KeptCounter()
     /// The time of this transaction: what every `now` derived attribute it writes holds.
@@ -202,6 +205,7 @@ struct ChangeWriter {
             return
         }
         var resolved = changes
+        if read?.version == current.version { cleanUpdates.insert(current.id) }
         if let read {
             switch resolver.update(e, read: read, current: current, changes) {
             case .write(let c): resolved = c

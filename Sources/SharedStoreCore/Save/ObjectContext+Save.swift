@@ -26,13 +26,19 @@ extension ObjectContext {
         // The reads outlive the save: an object read and not written is still the base of a
         // later save of it (forgetting it made that save blind to another process's change).
         var reads = registered
-        var written = ownWritten
-        for (id, pending) in updates { written[id, default: []].formUnion(pending.values.keys) }
-        for (id, pending) in updates { written[id, default: []].formUnion(pending.relationships.keys) }
+        var saves = recordSaves
+        for (id, pending) in updates {
+            // A record's change written on exactly what it read: that record (its fetch) now
+            // reads as the object after the save.
+            guard let source = pending.source, outcome.clean.contains(id), let after = outcome.snapshots[id],
+                let from = pending.bases.values.first?.version
+            else { continue }
+            saves[id, default: [:]][from] = RecordSave(source: source, after: after)
+        }
         rollback()
         reads.saved(touched: outcome.touched + outcome.permanentIDs.values, wrote: Array(outcome.snapshots.values))
         registered = reads
-        ownWritten = written
+        recordSaves = saves
         // A pinned context sees its own save: its snapshot moves to the store after it (the
         // save stands whatever happens here: a pin that cannot move is released).
         if let p = pinned, (try? p.renew()) == nil { pinned = nil }
@@ -53,6 +59,8 @@ struct SaveOutcome {
     /// Every stored object the save updated or deleted, by a change of its own or by a rule or
     /// a derived value.
     let touched: [ObjectID]
+    /// Objects updated on top of exactly what their update was checked against.
+    var clean: Set<ObjectID> = []
 }
 
 /// One save, planned from a context's pending changes and applied in one write transaction:
@@ -104,8 +112,10 @@ struct SavePlan {
         for id in deletes { try w.delete(try model.entity(id.entity), pks: [id.primaryKey]) }
         let token = try w.writeHistory(author: author, contextName: contextName)
         let (touched, written) = try readBack(s, w)
-        return SaveOutcome(
+        var outcome = SaveOutcome(
             token: token, permanentIDs: permanent, counts: w.recorder.counts, snapshots: written, touched: touched)
+        outcome.clean = w.cleanUpdates
+        return outcome
     }
 
     /// Every stored object this save changed (history's updates and deletes, and the objects it

@@ -42,24 +42,41 @@ public final class ObjectContext {
         /// of the object: a record's read (``update(_:)``). The save checks each property against
         /// its own.
         var bases: [String: Snapshot] = [:]
-        /// The properties an update of a record set (a later update of it that has one back as it
-        /// read it takes that change back).
-        var fromRecord: Set<String> = []
+        /// The properties an update of a record set, with the fetch of that record (a later
+        /// update of a record of the same fetch that has one back as it read it takes that change
+        /// back).
+        var fromRecord: [String: ObjectIdentifier] = [:]
+        /// The fetch of the record whose read every changed property was checked against (nil:
+        /// plain updates, or records of several fetches).
+        var source: ObjectIdentifier? {
+            let sources = Set(fromRecord.values)
+            let names = Set(values.keys).union(relationships.keys)
+            guard sources.count == 1, Set(fromRecord.keys) == names,
+                Set(bases.values.map(\.version)).count == 1
+            else { return nil }
+            return sources.first
+        }
 
         /// Forgets what `names` were changed against and who set them: a plain update's are
         /// changed against what the context read.
         mutating func plain(_ names: some Sequence<String>) {
             for name in names {
                 bases[name] = nil
-                fromRecord.remove(name)
+                fromRecord[name] = nil
             }
         }
     }
 
-    /// The properties this context's saves wrote, by object: a record read before such a save
-    /// is checked, for those, against what the context read since (its own write is no
-    /// conflict).
-    var ownWritten: [ObjectID: Set<String>] = [:]
+    /// A record's change this context saved on exactly what the record read: records of that
+    /// fetch read as the object after the save (their own change is no conflict; their other
+    /// values are not stale).
+    struct RecordSave {
+        let source: ObjectIdentifier
+        let after: Snapshot
+    }
+
+    /// By object, then by the version a record's change was saved on.
+    var recordSaves: [ObjectID: [Int64: RecordSave]] = [:]
 
     private var nextTemporaryKey: Int64 = 1
     var inserts: [PendingInsert] = []
@@ -114,7 +131,7 @@ public final class ObjectContext {
         deleteSet.removeAll(keepingCapacity: true)
         links.removeAll(keepingCapacity: true)
         registered.reset()
-        ownWritten.removeAll()
+        recordSaves.removeAll()
     }
 
     // MARK: - Changes
