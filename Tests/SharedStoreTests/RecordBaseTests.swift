@@ -349,4 +349,22 @@ import Testing
             #expect(now["title"] == "theirs" && now["isRead"] == true, "overwritten since, \(policy)")
         }
     }
+
+    /// A record changed and saved forty times in one context under `.error`: each save extends
+    /// what the record reads as (one entry per fetch kept, whatever the count), never a conflict.
+    @Test func aRecordSavedManyTimesInItsContextStaysItsOwnBase() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let id = try seed(container)
+        let context = container.newContext(author: "A")
+        var article = try context.record(Article.self, with: id)
+        for i in 0..<40 {
+            article.title = "t\(i)"
+            article.isRead = i % 2 == 0
+            try context.update(article)
+            try context.save()
+        }
+        let now = try container.newContext().object(with: id)
+        #expect(now["title"] == "t39" && now["isRead"] == false)
+    }
 }

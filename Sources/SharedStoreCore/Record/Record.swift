@@ -84,9 +84,10 @@ extension ObjectContext {
         // A change of a record of this fetch that this context saved on exactly what the record
         // read: the record reads as the object after that save (its own change is no conflict,
         // and nothing else moved in between).
-        while let saved = recordSaves[id]?[base.version], saved.source == source, saved.after.version > base.version {
+        if let saved = recordSaves[id]?[source], saved.from == base.version, saved.after.version > base.version {
             base = saved.after
         }
+
         // What the record changed; an earlier update of a record of this fetch that set a
         // property it now has back as it read it is taken back.
         let changed = values.filter { base[$0.key] != $0.value }

@@ -33,7 +33,17 @@ extension ObjectContext {
             guard let source = pending.source, outcome.clean.contains(id), let after = outcome.snapshots[id],
                 let from = pending.bases.values.first?.version
             else { continue }
-            saves[id, default: [:]][from] = RecordSave(source: source, after: after)
+            // The records of one fetch read one version of the object: a save on what an earlier
+            // one left extends it (one entry per fetch, however often its records are saved).
+            var kept = saves[id] ?? [:]
+            let start = kept[source].flatMap { $0.after.version == from ? $0.from : nil } ?? from
+            kept[source] = RecordSave(from: start, after: after)
+            // A long-lived context keeps the last 32 fetches' per object: a record of an older
+            // one is checked against its own read (a conflict at worst, never a lost change).
+            if kept.count > 32, let oldest = kept.min(by: { $0.value.after.version < $1.value.after.version })?.key {
+                kept[oldest] = nil
+            }
+            saves[id] = kept
         }
         rollback()
         reads.saved(touched: outcome.touched + outcome.permanentIDs.values, wrote: Array(outcome.snapshots.values))

@@ -71,12 +71,14 @@ public final class ObjectContext {
     /// fetch read as the object after the save (their own change is no conflict; their other
     /// values are not stale).
     struct RecordSave {
-        let source: ObjectIdentifier
+        /// The version the fetch's records read.
+        let from: Int64
+        /// The object after the last such save.
         let after: Snapshot
     }
 
-    /// By object, then by the version a record's change was saved on.
-    var recordSaves: [ObjectID: [Int64: RecordSave]] = [:]
+    /// By object, then by the fetch (its ``ReadBase``) whose records' changes were saved.
+    var recordSaves: [ObjectID: [ObjectIdentifier: RecordSave]] = [:]
 
     private var nextTemporaryKey: Int64 = 1
     var inserts: [PendingInsert] = []
