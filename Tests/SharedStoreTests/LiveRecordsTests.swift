@@ -36,6 +36,20 @@ import Testing
         #expect(try container.newContext().object(with: try #require(first.id))["isRead"] == true)
     }
 
+    /// Waits until `model` holds `count` records, the way a view does: Observation calls back,
+    /// then the value is read (the test's time limit is the deadline).
+    @MainActor static func observe(_ model: LiveRecordsModel<Article>, until count: Int) async throws {
+        while model.records.count < count {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                withObservationTracking {
+                    _ = model.records
+                } onChange: {
+                    done.resume()
+                }
+            }
+        }
+    }
+
     /// A `@MainActor` model observed through Observation follows the store under strict
     /// concurrency: each change of its records is seen by `withObservationTracking`.
     @MainActor @Test(.timeLimit(.minutes(1))) func anObservableModelFollowsTheStore() async throws {
@@ -47,26 +61,9 @@ import Testing
         let model = LiveRecordsModel(query, as: Article.self, pollInterval: 0.2)
         defer { model.stop() }
         try write(group, 1)
-        // Waits for changes the way a view does: Observation calls back, then the value is read.
-        while model.records.count < 1 {
-            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                withObservationTracking {
-                    _ = model.records
-                } onChange: {
-                    done.resume()
-                }
-            }
-        }
+        try await Self.observe(model, until: 1)
         try write(group, 2)
-        while model.records.count < 3 {
-            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                withObservationTracking {
-                    _ = model.records
-                } onChange: {
-                    done.resume()
-                }
-            }
-        }
+        try await Self.observe(model, until: 3)
         #expect(model.records.map(\.title) == ["Far-0", "Far-0", "Far-1"])
         #expect(model.error == nil && !model.diff.inserted.isEmpty)
         #expect(model.records.map(\.id) == (try container.newContext().fetch(query.request)).map(\.id))

@@ -1,0 +1,113 @@
+import Foundation
+import SharedStoreSQLite
+import SharedStoreSupport
+
+/// The objects of one streamed batch (``ObjectContext/batch(_:)``): inserted one at a time,
+/// written at once, all in the batch's one write transaction. Valid only inside the closure
+/// that receives it.
+public struct BatchWriter: ~Copyable {
+    var writer: ChangeWriter
+    var count = 0
+    /// Objects found or made by ``uniqueObject(_:_:)``, by entity and values.
+    var unique: [String: [[String: Value]: ObjectID]] = [:]
+    /// Related objects known to exist in this transaction (checked once, or made by the batch).
+    var existing: Set<ObjectID> = []
+    /// How many times `insert` and `uniqueObject` were called (an object's place in the batch).
+    var placed = 0
+    /// The related object checked last (``existing`` holds it).
+    var lastExisting: ObjectID?
+
+    var storeID: UUID { writer.s.storeID }
+
+    /// Inserts an object with `values` and to-one `relationships` (stored objects, or objects this
+    /// batch made); returns its permanent id.
+    ///
+    /// - Throws: `.validation`, `.uniqueness`, `.unknownProperty`, `.objectNotFound` naming
+    ///   `object`.
+    public mutating func insert(
+        _ entityName: String, _ values: consuming [String: Value], relationships: [String: ObjectID?] = [:],
+        object: @autoclosure () -> String
+    ) throws -> ObjectID {
+        placed += 1
+        return try insertObject(entityName, values, relationships: relationships, object: object())
+    }
+
+    private mutating func insertObject(
+        _ entityName: String, _ values: consuming [String: Value], relationships: [String: ObjectID?],
+        object: @autoclosure () -> String
+    ) throws -> ObjectID {
+        let e = try writer.model.entity(entityName)
+        try e.checkAttributes(values, object: object())
+        var changes = PropertyChanges(values: consume values, relationships: [:])
+        for (name, target) in relationships {
+            guard let r = e.relationship(named: name), !r.isToMany else {
+                throw StoreError(.unknownProperty, "\(object()): \(e.name) has no to-one relationship '\(name)'")
+            }
+            guard let target else {
+                changes.relationships[name] = .some(nil)
+                continue
+            }
+            // Rows of a batch often point at the object the previous one did: its existence is
+            // known then (compared, not hashed); that it is of the relationship's entity, never.
+            guard target.storeID == storeID, target.entity == r.destination, !target.isTemporary,
+                try target == lastExisting || existing.contains(target)
+                    || writer.exists(try writer.model.entity(r.destination), target.primaryKey)
+            else {
+                throw StoreError(.objectNotFound, "\(object()).\(name) refers to \(target), which is not in the store")
+            }
+            if target != lastExisting {
+                existing.insert(target)
+                lastExisting = target
+            }
+            changes.relationships[name] = target.primaryKey
+        }
+        let pk = try writer.insert(e, changes, object: object())
+        count += 1
+        return ObjectID(storeID: storeID, entity: e.name, primaryKey: pk)
+    }
+
+    /// The object of `entityName` whose uniqueness constraint `values` hold: the stored one, or
+    /// one this batch inserts now (a category named in many lines is one object).
+    ///
+    /// The stored object is the first that matches `values` on one of the entity's uniqueness
+    /// constraints (a constraint with a nil part matches nothing); with none, the object is
+    /// inserted.
+    ///
+    /// - Throws: `.validation` for a value of the wrong type; like
+    ///   ``insert(_:_:relationships:object:)`` when it inserts.
+    public mutating func uniqueObject(
+        _ entityName: String, _ values: [String: Value], object: @autoclosure () -> String
+    )
+        throws -> ObjectID
+    {
+        placed += 1
+        if let known = unique[entityName]?[values] { return known }
+        let e = try writer.model.entity(entityName)
+        let changes = PropertyChanges(values: values, relationships: [:])
+        let id: ObjectID
+        if let pk = try writer.existingUnique(e, changes, object: object()) {
+            id = ObjectID(storeID: storeID, entity: e.name, primaryKey: pk)
+        } else {
+            id = try insertObject(entityName, values, relationships: [:], object: object())
+        }
+        unique[entityName, default: [:]][values] = id
+        return id
+    }
+
+    /// ``insert(_:_:relationships:object:)`` naming the object in errors by its place among the
+    /// batch's calls of `insert` and `uniqueObject` (`Article (batch object 3)`), whatever the
+    /// store holds.
+    public mutating func insert(
+        _ entityName: String, _ values: consuming [String: Value], relationships: [String: ObjectID?] = [:]
+    ) throws -> ObjectID {
+        let place = placed + 1
+        return try insert(
+            entityName, values, relationships: relationships, object: "\(entityName) (batch object \(place))")
+    }
+
+    /// ``uniqueObject(_:_:object:)`` naming the object in errors by its place in the batch.
+    public mutating func uniqueObject(_ entityName: String, _ values: [String: Value]) throws -> ObjectID {
+        let place = placed + 1
+        return try uniqueObject(entityName, values, object: "\(entityName) (batch object \(place))")
+    }
+}
