@@ -59,7 +59,8 @@ enum HelperCLI {
 }
 
 let parser = CommandLineParser(
-    tool: "sharedstore-helper", summary: "a second process for the tests and the demo", commands: HelperCLI.commands,
+    tool: "sharedstore-helper", summary: "a second process for the tests and the demo",
+    commands: HelperCLI.commands + TypedCLI.commands,
     common: [.value("group", "DIR", "the group directory", required: true), .flag("help", "show this help")])
 
 func fail(_ message: String, code: Int32) -> Never {
@@ -317,6 +318,7 @@ func cleanCommand(_ container: Container) throws {
 }
 
 if command == "migrate-slowly" { migrateSlowly(group) }
+if command.hasPrefix("typed-") { typedCommand(group) }
 
 do {
     let container = try Container(group: group, model: ReadLater.model)

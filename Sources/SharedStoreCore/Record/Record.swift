@@ -28,6 +28,14 @@ public protocol Record: Codable, Sendable {
     /// The object's id: nil for a record not inserted yet, set by the fetch that read it. The record
     /// encoder leaves it out of the values it writes.
     var id: ObjectID? { get set }
+    /// What the type declares about its entity for a types-first model
+    /// (``Model/init(version:records:)``): rules, relationships, indexes, hooks. None by default.
+    static var schema: RecordSchema<Self> { get }
+}
+
+extension Record {
+    /// No declarations: every property is a plain attribute.
+    public static var schema: RecordSchema<Self> { RecordSchema() }
 }
 
 extension ObjectContext {

@@ -1,0 +1,48 @@
+import Foundation
+import SharedStoreSQLite
+import SharedStoreSupport
+
+extension ObjectContext {
+    /// Inserts records in one transaction, recorded in history object by object, as
+    /// ``batchInsert(_:_:relationships:)`` does with rows: a record's to-one relationships
+    /// (`ObjectID?` properties) must point at stored objects. Needs no pending changes in the
+    /// context; does not touch them.
+    ///
+    /// For example:
+    /// ```swift
+    /// let result = try context.batchInsert([Article(title: "WAL", url: wal), Article(title: "LMDB", url: lmdb)])
+    /// ```
+    ///
+    /// - Returns: how many were inserted, their ids (in order) and the token.
+    /// - Throws: like ``save()``, naming the first record refused by its place
+    ///   (`Article (batch row 3)`); nothing is saved then.
+    @discardableResult
+    public func batchInsert<R: Record>(_ records: [R]) throws -> BatchResult {
+        var ids: [ObjectID] = []
+        ids.reserveCapacity(records.count)
+        let result = try batch { batch in
+            for (i, record) in records.enumerated() {
+                ids.append(try batch.insert(record, object: "\(R.entityName) (batch row \(i + 1))"))
+            }
+        }
+        return BatchResult(count: result.count, token: result.token, objectIDs: ids)
+    }
+}
+
+extension BatchWriter {
+    /// Inserts a record (its to-one relationships point at stored objects or objects this batch
+    /// made); returns its permanent id.
+    ///
+    /// - Throws: like ``insert(_:_:relationships:object:)``, naming `object`.
+    public mutating func insert<R: Record>(_ record: R, object: @autoclosure () -> String) throws -> ObjectID {
+        let (values, rels) = try RecordEncoder.encode(record, entity: try writer.model.entity(R.entityName))
+        return try insert(R.entityName, values, relationships: rels, object: object())
+    }
+
+    /// ``insert(_:object:)`` naming the record in errors by its place among the batch's calls of
+    /// `insert` and `uniqueObject` (`Article (batch object 3)`).
+    public mutating func insert<R: Record>(_ record: R) throws -> ObjectID {
+        let place = placed + 1
+        return try insert(record, object: "\(R.entityName) (batch object \(place))")
+    }
+}
