@@ -170,20 +170,25 @@ extension ReadLater {
         var names: [ObjectID: String] = [:]
         let nameKey = categoryName(context.container.model)
         try context.forEach(FetchRequest("Category")) { names[$0.id] = $0[nameKey].stringValue ?? "" }
-        var condition: Condition = unreadOnly ? Key("isRead") == false : .always
+        var condition: Condition = unreadOnly ? \Article.isRead == false : .always
         if let search { condition = condition && searchCondition(search, context.container.model) }
         let request = FetchRequest(
-            "Article", where: condition, sortedBy: [Key("createdAt").ascending], limit: limit, offset: offset)
+            Article.self, where: condition, sortedBy: [.ascending(\Article.createdAt)], limit: limit, offset: offset)
+        // The stored names once, each row read by them.
+        let (title, url, isRead, category, createdAt) = (
+            Key(\Article.title).path, Key(\Article.url).path, Key(\Article.isRead).path, Key(\Article.category).path,
+            Key(\Article.createdAt).path
+        )
         try context.forEachWithGlobalID(request) { a, gid in
             try body(
                 .object([
                     ("id", .string(a.id.description)),
                     ("gid", gid.map { .string(GlobalID.text($0)) } ?? .null),
-                    ("title", a["title"].jsonValue),
-                    ("url", a["url"].jsonValue),
-                    ("isRead", a["isRead"].jsonValue),
-                    ("category", a.relationships["category"].flatMap { names[$0] }.map(JSONValue.string) ?? .null),
-                    ("createdAt", a["createdAt"].jsonValue),
+                    ("title", a[title].jsonValue),
+                    ("url", a[url].jsonValue),
+                    ("isRead", a[isRead].jsonValue),
+                    ("category", a.relationships[category].flatMap { names[$0] }.map(JSONValue.string) ?? .null),
+                    ("createdAt", a[createdAt].jsonValue),
                 ]))
         }
     }
@@ -191,8 +196,10 @@ extension ReadLater {
     /// Articles whose title holds `text`, ignoring case and diacritics: through the derived
     /// `searchTitle` from version 3 (folded once, by the save), the title folded row by row before.
     static func searchCondition(_ text: String, _ model: Model) -> Condition {
-        guard model.version >= 3 else { return Key("title").contains(text, .caseInsensitive, .diacriticInsensitive) }
-        return Key("searchTitle").contains(Attribute.canonical(text))
+        guard model.version >= 3 else {
+            return Key(\Article.title).contains(text, .caseInsensitive, .diacriticInsensitive)
+        }
+        return Key(\Records.Article.searchTitle).contains(Attribute.canonical(text))
     }
 
     /// Each category's name with its article count (the derived `Category.articleCount` from
@@ -223,11 +230,12 @@ extension ReadLater {
     /// The widget's summary: unread and total counts, the three newest articles — two counts and
     /// a three-row fetch, each on an index.
     public static func widgetLine(_ context: ObjectContext) throws -> JSONValue {
-        let unread = try context.count(FetchRequest("Article", where: Key("isRead") == false))
-        let total = try context.count(FetchRequest("Article"))
+        let unread = try context.count(Article.self, where: \Article.isRead == false)
+        let total = try context.count(Article.self)
         var latest: [JSONValue] = []
-        try context.forEach(FetchRequest("Article", sortedBy: [Key("createdAt").descending], limit: 3)) { a in
-            latest.append(.object([("id", .string(a.id.description)), ("title", a["title"].jsonValue)]))
+        let title = Key(\Article.title).path
+        try context.forEach(FetchRequest(Article.self, sortedBy: [.descending(\Article.createdAt)], limit: 3)) { a in
+            latest.append(.object([("id", .string(a.id.description)), ("title", a[title].jsonValue)]))
         }
         return .object([
             ("unread", .number(Double(unread))), ("total", .number(Double(total))), ("latest", .array(latest)),

@@ -21,6 +21,8 @@ extension ReadLater {
         /// An article of version 3, every attribute included.
         public struct Article: Record, Hashable {
             public static let entityName = "Article"
+            /// The article's highlights (deleted with it).
+            public static let highlights = ToMany<Article, Highlight>("highlights")
             public static let schema = RecordSchema<Article>(
                 [
                     .attribute(\.title, minLength: 1, maxLength: 500, singleLine: true, preservedInHistory: true),
@@ -29,7 +31,7 @@ extension ReadLater {
                     .attribute(\.note, maxLength: 2000),
                     .canonical(\.searchTitle, of: \.title),
                     .toOne(\.category, Category.self, inverse: "articles"),
-                    .toMany("highlights", Highlight.self, inverse: \.article, deleteRule: .cascade),
+                    .toMany(highlights, inverse: \.article, deleteRule: .cascade),
                     .index(\.createdAt), .index(\.isRead, \.createdAt), .index(\.searchTitle),
                     .keptCount("all"), .keptCount("unread", where: \Article.isRead == false),
                 ], hooks: ReadLater.articleHooks)
@@ -63,12 +65,14 @@ extension ReadLater {
         /// version 2).
         public struct Category: Record, Hashable {
             public static let entityName = "Category"
+            /// The category's articles.
+            public static let articles = ToMany<Category, Article>("articles")
             public static let schema = RecordSchema<Category>([
                 .attribute(
                     \.name, minLength: 1, maxLength: 200, singleLine: true, preservedInHistory: true,
                     renamedFrom: "name"),
                 .derived(\.articleCount, .count("articles")),
-                .toMany("articles", Article.self, inverse: \.category),
+                .toMany(articles, inverse: \.category),
                 .unique(\.name),
             ])
 

@@ -123,7 +123,7 @@ public enum ReadLater {
         Attribute("isRead", .bool, default: false),
     ]
 
-    private static let articleCounts = [KeptCount("all"), KeptCount("unread", where: Key("isRead") == false)]
+    private static let articleCounts = [KeptCount("all"), KeptCount("unread", where: \Article.isRead == false)]
 
     public struct Article: Record, Hashable {
         public static let entityName = "Article"

@@ -205,11 +205,25 @@ extension Targets {
             return .object(fields)
         }
         inv.output.table(
-            rows,
+            rows + pinRows(container),
             columns: [
                 ("consumer", "CONSUMER"), ("token", "TOKEN"), ("updated_at", "UPDATED"), ("lag", "LAG"),
                 ("evicted", "EVICTED"),
             ])
+    }
+
+    /// The read transactions other processes hold open (a pinned context, a long read): each
+    /// keeps the WAL from being checkpointed past its snapshot. One row each, after the consumers,
+    /// named `pin pid <pid> (<executable>)`, with how many WAL frames were written since.
+    static func pinRows(_ container: Container) -> [JSONValue] {
+        WALReaders.of(storePath: container.storePath).map { r in
+            let name = "pin pid \(r.pid) (\(WALReaders.executable(of: r.pid).map(TextSafety.visible) ?? "?"))"
+            return .object([
+                ("consumer", .string(name)), ("token", .null), ("updated_at", .null),
+                ("lag", .string("\(r.walFrames &- min(r.frame, r.walFrames)) WAL frames")), ("pin", .bool(true)),
+                ("pid", .number(Double(r.pid))), ("wal_frame", .number(Double(r.frame))),
+            ])
+        }
     }
 
     /// `storectl schema`: one line per entity, each with the store's model version.

@@ -52,6 +52,7 @@ enum HelperCLI {
             "migrate the store to the newest model plus an index on Article.title, print in-migration inside the "
                 + "migration's transaction, then wait to be killed"),
         Command("live-query", "follow the articles with an ephemeral live query until killed"),
+        Command("hold-pin", "pin a context to the store as it is, print, wait to be killed (a long-held pin)"),
         Command("cross-thread", "use a context from a thread other than its own (the concurrency debug switch)"),
         Command("readers", "the registry's reader slots"),
         Command("tokens", "every consumer's token"),
@@ -133,6 +134,12 @@ func processCommand(_ container: Container) throws {
         let result = try query.next()
         emit([("consumer", .string(query.consumerName)), ("objects", .number(Double(result?.objects.count ?? 0)))])
         while true { sleep(60) }
+    case "hold-pin":
+        // A pinned context held for long: `storectl tokens` must show it.
+        let context = container.newContext(name: "pinned", author: "Helper")
+        try context.pin()
+        emit([("pinned", .bool(true)), ("articles", .number(Double(try context.count(FetchRequest("Article")))))])
+        while true { sleep(60) }
     case "cross-thread":
         // A context made here and used from another thread (SHAREDSTORE_CONCURRENCY_DEBUG's test):
         // a misuse strict concurrency refuses, made through an unchecked box.
@@ -184,7 +191,7 @@ func storeCommand(_ container: Container) throws {
         let context = container.newContext(name: "helper", author: "Other")
         try context.update(try container.objectID(parsing: idText), ["title": .string(title)])
         emit([("token", try context.save().token.map { .string($0.description) } ?? .null)])
-    case "live-query", "cross-thread":
+    case "live-query", "cross-thread", "hold-pin":
         try processCommand(container)
     case "delete":
         guard let idText = options["id"] else { fail("delete needs --id", code: 2) }

@@ -61,3 +61,33 @@ import Testing
         #expect(throws: StoreError.self) { try container.newContext().pin() }
     }
 }
+
+/// `storectl tokens` shows a pin another process holds, with how far the WAL moved past it.
+@Suite struct PinListingTests {
+    @Test func storectlTokensShowsALongHeldPinOfAnotherProcess() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let context = container.newContext(author: "Writer")
+        _ = try Fixtures.saveArticles(context, count: 2)
+        let holder = try Child("sharedstore-helper", ["hold-pin", "--group", group.path])
+        try holder.waitForLine("the pin") { $0.contains("pinned") }
+        _ = try Fixtures.saveArticles(context, count: 3)
+        func pins() throws -> [[String: Any]] {
+            let tokens = try Child("storectl", ["tokens", "--json", "--group", group.path])
+            #expect(try tokens.waitForExit() == 0)
+            return tokens.lines.compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }.filter { $0["pin"] as? Bool == true }
+        }
+        let held = try pins()
+        #expect(held.count == 1)
+        #expect((held.first?["pid"] as? Double).map(Int32.init) == holder.pid)
+        #expect((held.first?["consumer"] as? String)?.contains("sharedstore-hel") == true)
+        // Three saves since the pin: their frames are past its snapshot.
+        let lag = held.first?["lag"] as? String ?? ""
+        #expect(lag.hasSuffix("WAL frames") && (Int(lag.split(separator: " ")[0]) ?? 0) >= 3, "\(lag)")
+        holder.kill9()
+        _ = try holder.waitForExit()
+        #expect(try pins().isEmpty, "a pin goes with its process")
+    }
+}

@@ -12,20 +12,35 @@ import Testing
 @Suite struct ReadmeTests {
     @Test func theLibraryTourInOrder() async throws {
         let first = #line
-        // README block 1: the tour
-        let model = try Model([
-            Entity("Article", attributes: [
-                Attribute("title", .string, minLength: 1, maxLength: 500, preservedInHistory: true),
-                Attribute("isRead", .bool, default: false),
-                Attribute.derived("searchTitle", .string, .canonical("title")),   // kept by every save
-            ], relationships: [.toOne("category", "Category", inverse: "articles")],
-               indexes: [Index("searchTitle")]),
-            Entity("Category", attributes: [
-                Attribute("name", .string),
-                Attribute.derived("articleCount", .integer, .count("articles")),
-            ], relationships: [.toMany("articles", "Article", inverse: "category")],
-               uniquenessConstraints: [["name"]]),
-        ])
+        // README block 1: the tour, a types-first model
+        // A types-first model: record types, their properties the attributes, their schemas the rest,
+        // each naming a property by a key path (a misspelled one does not compile).
+        struct Article: Record {
+            static let entityName = "Article"
+            static let schema = RecordSchema<Article>([
+                .attribute(\.title, minLength: 1, maxLength: 500, preservedInHistory: true),
+                .attribute(\.isRead, default: false),
+                .canonical(\.searchTitle, of: \.title),                  // kept by every save
+                .toOne(\.category, Category.self, inverse: "articles"),
+                .index(\.searchTitle),
+            ])
+            var id: ObjectID?
+            var title: String
+            var isRead = false
+            var searchTitle: String?                                   // derived: read, never written
+            var category: ObjectID?
+        }
+        struct Category: Record {
+            static let entityName = "Category"
+            static let articles = ToMany<Category, Article>("articles")
+            static let schema = RecordSchema<Category>([
+                .unique(\.name), .derived(\.articleCount, .count("articles")), .toMany(articles, inverse: \.category),
+            ])
+            var id: ObjectID?
+            var name: String
+            var articleCount: Int?
+        }
+        let model = try Model(records: [Article.self, Category.self])
 
         // Any process opens the group directory (created 0700; Store.sqlite 0600), and attaches the
         // change signal so that its commits wake the other processes at once.
@@ -37,17 +52,17 @@ import Testing
         // A context carries a name and a transaction author; a save is one SQLite transaction
         // holding the rows and one history transaction.
         let share = container.newContext(name: "share", author: "ShareExtension")
-        let swift = try share.insert("Category", ["name": "Swift"])
-        let id = try share.insert("Article", ["title": "Café Swift"], relationships: ["category": swift])
+        let swift = try share.insert(Category(name: "Swift"))
+        let id = try share.insert(Article(title: "Café Swift", category: swift))
         let saved = try share.save()
         print(saved.permanentID(for: id), saved.token?.description ?? "-")
 
-        // Fetch with conditions: [cd] string matching, to-one key paths, to-many predicates.
-        let cafes = try share.fetch(FetchRequest("Article",
-            where: Key("title").contains("cafe", .caseInsensitive, .diacriticInsensitive) && Key("isRead") == false,
-            sortedBy: [Key("searchTitle").ascending], limit: 20))
-        let busy = try share.fetch(FetchRequest("Category", where: Key("articles").count > 0))
-        print(cafes.count, busy.first?["articleCount"] ?? .null)     // 1 1
+        // Typed conditions: [cd] string matching, to-one key paths, to-many predicates.
+        let cafes = try share.fetch(Article.self,
+            where: Key(\Article.title).contains("cafe", .caseInsensitive, .diacriticInsensitive) && \Article.isRead == false,
+            sortedBy: [.ascending(\Article.searchTitle)], limit: 20)
+        let busy = try share.fetch(Category.self, where: Category.articles.any(\Article.isRead == false))
+        print(cafes.count, busy.first?.articleCount ?? 0)     // 1 1
 
         // Another process reads what others saved after its last token.
         for t in try container.fetchHistory(HistoryRequest(after: lastToken, excludingAuthors: ["MainApp"])) {
@@ -55,47 +70,57 @@ import Testing
         }
         if let everyoneMerged = saved.token { try container.deleteHistory(through: everyoneMerged) }
 
-        // README block 2: records, rules, hooks, aggregates
-        struct Article: Record {
-            static let entityName = "Article"
-            var id: ObjectID?
-            var title: String
-            var isRead: Bool
-            var searchTitle: String?                       // derived: read, never written
-        }
+        // README block 2: the same model described by entities
+        let described = try Model([
+            Entity("Article", attributes: [
+                Attribute("title", .string, minLength: 1, maxLength: 500, preservedInHistory: true),
+                Attribute("isRead", .bool, default: false),
+                Attribute.derived("searchTitle", .string, .canonical("title")),
+            ], relationships: [.toOne("category", "Category", inverse: "articles")],
+               indexes: [Index("searchTitle")]),
+            Entity("Category", attributes: [
+                Attribute("name", .string),
+                Attribute.derived("articleCount", .integer, .count("articles")),
+            ], relationships: [.toMany("articles", "Article", inverse: "category")],
+               uniquenessConstraints: [["name"]]),
+        ])
+        print(model == described, model.differences(from: described))       // true []
+        let older = try Container(group: dir, model: described)           // another process, say
+        print(try older.newContext().count(Article.self))                 // 1
 
+        // README block 3: rules, hooks, a record's update, aggregates
         try container.register("Article", EntityHooks(
             willSave: { draft in                               // may change the object, never a derived value
-                if let title = draft["title"].stringValue, title.hasPrefix(" ") {
-                    try draft.set("title", .string(title.trimmingCharacters(in: .whitespaces)))
+                if let title = draft[\Article.title].stringValue, title.hasPrefix(" ") {
+                    try draft.set(\Article.title, title.trimmingCharacters(in: .whitespaces))
                 }
             },
-            rules: [ValidationRule("a read article has a title") { $0["isRead"] != true || $0["title"] != "" }]))
+            rules: [ValidationRule("a read article has a title") { $0[\Article.isRead] != true || $0[\Article.title] != "" }]))
 
         let main = container.newContext(author: "MainApp")
         main.mergePolicy = .objectTrump
-        if var article = try main.fetchOne(Article.self, where: Key("searchTitle") == "cafe swift") {
+        if var article = try main.fetchOne(Article.self, where: \Article.searchTitle == "cafe swift") {
             article.isRead = true
             try main.update(article)                         // writes isRead only
             try main.save()
         }
-        let perCategory = try main.aggregate("Article", [.count], groupedBy: ["category.name"])
+        let perCategory = try main.aggregate(Article.self, [.count], groupedBy: [Key(\Article.category, \Category.name)])
         print(perCategory.map { "\($0.group[0].stringValue ?? "-"): \($0.values[0])" })   // ["Swift: 1"]
 
-        // README block 3: the async DAO
+        // README block 4: the async DAO
         actor Library {
             let container: Container
             init(container: Container) { self.container = container }
 
             func add(_ title: String) async throws -> ObjectID {
                 try await container.write(author: "MainApp") { context in
-                    try context.insert("Article", ["title": .string(title)])
+                    try context.insert(Article(title: title))
                 }
             }
 
-            func unread() async throws -> [Snapshot] {
+            func unread() async throws -> [Article] {
                 try await container.read { context in
-                    try context.fetch(FetchRequest("Article", where: Key("isRead") == false))
+                    try context.fetch(Article.self, where: \Article.isRead == false)
                 }
             }
         }
@@ -103,24 +128,24 @@ import Testing
         _ = try await library.add("Structured concurrency")
         print(try await library.unread().count)                 // 1
 
-        // README block 5: a live query
+        // README block 6: a live query
         let registry = try TokenRegistry(group: dir)
-        let unread = FetchRequest("Article", where: Key("isRead") == false,
-                                  sortedBy: [Key("searchTitle").ascending], limit: 50)
+        let unread = FetchRequest(Article.self, where: \Article.isRead == false,
+                                  sortedBy: [.ascending(\Article.searchTitle)], limit: 50)
         let query = try LiveQuery(container: container, registry: registry, consumer: "UnreadList", request: unread)
-        for try await result in query.results() {            // the first result, then one per change
+        for try await result in query.records(Article.self) {  // the first result, then one per change
             let d = result.diff                               // removed, inserted, moved, updated positions
-            print(result.objects.count, d.inserted, d.removed, d.moved, d.updated)
+            print(result.records.count, d.inserted, d.removed, d.moved, d.updated)
             break                                             // (a list keeps following)
         }
 
-        // README block 6: a view kept in sync
+        // README block 7: a view kept in sync
         let view = try ViewContext(container: container, registry: registry, consumer: "Widget")
         let observer = try ChangeObserver(container: container)     // inotify, plus a slow poll
         let changes = observer.changes()
         try view.sync()                                             // catch up first
         Task.detached {                                             // another process's save, say
-            _ = try await container.write(author: "MainApp") { try $0.insert("Article", ["title": "New"]) }
+            _ = try await container.write(author: "MainApp") { try $0.insert(Article(title: "New")) }
         }
         for try await _ in changes {
             try view.sync { transaction in print(transaction.token) } // merge, then advance the token
@@ -136,18 +161,19 @@ import Testing
 
     @Test func aCustomMigrationStep() throws {
         let first = #line
-        // README block 4
-        let v1 = try Model([Entity("Book", attributes: [Attribute("rating", .integer)])])
-        let v2 = try Model(version: 2, [Entity("Book", attributes: [Attribute("rating", .double)])])
+        // README block 5
+        enum V1 { struct Book: Record { static let entityName = "Book"; var id: ObjectID?; var rating: Int } }
+        struct Book: Record { static let entityName = "Book"; var id: ObjectID?; var rating: Double }
         let books = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString).path
-        let old = try Container(group: books, model: v1).newContext(author: "App")
-        try old.insert("Book", ["rating": 4])
+        let old = try Container(group: books, model: try Model(records: [V1.Book.self])).newContext(author: "App")
+        try old.insert(V1.Book(rating: 4))
         try old.save()
         let step = MigrationStep(version: 2, "ratings become doubles") { db in
             try db.execute(#"UPDATE "Book" SET "rating" = "rating" * 1.0"#)   // over the new schema
         }
+        let v2 = try Model(version: 2, records: [Book.self])
         let upgraded = try Container(group: books, model: v2, migrations: [step])
-        print(try upgraded.newContext().fetch(FetchRequest("Book"))[0]["rating"])   // 4.0
+        print(try upgraded.newContext().fetch(Book.self)[0].rating)   // 4.0
         try expectPrintedAsTheReadmeSays(lines: first...#line)
         try? FileManager.default.removeItem(atPath: books)
     }

@@ -289,6 +289,9 @@ final class Child: @unchecked Sendable {
         kill(process.processIdentifier, SIGKILL)
     }
 
+    /// The child's process id.
+    var pid: Int32 { process.processIdentifier }
+
     deinit {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
