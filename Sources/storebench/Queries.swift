@@ -37,6 +37,7 @@ func articleQueryCases(_ s: Settings, only want: (String) -> Bool) throws -> [Re
     if want("query-range") { reports.append(try queryRangeCase(s, container, path)) }
     if want("query-prefix") { reports.append(try queryPrefixCase(s, container, path)) }
     if want("record-fetch") { reports.append(try recordFetchCase(s, container)) }
+    if want("query-range-typed") { reports.append(try queryRangeTypedCase(s, container)) }
     return reports
 }
 

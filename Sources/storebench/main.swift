@@ -23,6 +23,7 @@ let childParser = CommandLineParser(
         Command("writer", "save until the end time", positionals: ["GROUP", "SECONDS", "START", "AUTHOR"]),
         Command("catch-up", "merge everything, print the peak memory", positionals: ["GROUP"]),
         Command("live-query", "follow a live query, print each delivery", positionals: ["GROUP", "COUNT"]),
+        Command("switch-workload", "the debug-switches workload", positionals: ["GROUP", "COUNT"]),
     ])
 let benchParser = CommandLineParser(
     tool: "storebench", summary: "SharedStore against raw SQLite in the same run",
@@ -47,6 +48,7 @@ let benchParser = CommandLineParser(
         case "latency-consumer": try latencyConsumer(group: p[0], count: Int64(p[1]) ?? 0)
         case "writer": try writerChild(group: p[0], seconds: Double(p[1]) ?? 1, start: Double(p[2]) ?? 0, author: p[3])
         case "live-query": try liveQueryChild(group: p[0], count: Int64(p[1]) ?? 0)
+        case "switch-workload": try switchWorkloadChild(group: p[0], count: Int(p[1]) ?? 0)
         default: try catchUpChild(group: p[0])
         }
         exit(0)
@@ -114,6 +116,8 @@ let benchParser = CommandLineParser(
     if want("batch-insert") { show(try batchCase(settings)) }
     if want("batch-insert-full-model") { show(try batchInsertFullModelCase(settings)) }
     if want("update-property") { show(try updateCase(settings)) }
+    if want("batch-insert-typed") { show(try batchInsertTypedCase(settings)) }
+    if want("debug-switches") { show(try debugSwitchesCase(settings)) }
     if want("history-fetch-1k") { show(try historyFetchCase(settings, retained: 1000, name: "history-fetch-1k")) }
     if want("history-fetch-1m") {
         show(try historyFetchCase(settings, retained: settings.bigHistory, name: "history-fetch-1m"))
@@ -124,7 +128,7 @@ let benchParser = CommandLineParser(
 @MainActor func runProcessCases() throws {
     if want("latency") { show(try latencyCase(settings)) }
     if want("query-indexed") { show(try queryIndexedCase(settings)) }
-    if want("query-range") || want("query-prefix") || want("record-fetch") {
+    if want("query-range") || want("query-prefix") || want("record-fetch") || want("query-range-typed") {
         for report in try articleQueryCases(settings, only: want) { show(report) }
     }
     if want("live-query-latency") { show(try liveQueryLatencyCase(settings)) }

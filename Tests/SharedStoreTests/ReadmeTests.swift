@@ -59,7 +59,8 @@ import Testing
 
         // Typed conditions: [cd] string matching, to-one key paths, to-many predicates.
         let cafes = try share.fetch(Article.self,
-            where: Key(\Article.title).contains("cafe", .caseInsensitive, .diacriticInsensitive) && \Article.isRead == false,
+            where: Key(\Article.title).contains("cafe", .caseInsensitive, .diacriticInsensitive)
+                && \Article.isRead == false,
             sortedBy: [.ascending(\Article.searchTitle)], limit: 20)
         let busy = try share.fetch(Category.self, where: Category.articles.any(\Article.isRead == false))
         print(cafes.count, busy.first?.articleCount ?? 0)     // 1 1
@@ -95,7 +96,9 @@ import Testing
                     try draft.set(\Article.title, title.trimmingCharacters(in: .whitespaces))
                 }
             },
-            rules: [ValidationRule("a read article has a title") { $0[\Article.isRead] != true || $0[\Article.title] != "" }]))
+            rules: [ValidationRule("a read article has a title") {
+                $0[\Article.isRead] != true || $0[\Article.title] != ""
+            }]))
 
         let main = container.newContext(author: "MainApp")
         main.mergePolicy = .objectTrump
@@ -104,7 +107,8 @@ import Testing
             try main.update(article)                         // writes isRead only
             try main.save()
         }
-        let perCategory = try main.aggregate(Article.self, [.count], groupedBy: [Key(\Article.category, \Category.name)])
+        let byName = Key(\Article.category, \Category.name)
+        let perCategory = try main.aggregate(Article.self, [.count], groupedBy: [byName])
         print(perCategory.map { "\($0.group[0].stringValue ?? "-"): \($0.values[0])" })   // ["Swift: 1"]
 
         // README block 4: the async DAO

@@ -26,16 +26,31 @@ import Testing
         }
     }
 
+    /// Five booleans, each coded under another name.
+    struct Flags: Record {
+        static let entityName = "Flags"
+        var id: ObjectID?
+        var a: Bool, b: Bool, c: Bool, d: Bool, e: Bool
+        enum CodingKeys: String, CodingKey { case id, a = "fa", b = "fb", c = "fc", d = "fd", e = "fe" }
+    }
+
+    @Test func manyRenamedBooleansAreToldApart() {
+        #expect(
+            [Key(\Flags.a), Key(\Flags.b), Key(\Flags.c), Key(\Flags.d), Key(\Flags.e)].map(\.path)
+                == ["fa", "fb", "fc", "fd", "fe"])
+    }
+
     @Test func aKeyPathNamesTheStoredPropertyItsCodingKeySays() {
         #expect(Key(\Article.title).path == "title")
         #expect(Key(\Article.createdAt).path == "createdAt")
         #expect(Key(\Category.name).path == "label")
         #expect(Key(\Article.category, \Category.name).path == "category.label")
         #expect(SortKey.descending(\Article.createdAt) == Key("createdAt").descending)
-        // Two Bools renamed by their coding keys cannot be told apart by a probe: said so.
-        #expect(Key(\Outside.flag).path.contains("has no stored name"))
-        #expect(Key(\Outside.computed).path.contains("not one stored property"))
-        #expect(Key(\Outside.nested.x).path.contains("not one stored property"))
+        // Two Bools renamed by their coding keys: each probe gives them another pattern of values.
+        #expect(Key(\Outside.flag).path == "stored_flag" && Key(\Outside.other).path == "stored_other")
+        #expect(Key(\Outside.computed).path.contains("not one stored, coded property"))
+        #expect(Key(\Outside.nested.x).path.contains("not one stored, coded property"))
+        #expect(Key(\Outside.nested).path == "nested")
     }
 
     @Test func typedConditionsFetchWhatStringKeysFetch() throws {

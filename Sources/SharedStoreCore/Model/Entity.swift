@@ -97,6 +97,13 @@ public struct KeptCount: Sendable, Hashable {
     }
 }
 
+/// What a property name is to a record's encoder: an attribute (its type, whether the save
+/// computes it, whether an insert leaves it nil by default), or a relationship.
+enum RecordSlot: Sendable, Hashable {
+    case attribute(AttributeType, derived: Bool, nullIsDefault: Bool)
+    case relationship
+}
+
 /// An entity: attributes, relationships, uniqueness constraints (each a list of attribute names),
 /// indexes and kept counts.
 public struct Entity: Sendable, Hashable {
@@ -104,11 +111,19 @@ public struct Entity: Sendable, Hashable {
     /// the table's name.
     public var name: String
     /// The entity's attributes, in the order history numbers them.
-    public var attributes: [Attribute]
+    public var attributes: [Attribute] {
+        didSet { recordSlots = Self.slots(attributes, relationships) }
+    }
     /// The entity's relationships; each names its inverse in the destination entity.
     public var relationships: [Relationship] {
-        didSet { toOneRelationships = relationships.filter { !$0.isToMany } }
+        didSet {
+            toOneRelationships = relationships.filter { !$0.isToMany }
+            recordSlots = Self.slots(attributes, relationships)
+        }
     }
+    /// What each property name is to a record's encoder, kept with ``attributes`` and
+    /// ``relationships`` (a record is encoded by one lookup per property).
+    private(set) var recordSlots: [String: RecordSlot]
     /// The to-one relationships, in declaration order: kept with ``relationships`` (a save reads
     /// them for every row it writes).
     private(set) var toOneRelationships: [Relationship]
@@ -145,8 +160,18 @@ public struct Entity: Sendable, Hashable {
         self.attributes = attributes
         self.relationships = relationships
         toOneRelationships = relationships.filter { !$0.isToMany }
+        recordSlots = Self.slots(attributes, relationships)
         self.uniquenessConstraints = uniquenessConstraints
         self.indexes = indexes
+    }
+
+    private static func slots(_ attributes: [Attribute], _ relationships: [Relationship]) -> [String: RecordSlot] {
+        var slots: [String: RecordSlot] = [:]
+        for r in relationships { slots[r.name] = .relationship }
+        for a in attributes {
+            slots[a.name] = .attribute(a.type, derived: a.isDerived, nullIsDefault: a.defaultValue.isNull)
+        }
+        return slots
     }
 
     /// The attribute named `name`, or nil.

@@ -35,8 +35,18 @@ extension BatchWriter {
     ///
     /// - Throws: like ``insert(_:_:relationships:object:)``, naming `object`.
     public mutating func insert<R: Record>(_ record: R, object: @autoclosure () -> String) throws -> ObjectID {
-        let (values, rels) = try RecordEncoder.encode(record, entity: try writer.model.entity(R.entityName))
-        return try insert(R.entityName, values, relationships: rels, object: object())
+        // What this batch learnt of R: its entity and the order its keys come in.
+        let key = ObjectIdentifier(R.self)
+        let memo: RecordEncoder.Memo
+        if let known = recordMemos[key] {
+            memo = known
+        } else {
+            memo = RecordEncoder.Memo(entity: try writer.model.entity(R.entityName))
+            recordMemos[key] = memo
+        }
+        let (values, rels) = try RecordEncoder.encode(record, entity: memo.entity, inserting: true, memo: memo)
+        placed += 1
+        return try insertObject(memo.entity, values, relationships: rels, object: object(), checked: true)
     }
 
     /// ``insert(_:object:)`` naming the record in errors by its place among the batch's calls of

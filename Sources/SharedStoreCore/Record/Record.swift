@@ -46,7 +46,7 @@ extension ObjectContext {
     ///   outside a `.json` attribute, an object id in an attribute). Value rules are checked on save.
     @discardableResult
     public func insert<R: Record>(_ record: R) throws -> ObjectID {
-        let (values, rels) = try RecordEncoder.encode(record, entity: try model.entity(R.entityName))
+        let (values, rels) = try RecordEncoder.encode(record, entity: try model.entity(R.entityName), inserting: true)
         return try insert(R.entityName, values, relationships: rels)
     }
 

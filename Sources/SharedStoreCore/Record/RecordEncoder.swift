@@ -5,8 +5,13 @@ import SharedStoreSupport
 // MARK: - Encoding
 
 enum RecordEncoder {
-    static func encode<R: Record>(_ record: R, entity: Entity) throws -> ([String: Value], [String: ObjectID?]) {
-        let box = Box(entity: entity)
+    /// The values and to-one relationships `record` holds, for `entity`. `inserting`: what an
+    /// insert gets by default is left out (a nil attribute whose default is nil, a nil to-one), so
+    /// that the insert writes what a row of the same values would; an update sets every one.
+    static func encode<R: Record>(_ record: R, entity: Entity, inserting: Bool = false, memo: Memo? = nil) throws
+        -> ([String: Value], [String: ObjectID?])
+    {
+        let box = Box(slots: entity.recordSlots, inserting: inserting, memo: memo)
         do {
             try record.encode(to: Encoder(box: box))
         } catch let error as StoreError {
@@ -17,43 +22,103 @@ enum RecordEncoder {
             throw unsupported(failure).describing(
                 ValidationFailure(object: entity.name, property: failure, rule: .record))
         }
-        var values: [String: Value] = [:]
-        var rels: [String: ObjectID?] = [:]
-        for (key, v) in box.fields where key != "id" {
-            if let a = entity.attribute(named: key) {
-                // A record reads derived attributes; the save computes them.
-                if a.isDerived { continue }
-                guard case .value(let value) = v else {
-                    throw StoreError.validation(
-                        "\(entity.name).\(key) takes a value, not an object id", object: entity.name, property: key,
-                        rule: .type(a.type))
-                }
-                values[key] = value
-            } else if entity.relationship(named: key) != nil {
-                switch v {
-                case .object(let id): rels[key] = .some(id)
-                case .value(.null): rels[key] = .some(nil)
-                default:
-                    throw StoreError.validation(
-                        "\(entity.name).\(key) takes an object id", object: entity.name, property: key,
-                        rule: .destination(entity.relationship(named: key)?.destination ?? ""))
-                }
-            } else {
+        if let (key, problem) = box.problem {
+            switch problem {
+            case .unknown:
                 throw StoreError(.unknownProperty, "\(R.self) has property '\(key)' that \(entity.name) does not have")
+            case .objectInAttribute(let type):
+                throw StoreError.validation(
+                    "\(entity.name).\(key) takes a value, not an object id", object: entity.name, property: key,
+                    rule: .type(type))
+            case .valueInRelationship:
+                throw StoreError.validation(
+                    "\(entity.name).\(key) takes an object id", object: entity.name, property: key,
+                    rule: .destination(entity.relationship(named: key)?.destination ?? ""))
             }
         }
-        return (values, rels)
+        return (box.values, box.relationships)
     }
 
-    enum Field { case value(Value), object(ObjectID) }
+    /// Why a record's property cannot be written.
+    enum Problem { case unknown, objectInAttribute(AttributeType), valueInRelationship }
 
-    /// What a record's properties encoded to; `failure` names a property written through a
-    /// nested container, which has no column: the encode fails rather than drop it.
+    /// What a record's properties encoded to, sorted into values and relationships as they come
+    /// (``Entity/recordSlots`` says which is which). `failure` names a property written through a
+    /// nested container, which has no column, and `problem` the first property that cannot be
+    /// written: the encode fails rather than drop either. A box without slots (a nested one)
+    /// keeps nothing.
     final class Box {
-        let entity: Entity?
-        var fields: [String: Field] = [:]
+        let slots: [String: RecordSlot]
+        let inserting: Bool
+        let memo: Memo?
+        var values: [String: Value] = [:]
+        var relationships: [String: ObjectID?] = [:]
         var failure: String?
-        init(entity: Entity?) { self.entity = entity }
+        var problem: (String, Problem)?
+        init(slots: [String: RecordSlot], inserting: Bool, memo: Memo? = nil) {
+            self.slots = slots
+            self.inserting = inserting
+            self.memo = memo
+            memo?.position = 0
+            values.reserveCapacity(slots.count)
+        }
+        /// A nested container's box: what it gets goes nowhere.
+        static func discarding() -> Box { Box(slots: [:], inserting: false) }
+
+        /// What `name` is to the entity: from the memo when the record asks its keys in the order
+        /// the last one did (a comparison, not a hash), else from ``slots``.
+        func slot(_ name: String) -> RecordSlot? {
+            guard let memo else { return slots[name] }
+            defer { memo.position += 1 }
+            if memo.position < memo.names.count {
+                if memo.names[memo.position] == name { return memo.slots[memo.position] }
+                memo.names.removeSubrange(memo.position...)
+                memo.slots.removeSubrange(memo.position...)
+            }
+            let slot = slots[name]
+            memo.names.append(name)
+            memo.slots.append(slot)
+            return slot
+        }
+
+        func put(_ v: Value, _ name: String) { put(v, name, slot(name)) }
+
+        func put(_ v: Value, _ name: String, _ slot: RecordSlot?) {
+            switch slot {
+            case .attribute(_, let derived, let nullIsDefault)?:
+                // A record reads derived attributes; the save computes them.
+                guard !derived, !(inserting && nullIsDefault && v.isNull) else { return }
+                values[name] = v
+            case .relationship?:
+                guard v.isNull else { return note(name, .valueInRelationship) }
+                if !inserting { relationships[name] = .some(nil) }
+            case nil:
+                if name != "id", !slots.isEmpty { note(name, .unknown) }
+            }
+        }
+
+        func put(_ id: ObjectID, _ name: String, _ slot: RecordSlot?) {
+            switch slot {
+            case .attribute(let type, _, _)?: note(name, .objectInAttribute(type))
+            case .relationship?: relationships[name] = .some(id)
+            case nil: if name != "id", !slots.isEmpty { note(name, .unknown) }
+            }
+        }
+
+        private func note(_ name: String, _ problem: Problem) {
+            if self.problem == nil { self.problem = (name, problem) }
+        }
+    }
+
+    /// The keys a record type encoded last, in order, with their slots: the records of a batch
+    /// find their properties by comparing names (a record encodes its keys in one order).
+    final class Memo {
+        /// The entity the record type maps to.
+        let entity: Entity
+        init(entity: Entity) { self.entity = entity }
+        var names: [String] = []
+        var slots: [RecordSlot?] = []
+        var position = 0
     }
 
     static func unsupported(_ key: String) -> StoreError {
@@ -63,10 +128,11 @@ enum RecordEncoder {
                 + ".json to keep it as JSON")
     }
 
+    /// One word (the box): paths and user info are empty and made only when asked for.
     struct Encoder: Swift.Encoder {
         let box: Box
-        var codingPath: [CodingKey] = []
-        var userInfo: [CodingUserInfoKey: Any] = [:]
+        var codingPath: [CodingKey] { [] }
+        var userInfo: [CodingUserInfoKey: Any] { [:] }
         func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
             KeyedEncodingContainer(Keyed<Key>(box: box))
         }
@@ -76,8 +142,8 @@ enum RecordEncoder {
 
     struct Keyed<Key: CodingKey>: KeyedEncodingContainerProtocol {
         let box: Box
-        var codingPath: [CodingKey] = []
-        func put(_ v: Value, _ key: Key) { box.fields[key.stringValue] = .value(v) }
+        var codingPath: [CodingKey] { [] }
+        func put(_ v: Value, _ key: Key) { box.put(v, key.stringValue) }
         mutating func encodeNil(forKey key: Key) throws { put(.null, key) }
         mutating func encode(_ v: Bool, forKey key: Key) throws { put(.bool(v), key) }
         mutating func encode(_ v: String, forKey key: Key) throws { put(.string(v), key) }
@@ -88,24 +154,25 @@ enum RecordEncoder {
         mutating func encode(_ v: Int32, forKey key: Key) throws { put(.integer(Int64(v)), key) }
         mutating func encode(_ v: Int16, forKey key: Key) throws { put(.integer(Int64(v)), key) }
         mutating func encode<T: Encodable>(_ v: T, forKey key: Key) throws {
-            if box.entity?.attribute(named: key.stringValue)?.type == .json {
-                put(.string(try RecordEncoder.json(v)), key)
+            let name = key.stringValue
+            let slot = box.slot(name)
+            if case .attribute(.json, _, _)? = slot {
+                box.put(.string(try RecordEncoder.json(v)), name, slot)
                 return
             }
+            // The common types by their type alone (T is the type checked): no dynamic cast.
+            if T.self == Date.self { return box.put(.date(unsafeBitCast(v, to: Date.self)), name, slot) }
+            if T.self == ObjectID.self { return box.put(unsafeBitCast(v, to: ObjectID.self), name, slot) }
             switch v {
-            case let d as Date: put(.date(d), key)
-            case let d as Data: put(.data(d), key)
-            case let u as UUID: put(.uuid(u), key)
-            case let u as URL: put(.string(u.absoluteString), key)
-            case let d as Decimal: put(.string(d.description), key)
-            case let id as ObjectID: box.fields[key.stringValue] = .object(id)
-            case let value as Value: put(value, key)
+            case let d as Data: box.put(.data(d), name, slot)
+            case let u as UUID: box.put(.uuid(u), name, slot)
+            case let u as URL: box.put(.string(u.absoluteString), name, slot)
+            case let d as Decimal: box.put(.string(d.description), name, slot)
+            case let value as Value: box.put(value, name, slot)
             default:
                 // An enum backed by a String or an Int (any value that encodes as one primitive).
-                guard let single = SingleValueCapture.capture(v) else {
-                    throw RecordEncoder.unsupported(key.stringValue)
-                }
-                put(single, key)
+                guard let single = SingleValueCapture.capture(v) else { throw RecordEncoder.unsupported(name) }
+                box.put(single, name, slot)
             }
         }
         // A nil optional is stored as nil, so that an update clears it.
@@ -121,7 +188,7 @@ enum RecordEncoder {
         mutating func encodeIfPresent(_ v: Int64?, forKey key: Key) throws { put(v.map(Value.integer) ?? .null, key) }
         mutating func nestedContainer<N: CodingKey>(keyedBy: N.Type, forKey key: Key) -> KeyedEncodingContainer<N> {
             box.failure = box.failure ?? key.stringValue
-            return KeyedEncodingContainer(Keyed<N>(box: Box(entity: nil)))
+            return KeyedEncodingContainer(Keyed<N>(box: Box.discarding()))
         }
         mutating func nestedUnkeyedContainer(forKey key: Key) -> UnkeyedEncodingContainer {
             box.failure = box.failure ?? key.stringValue
@@ -129,11 +196,11 @@ enum RecordEncoder {
         }
         mutating func superEncoder() -> Swift.Encoder {
             box.failure = box.failure ?? "super"
-            return Encoder(box: Box(entity: nil))
+            return Encoder(box: Box.discarding())
         }
         mutating func superEncoder(forKey key: Key) -> Swift.Encoder {
             box.failure = box.failure ?? key.stringValue
-            return Encoder(box: Box(entity: nil))
+            return Encoder(box: Box.discarding())
         }
     }
 
@@ -160,10 +227,10 @@ enum RecordEncoder {
         mutating func encodeNil() throws { throw fail() }
         mutating func encode<T: Encodable>(_ value: T) throws { throw fail() }
         mutating func nestedContainer<N: CodingKey>(keyedBy: N.Type) -> KeyedEncodingContainer<N> {
-            KeyedEncodingContainer(Keyed<N>(box: Box(entity: nil)))
+            KeyedEncodingContainer(Keyed<N>(box: Box.discarding()))
         }
         mutating func nestedUnkeyedContainer() -> UnkeyedEncodingContainer { self }
-        mutating func superEncoder() -> Swift.Encoder { Encoder(box: Box(entity: nil)) }
+        mutating func superEncoder() -> Swift.Encoder { Encoder(box: Box.discarding()) }
     }
 }
 
@@ -186,7 +253,7 @@ struct SingleValueCapture: Swift.Encoder, SingleValueEncodingContainer {
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
         slot.structured = true
-        return KeyedEncodingContainer(RecordEncoder.Keyed<Key>(box: RecordEncoder.Box(entity: nil)))
+        return KeyedEncodingContainer(RecordEncoder.Keyed<Key>(box: RecordEncoder.Box.discarding()))
     }
     func unkeyedContainer() -> UnkeyedEncodingContainer {
         slot.structured = true

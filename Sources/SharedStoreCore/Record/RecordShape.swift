@@ -24,8 +24,14 @@ struct RecordShape: Sendable {
 
     /// The properties, `id` excluded.
     let properties: [Property]
-    /// Swift property name → stored name, for each property the probe could place.
-    let storedNames: [String: String]
+    /// The coding keys the record decodes (`id` included).
+    let keys: Set<String>
+    /// The probes (of the record type), and which coding key holds each property's values across
+    /// them: a key path is read on each probe and its values name the key. Booleans get a
+    /// different pattern of values in each probe, so that every coded property of a scalar type
+    /// has values of its own.
+    let probes: [any Sendable]
+    let signatures: [String: String]
 
     /// The shape of `R`, made once per type and kept.
     static func of<R: Record>(_ type: R.Type) throws -> RecordShape {
@@ -40,10 +46,58 @@ struct RecordShape: Sendable {
     private static let cache = Protected<[ObjectIdentifier: Result<RecordShape, StoreError>]>([:])
 
     private static func make<R: Record>(_ type: R.Type) throws(StoreError) -> RecordShape {
+        let (first, log) = try probe(R.self, round: 0)
+        var probes = [first]
+        var logs = [log]
+        // Enough rounds for every boolean (numbered from 1) to have its own pattern of bits.
+        let rounds = max(1, Int.bitWidth - log.bools.leadingZeroBitCount)
+        for round in 1..<max(rounds, 1) {
+            let (p, l) = try probe(R.self, round: round)
+            probes.append(p)
+            logs.append(l)
+        }
+        var counts: [String: Int] = [:]
+        var owners: [String: String] = [:]
+        for (i, sentinel) in log.sentinels.enumerated() {
+            let values = logs.compactMap { $0.sentinels.indices.contains(i) ? $0.sentinels[i].value : nil }
+            guard values.count == logs.count else { continue }
+            let signature = Self.signature(values)
+            counts[signature, default: 0] += 1
+            owners[signature] = sentinel.key
+        }
+        let properties = log.properties.filter { $0.name != "id" }
+        return RecordShape(
+            properties: properties, keys: Set(log.properties.map(\.name)), probes: probes,
+            signatures: owners.filter { counts[$0.key] == 1 })
+    }
+
+    /// The values a property holds across the probes, as one text (a dictionary key of plain
+    /// strings: no generic key type to set up at a process's start).
+    static func signature(_ values: [Value]) -> String {
+        var text = ""
+        for v in values {
+            switch v {
+            case .string(let s): text += "s" + s
+            case .integer(let i): text += "i" + String(i)
+            case .double(let d): text += "d" + String(d.bitPattern)
+            case .bool(let b): text += b ? "t" : "f"
+            case .date(let d): text += "t" + String(d.timeIntervalSince1970.bitPattern)
+            case .data(let d): text += "b" + d.map { String($0) }.joined(separator: ",")
+            case .uuid(let u): text += "u" + u.uuidString
+            case .null: text += "n"
+            }
+            text += "\u{0}"
+        }
+        return text
+    }
+
+    /// A probe of `R` (round `round`: which bit of its number each boolean gets) and what
+    /// decoding it asked for.
+    private static func probe<R: Record>(_ type: R.Type, round: Int = 0) throws(StoreError) -> (R, ProbeLog) {
         let log = ProbeLog()
-        let probe: R
+        log.round = round
         do {
-            probe = try R(from: ProbeDecoder(log: log, depth: 0))
+            return (try R(from: ProbeDecoder(log: log, depth: 0)), log)
         } catch let e as StoreError {
             throw e
         } catch {
@@ -52,9 +106,20 @@ struct RecordShape: Sendable {
                 "\(R.self) cannot be read by SharedStore: decoding it failed (\(error)); an enum property must be "
                     + "CaseIterable, or backed by a String or an Int")
         }
-        let properties = log.properties.filter { $0.name != "id" }
-        return RecordShape(properties: properties, storedNames: placeProperties(of: probe, log: log))
     }
+
+    /// Swift property → stored name for a type whose coding keys rename properties, made from a
+    /// probe read back by reflection, once per type and kept (reflection is costly the first
+    /// time: a type whose keys are its property names never needs it).
+    private static func placement<R: Record>(_ type: R.Type) -> [String: String] {
+        let key = ObjectIdentifier(type)
+        if let known = placements.withLock({ $0[key] }) { return known }
+        let made = (try? probe(R.self)).map { placeProperties(of: $0.0, log: $0.1) } ?? [:]
+        placements.withLock { $0[key] = made }
+        return made
+    }
+
+    private static let placements = Protected<[ObjectIdentifier: [String: String]]>([:])
 
     /// Swift property → stored name: a property named as its coding key, or one holding the value
     /// the probe gave exactly one coding key.
@@ -66,6 +131,7 @@ struct RecordShape: Sendable {
             guard let label = child.label else { continue }
             if keys.contains(label) { names[label] = label } else { unplaced.append((label, probeValue(child.value))) }
         }
+        guard !unplaced.isEmpty else { return names }
         let claimed = Set(names.values)
         for (label, value) in unplaced {
             guard let value else { continue }
@@ -75,17 +141,63 @@ struct RecordShape: Sendable {
         return names
     }
 
-    /// A probe property's value as stored (an optional unwrapped, an id by its key).
+    /// A probe property's value as stored (an optional unwrapped, an id by its key), for the
+    /// scalar types the probe gives distinct values. Concrete casts only: a cast to a protocol
+    /// makes the runtime scan every conformance of the process the first time (milliseconds, at
+    /// every process's start).
     private static func probeValue(_ any: Any) -> Value? {
-        if let optional = any as? any OptionalProbe { return optional.wrappedAny.flatMap(probeValue) }
-        if let id = any as? ObjectID { return .integer(id.primaryKey) }
-        return (any as? any ValueConvertible)?.storedValue
+        switch any {
+        case let v as String: return .string(v)
+        case let v as String?: return v.map(Value.string)
+        case let v as Int: return .integer(Int64(v))
+        case let v as Int?: return v.map { .integer(Int64($0)) }
+        case let v as Int64: return .integer(v)
+        case let v as Int64?: return v.map(Value.integer)
+        case let v as Double: return .double(v)
+        case let v as Double?: return v.map(Value.double)
+        case let v as Date: return .date(v)
+        case let v as Date?: return v.map(Value.date)
+        case let v as UUID: return .uuid(v)
+        case let v as UUID?: return v.map(Value.uuid)
+        case let v as Data: return .data(v)
+        case let v as Data?: return v.map(Value.data)
+        case let v as ObjectID: return .integer(v.primaryKey)
+        case let v as ObjectID?: return v.map { .integer($0.primaryKey) }
+        case let v as Bool: return .bool(v)
+        case let v as Bool?: return v.map(Value.bool)
+        default: return nil
+        }
     }
 
     /// The stored name of the property `keyPath` reads, or a reason it has none.
-    func storedName<R>(_ keyPath: PartialKeyPath<R>, of type: R.Type) -> Result<String, StoreError> {
-        let text = String(describing: keyPath)
-        let prefix = "\\" + String(describing: R.self) + "."
+    func storedName<R: Record>(_ keyPath: PartialKeyPath<R>, of type: R.Type) -> Result<String, StoreError> {
+        func notStored() -> StoreError {
+            StoreError(
+                .unknownProperty,
+                "\(keyPath.debugDescription) is not one stored, coded property of \(R.self) (a typed key names one)")
+        }
+        // A computed property of a struct has no offset.
+        if !(R.self is AnyClass), MemoryLayout<R>.offset(of: keyPath) == nil { return .failure(notStored()) }
+        // By value: what the key path reads on each probe names the coding key.
+        var signature: [Value] = []
+        for case let p as R in probes {
+            guard let v = Self.probeValue(p[keyPath: keyPath]) else { break }
+            signature.append(v)
+        }
+        if signature.count == probes.count, !probes.isEmpty {
+            guard let name = signatures[Self.signature(signature)] else { return .failure(notStored()) }
+            return .success(name)
+        }
+        return storedNameByDescription(keyPath)
+    }
+
+    /// The stored name of a property of a type the probe cannot tell by value (a Float, a URL,
+    /// an enum, a Codable value), from the key path's text.
+    private func storedNameByDescription<R: Record>(_ keyPath: PartialKeyPath<R>) -> Result<String, StoreError> {
+        // Read without a dynamic cast (`String(describing:)` would look up conformances of each
+        // key path type at its first use).
+        let text = keyPath.debugDescription
+        let prefix = "\\" + _typeName(R.self, qualified: false) + "."
         guard text.hasPrefix(prefix) else {
             return .failure(StoreError(.unknownProperty, "\(text) is not a key path of \(R.self)"))
         }
@@ -94,21 +206,16 @@ struct RecordShape: Sendable {
             return .failure(
                 StoreError(.unknownProperty, "\(text) is not one stored property of \(R.self) (a typed key names one)"))
         }
-        guard let name = storedNames[label] else {
+        if keys.contains(label) { return .success(label) }
+        guard let name = Self.placement(R.self)[label] else {
             return .failure(
                 StoreError(
                     .unknownProperty,
                     "\(R.self).\(label) has no stored name SharedStore can tell (it is not coded, or its coding key "
-                        + "differs from its name and its type is Bool): use Key(\"name\")"))
+                        + "differs from its name): use Key(\"name\")"))
         }
         return .success(name)
     }
-}
-
-/// Optional, seen through `Any`.
-private protocol OptionalProbe { var wrappedAny: Any? { get } }
-extension Optional: OptionalProbe {
-    fileprivate var wrappedAny: Any? { self.map { $0 as Any } }
 }
 
 /// What a probe decoding asked for.
@@ -117,6 +224,9 @@ private final class ProbeLog {
     /// The value each coding key was given.
     var sentinels: [(key: String, value: Value)] = []
     var next: Int64 = 0
+    /// Which bit of its number each boolean gets in this probe, and how many were given.
+    var round = 0
+    var bools = 0
 }
 
 /// A decoder that gives every value asked a distinct value of its type, and logs the top-level
@@ -213,7 +323,8 @@ private struct ProbeKeyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
         if depth == 0 {
             log.properties.append(
                 RecordShape.Property(
-                    name: key.stringValue, type: attribute, isOptional: optional, swiftType: String(describing: T.self))
+                    name: key.stringValue, type: attribute, isOptional: optional,
+                    swiftType: _typeName(T.self, qualified: false))
             )
             if let stored { log.sentinels.append((key.stringValue, stored)) }
         }
@@ -225,10 +336,17 @@ private struct ProbeKeyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
 /// stored (nil for an ``ObjectID``).
 private func probeValue<T: Decodable>(_ type: T.Type, log: ProbeLog, depth: Int) throws -> (T, Value?, AttributeType?) {
     log.next += 1
-    let n = log.next
-    if let (v, t) = scalar(n, T.self) {
+    // Far from small numbers a computed property might produce.
+    let n = 0x5EED_0000 + log.next
+    if T.self == Bool.self {
+        log.bools += 1
+        let bit = (log.bools >> log.round) & 1 == 1
+        guard let typed = bit as? T else { throw probeFailure(T.self) }
+        return (typed, .bool(bit), .bool)
+    }
+    if let (v, t, stored) = scalar(n, T.self) {
         guard let typed = v as? T else { throw probeFailure(T.self) }
-        return (typed, (v as? any ValueConvertible)?.storedValue, t)
+        return (typed, stored, t)
     }
     if T.self == ObjectID.self {
         guard let id = ObjectID(storeID: UUID(), entity: "Probe", primaryKey: n) as? T else {
@@ -259,31 +377,34 @@ private func rawType(_ type: Any.Type) -> AttributeType? {
     return nil
 }
 
-/// A distinct value for the `n`th probe value of a scalar type, and its attribute type.
-private func scalar<T>(_ n: Int64, _ type: T.Type) -> (Any, AttributeType)? {
+/// A distinct value for the `n`th probe value of a scalar type, its attribute type and its
+/// stored value (for the types ``RecordShape`` can match by value; nil for the others).
+private func scalar<T>(_ n: Int64, _ type: T.Type) -> (Any, AttributeType, Value?)? {
     let small = UInt8(truncatingIfNeeded: n)
     switch type {
-    case is String.Type: return ("\u{1}probe \(n)", .string)
-    case is Bool.Type: return (true, .bool)
-    case is Double.Type: return (Double(n) + 0.25, .double)
-    case is Float.Type: return (Float(n) + 0.25, .double)
-    case is Int.Type: return (Int(truncatingIfNeeded: n), .integer)
-    case is Int64.Type: return (n, .integer)
-    case is Int32.Type: return (Int32(truncatingIfNeeded: n), .integer)
-    case is Int16.Type: return (Int16(truncatingIfNeeded: n), .integer)
-    case is Int8.Type: return (Int8(truncatingIfNeeded: n), .integer)
-    case is UInt.Type: return (UInt(truncatingIfNeeded: n), .integer)
-    case is UInt64.Type: return (UInt64(truncatingIfNeeded: n), .integer)
-    case is UInt32.Type: return (UInt32(truncatingIfNeeded: n), .integer)
-    case is UInt16.Type: return (UInt16(truncatingIfNeeded: n), .integer)
-    case is UInt8.Type: return (small, .integer)
-    case is Date.Type: return (Date(timeIntervalSince1970: Double(n) + 0.25), .date)
-    case is Data.Type: return (Data([small, 0x9e]), .data)
+    case is String.Type: return ("\u{1}probe \(n)", .string, .string("\u{1}probe \(n)"))
+    case is Double.Type: return (Double(n) + 0.25, .double, .double(Double(n) + 0.25))
+    case is Float.Type: return (Float(n) + 0.25, .double, nil)
+    case is Int.Type: return (Int(truncatingIfNeeded: n), .integer, .integer(n))
+    case is Int64.Type: return (n, .integer, .integer(n))
+    case is Int32.Type: return (Int32(truncatingIfNeeded: n), .integer, nil)
+    case is Int16.Type: return (Int16(truncatingIfNeeded: n), .integer, nil)
+    case is Int8.Type: return (Int8(truncatingIfNeeded: n), .integer, nil)
+    case is UInt.Type: return (UInt(truncatingIfNeeded: n), .integer, nil)
+    case is UInt64.Type: return (UInt64(truncatingIfNeeded: n), .integer, nil)
+    case is UInt32.Type: return (UInt32(truncatingIfNeeded: n), .integer, nil)
+    case is UInt16.Type: return (UInt16(truncatingIfNeeded: n), .integer, nil)
+    case is UInt8.Type: return (small, .integer, nil)
+    case is Date.Type:
+        let d = Date(timeIntervalSince1970: Double(n) + 0.25)
+        return (d, .date, .date(d))
+    case is Data.Type: return (Data([small, 0x9e]), .data, .data(Data([small, 0x9e])))
     case is UUID.Type:
         let high = UInt8(truncatingIfNeeded: n >> 8)
-        return (UUID(uuid: (small, 0x9e, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, high)), .uuid)
-    case is URL.Type: return (URL(string: "probe://\(n)") ?? URL(fileURLWithPath: "/"), .url)
-    case is Decimal.Type: return (Decimal(n) + Decimal(sign: .plus, exponent: -2, significand: 25), .decimal)
+        let u = UUID(uuid: (small, 0x9e, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, high))
+        return (u, .uuid, .uuid(u))
+    case is URL.Type: return (URL(string: "probe://\(n)") ?? URL(fileURLWithPath: "/"), .url, nil)
+    case is Decimal.Type: return (Decimal(n) + Decimal(sign: .plus, exponent: -2, significand: 25), .decimal, nil)
     default: return nil
     }
 }

@@ -16,6 +16,9 @@ public struct BatchWriter: ~Copyable {
     var placed = 0
     /// The related object checked last (``existing`` holds it).
     var lastExisting: ObjectID?
+    /// The keys each record type inserted here encoded last (records of a type find their
+    /// properties by comparing names).
+    var recordMemos: [ObjectIdentifier: RecordEncoder.Memo] = [:]
 
     var storeID: UUID { writer.s.storeID }
 
@@ -29,15 +32,17 @@ public struct BatchWriter: ~Copyable {
         object: @autoclosure () -> String
     ) throws -> ObjectID {
         placed += 1
-        return try insertObject(entityName, values, relationships: relationships, object: object())
+        return try insertObject(
+            try writer.model.entity(entityName), values, relationships: relationships, object: object())
     }
 
-    private mutating func insertObject(
-        _ entityName: String, _ values: consuming [String: Value], relationships: [String: ObjectID?],
-        object: @autoclosure () -> String
+    /// Inserts one object; `checked`: every key of `values` is known to be a stored attribute of
+    /// `e` (a record's encoder sorted them).
+    mutating func insertObject(
+        _ e: Entity, _ values: consuming [String: Value], relationships: [String: ObjectID?],
+        object: @autoclosure () -> String, checked: Bool = false
     ) throws -> ObjectID {
-        let e = try writer.model.entity(entityName)
-        try e.checkAttributes(values, object: object())
+        if !checked { try e.checkAttributes(values, object: object()) }
         var changes = PropertyChanges(values: consume values, relationships: [:])
         for (name, target) in relationships {
             guard let r = e.relationship(named: name), !r.isToMany else {
@@ -88,7 +93,7 @@ public struct BatchWriter: ~Copyable {
         if let pk = try writer.existingUnique(e, changes, object: object()) {
             id = ObjectID(storeID: storeID, entity: e.name, primaryKey: pk)
         } else {
-            id = try insertObject(entityName, values, relationships: [:], object: object())
+            id = try insertObject(e, values, relationships: [:], object: object())
         }
         unique[entityName, default: [:]][values] = id
         return id
