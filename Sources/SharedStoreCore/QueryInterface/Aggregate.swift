@@ -1,6 +1,7 @@
 import Foundation
 
-/// An aggregate over the objects a condition matches (``ObjectContext/aggregate(_:_:where:groupedBy:)-(String,_,_,_)``).
+/// An aggregate over the objects a condition matches
+/// (``ObjectContext/aggregate(_:_:where:groupedBy:)-(String,_,_,_)``).
 public enum Aggregate: Sendable, Hashable {
     /// How many objects the group holds (an integer).
     case count
