@@ -39,6 +39,15 @@ enum RecordEncoder {
         return (box.values, box.relationships)
     }
 
+    /// Every coding key a record encodes with its value (JSON text for a nested value), whatever
+    /// the model: what typed keys compare to find which key a property feeds.
+    static func capture<R: Record>(_ record: R) throws -> [String: Value] {
+        let box = Box(slots: [:], inserting: false)
+        box.captured = [:]
+        try record.encode(to: Encoder(box: box))
+        return box.captured ?? [:]
+    }
+
     /// Why a record's property cannot be written.
     enum Problem { case unknown, objectInAttribute(AttributeType), valueInRelationship }
 
@@ -55,6 +64,8 @@ enum RecordEncoder {
         var relationships: [String: ObjectID?] = [:]
         var failure: String?
         var problem: (String, Problem)?
+        /// Set when capturing: every key's value, whatever the entity (``RecordEncoder/capture(_:)``).
+        var captured: [String: Value]?
         init(slots: [String: RecordSlot], inserting: Bool, memo: Memo? = nil) {
             self.slots = slots
             self.inserting = inserting
@@ -84,6 +95,10 @@ enum RecordEncoder {
         func put(_ v: Value, _ name: String) { put(v, name, slot(name)) }
 
         func put(_ v: Value, _ name: String, _ slot: RecordSlot?) {
+            if captured != nil {
+                captured?[name] = v
+                return
+            }
             switch slot {
             case .attribute(_, let derived, let nullIsDefault)?:
                 // A record reads derived attributes; the save computes them.
@@ -98,6 +113,10 @@ enum RecordEncoder {
         }
 
         func put(_ id: ObjectID, _ name: String, _ slot: RecordSlot?) {
+            if captured != nil {
+                captured?[name] = .integer(id.primaryKey)
+                return
+            }
             switch slot {
             case .attribute(let type, _, _)?: note(name, .objectInAttribute(type))
             case .relationship?: relationships[name] = .some(id)
@@ -171,8 +190,13 @@ enum RecordEncoder {
             case let value as Value: box.put(value, name, slot)
             default:
                 // An enum backed by a String or an Int (any value that encodes as one primitive).
-                guard let single = SingleValueCapture.capture(v) else { throw RecordEncoder.unsupported(name) }
-                box.put(single, name, slot)
+                if let single = SingleValueCapture.capture(v) {
+                    box.put(single, name, slot)
+                } else if box.captured != nil {
+                    box.put(.string(try RecordEncoder.json(v)), name, slot)
+                } else {
+                    throw RecordEncoder.unsupported(name)
+                }
             }
         }
         // A nil optional is stored as nil, so that an update clears it.

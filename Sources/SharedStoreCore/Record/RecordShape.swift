@@ -50,8 +50,10 @@ struct RecordShape: Sendable {
         var probes = [first]
         var logs = [log]
         // Enough rounds for every boolean (numbered from 1) to have its own pattern of bits.
-        let rounds = max(1, Int.bitWidth - log.bools.leadingZeroBitCount)
-        for round in 1..<max(rounds, 1) {
+        // Numbered from 1 in enough rounds that no boolean is true (or false) in every probe: a
+        // boolean that is not coded keeps one value in all of them, and matches none.
+        let rounds = max(2, Int.bitWidth - (log.bools + 1).leadingZeroBitCount)
+        for round in 1..<rounds {
             let (p, l) = try probe(R.self, round: round)
             probes.append(p)
             logs.append(l)
@@ -65,7 +67,9 @@ struct RecordShape: Sendable {
             counts[signature, default: 0] += 1
             owners[signature] = sentinel.key
         }
-        let properties = log.properties.filter { $0.name != "id" }
+        // A key read twice (into two properties) is one attribute.
+        var seen = Set<String>()
+        let properties = log.properties.filter { $0.name != "id" && seen.insert($0.name).inserted }
         return RecordShape(
             properties: properties, keys: Set(log.properties.map(\.name)), probes: probes,
             signatures: owners.filter { counts[$0.key] == 1 })
@@ -93,7 +97,7 @@ struct RecordShape: Sendable {
 
     /// A probe of `R` (round `round`: which bit of its number each boolean gets) and what
     /// decoding it asked for.
-    private static func probe<R: Record>(_ type: R.Type, round: Int = 0) throws(StoreError) -> (R, ProbeLog) {
+    static func probe<R: Record>(_ type: R.Type, round: Int = 0) throws(StoreError) -> (R, ProbeLog) {
         let log = ProbeLog()
         log.round = round
         do {
@@ -103,8 +107,7 @@ struct RecordShape: Sendable {
         } catch {
             throw StoreError(
                 .invalidModel,
-                "\(R.self) cannot be read by SharedStore: decoding it failed (\(error)); an enum property must be "
-                    + "CaseIterable, or backed by a String or an Int")
+                "\(R.self) cannot be read by SharedStore: \(describe(error))")
         }
     }
 
@@ -178,6 +181,17 @@ struct RecordShape: Sendable {
         }
         // A computed property of a struct has no offset.
         if !(R.self is AnyClass), MemoryLayout<R>.offset(of: keyPath) == nil { return .failure(notStored()) }
+        // By writing it, where it can be written.
+        if let written = Self.storedNameByWriting(keyPath) { return written }
+        // A class has no offsets to tell a computed property from a stored one: only what can be
+        // written is known to be stored.
+        if R.self is AnyClass {
+            return .failure(
+                StoreError(
+                    .unknownProperty,
+                    "\(keyPath.debugDescription) cannot be written: a typed key of a class record names a `var` stored "
+                        + "property"))
+        }
         // By value: what the key path reads on each probe names the coding key.
         var signature: [Value] = []
         for case let p as R in probes {
@@ -219,7 +233,7 @@ struct RecordShape: Sendable {
 }
 
 /// What a probe decoding asked for.
-private final class ProbeLog {
+final class ProbeLog {
     var properties: [RecordShape.Property] = []
     /// The value each coding key was given.
     var sentinels: [(key: String, value: Value)] = []
@@ -227,11 +241,25 @@ private final class ProbeLog {
     /// Which bit of its number each boolean gets in this probe, and how many were given.
     var round = 0
     var bools = 0
+    /// The stored value and type of the last scalar given (what an optional decoded with
+    /// `decode(T?.self, forKey:)` wraps).
+    var inner: (Value?, AttributeType?)?
+}
+
+/// An error of a probe decoding, in words.
+private func describe(_ error: any Error) -> String {
+    if let e = error as? StoreError { return e.message }
+    if case DecodingError.dataCorrupted(let context) = error {
+        return "its decoder refused a value SharedStoreCore gave it (\(context.debugDescription)): a record whose "
+            + "init(from:) refuses some values of its properties' types cannot be read by a types-first model or a "
+            + "typed key; use Key(\"name\") and an entity model"
+    }
+    return "\(error)"
 }
 
 /// A decoder that gives every value asked a distinct value of its type, and logs the top-level
 /// keyed properties (`depth` 0).
-private struct ProbeDecoder: Decoder {
+struct ProbeDecoder: Decoder {
     let log: ProbeLog
     let depth: Int
     var codingPath: [CodingKey] = []
@@ -319,11 +347,27 @@ private struct ProbeKeyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     /// A distinct value of `T` for `key`; at the top level the property is logged.
     private func value<T: Decodable>(_ type: T.Type, _ key: Key, optional: Bool) throws -> T {
-        let (v, stored, attribute) = try probeValue(T.self, log: log, depth: depth + 1)
+        // `decode(String?.self, forKey:)` is an optional too: its value is the wrapped one's.
+        let wrapped = depth == 0 && _typeName(T.self, qualified: true).hasPrefix("Swift.Optional<")
+        log.inner = nil
+        let v: T
+        var stored: Value?
+        var attribute: AttributeType?
+        do {
+            (v, stored, attribute) = try probeValue(T.self, log: log, depth: depth + 1)
+        } catch {
+            guard depth == 0 else { throw error }
+            let why =
+                T.self is any RawRepresentable.Type
+                ? "an enum property must be CaseIterable (backed by a String or an Int)" : describe(error)
+            throw StoreError(
+                .invalidModel, "property '\(key.stringValue)' (\(_typeName(T.self, qualified: false))): \(why)")
+        }
+        if wrapped, let inner = log.inner { (stored, attribute) = inner }
         if depth == 0 {
             log.properties.append(
                 RecordShape.Property(
-                    name: key.stringValue, type: attribute, isOptional: optional,
+                    name: key.stringValue, type: attribute, isOptional: optional || wrapped,
                     swiftType: _typeName(T.self, qualified: false))
             )
             if let stored { log.sentinels.append((key.stringValue, stored)) }
@@ -342,16 +386,19 @@ private func probeValue<T: Decodable>(_ type: T.Type, log: ProbeLog, depth: Int)
         log.bools += 1
         let bit = (log.bools >> log.round) & 1 == 1
         guard let typed = bit as? T else { throw probeFailure(T.self) }
+        log.inner = (.bool(bit), .bool)
         return (typed, .bool(bit), .bool)
     }
     if let (v, t, stored) = scalar(n, T.self) {
         guard let typed = v as? T else { throw probeFailure(T.self) }
+        log.inner = (stored, t)
         return (typed, stored, t)
     }
     if T.self == ObjectID.self {
         guard let id = ObjectID(storeID: UUID(), entity: "Probe", primaryKey: n) as? T else {
             throw probeFailure(T.self)
         }
+        log.inner = (.integer(n), nil)
         return (id, .integer(n), nil)
     }
     if let cases = T.self as? any CaseIterable.Type, let first = firstCase(cases) as? T {
@@ -379,7 +426,7 @@ private func rawType(_ type: Any.Type) -> AttributeType? {
 
 /// A distinct value for the `n`th probe value of a scalar type, its attribute type and its
 /// stored value (for the types ``RecordShape`` can match by value; nil for the others).
-private func scalar<T>(_ n: Int64, _ type: T.Type) -> (Any, AttributeType, Value?)? {
+func scalar<T>(_ n: Int64, _ type: T.Type) -> (Any, AttributeType, Value?)? {
     let small = UInt8(truncatingIfNeeded: n)
     switch type {
     case is String.Type: return ("\u{1}probe \(n)", .string, .string("\u{1}probe \(n)"))
