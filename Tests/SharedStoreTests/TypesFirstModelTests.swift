@@ -165,3 +165,54 @@ import Testing
 }
 
 extension TypesFirstModelTests.Everything.Level: ValueConvertible {}
+
+/// Rules on properties of any type, and what differences(from:) says of hooks.
+@Suite struct TypesFirstRuleTests {
+    struct Tagged: Record {
+        static let entityName = "Tagged"
+        static let schema = RecordSchema<Tagged>([
+            .attribute(\.title, preservedInHistory: true), .attribute(\.tags, renamedFrom: "labels"),
+            .attribute(\.small, default: 3),
+        ])
+        var id: ObjectID?
+        var title: String
+        var tags: [String]?
+        var small: Int16
+    }
+
+    @Test func anyPropertyTakesHistoryAndRenameRulesAndSmallIntegersTakeDefaults() throws {
+        let e = try #require(try Model(records: [Tagged.self]).entity(named: "Tagged"))
+        #expect(e.attribute(named: "title")?.preservesValueInHistoryOnDeletion == true)
+        #expect(e.attribute(named: "tags")?.renamedFrom == "labels" && e.attribute(named: "tags")?.type == .json)
+        #expect(e.attribute(named: "small")?.defaultValue == .integer(3))
+        #expect((\Tagged.small < Int16(4)) == (Key("small") < Value.integer(4)))
+    }
+
+    @Test func hookDifferencesAreNamed() throws {
+        let entity = [Entity("N", attributes: [Attribute("title", .string)])]
+        let a = try Model(
+            entity, hooks: ["N": EntityHooks(rules: [ValidationRule("title is not empty") { _ in true }])])
+        let b = try Model(entity, hooks: ["N": EntityHooks(willSave: { _ in })])
+        #expect(a.differences(from: b) == ["N: hooks rule 'title is not empty', the other willSave"])
+        #expect(a.differences(from: a).isEmpty)
+    }
+
+    struct One: Record {
+        static let entityName = "Same"
+        var id: ObjectID?
+        var x: Int
+    }
+    struct Two: Record {
+        static let entityName = "same"
+        var id: ObjectID?
+        var y: Int
+    }
+
+    @Test func twoTypesOfOneEntityAreNamed() {
+        #expect {
+            try Model(records: [One.self, Two.self])
+        } throws: { error in
+            "\(error)".contains("One and Two")
+        }
+    }
+}

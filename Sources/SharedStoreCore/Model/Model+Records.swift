@@ -22,8 +22,15 @@ extension Model {
     public init(version: Int = 1, records: [any Record.Type]) throws {
         var entities: [Entity] = []
         var hooks: [String: EntityHooks] = [:]
+        var seen: [String: String] = [:]
         for type in records {
             let (entity, entityHooks) = try Self.entity(of: type)
+            if let earlier = seen.updateValue(_typeName(type, qualified: false), forKey: entity.name.lowercased()) {
+                throw StoreError(
+                    .invalidModel,
+                    "\(earlier) and \(_typeName(type, qualified: false)) both map to entity '\(entity.name)' (names "
+                        + "are compared whatever their case)")
+            }
             entities.append(entity)
             if let entityHooks { hooks[entity.name] = entityHooks }
         }
@@ -112,7 +119,28 @@ extension Model {
         }
         let hooked = Set(hooks.byEntity.keys).symmetricDifference(other.hooks.byEntity.keys)
         out += hooked.sorted().map { "\($0): hooks in one model only" }
+        // Hooks are code: what can be compared is which ones are set and the rules' names.
+        for name in Set(hooks.byEntity.keys).intersection(other.hooks.byEntity.keys).sorted() {
+            guard let a = hooks.byEntity[name]?.outline, let b = other.hooks.byEntity[name]?.outline, a != b else {
+                continue
+            }
+            out.append("\(name): hooks \(a), the other \(b)")
+        }
         return out
+    }
+}
+
+extension EntityHooks {
+    /// Which hooks are set and the rules' names, for people (``Model/differences(from:)``).
+    var outline: String {
+        var parts: [String] = []
+        if awakeFromInsert != nil { parts.append("awakeFromInsert") }
+        if willSave != nil { parts.append("willSave") }
+        if didSave != nil { parts.append("didSave") }
+        if prepareForDeletion != nil { parts.append("prepareForDeletion") }
+        if awakeFromFetch != nil { parts.append("awakeFromFetch") }
+        parts += rules.map { "rule '\($0.name)'" }
+        return parts.isEmpty ? "(none)" : parts.joined(separator: ", ")
     }
 }
 

@@ -92,6 +92,16 @@ extension RecordSchema.Rule {
         return named(keyPath) { .attribute($0, rules) }
     }
 
+    /// The history and migration settings of an attribute of any type (a `[String]` kept as JSON, a
+    /// `Codable` value, an enum): whether a delete keeps its value in history, and its name in the
+    /// previous model version.
+    public static func attribute<V>(
+        _ keyPath: KeyPath<R, V>, preservedInHistory: Bool = false, renamedFrom: String? = nil
+    ) -> Self {
+        let rules = AttributeRules(preservedInHistory: preservedInHistory, renamedFrom: renamedFrom)
+        return named(keyPath) { .attribute($0, rules) }
+    }
+
     /// The attribute `keyPath` holds is derived (``Attribute/derived(_:_:_:)``): every save
     /// computes it, none sets it.
     public static func derived<V>(_ keyPath: KeyPath<R, V>, _ derivation: Derivation) -> Self {

@@ -16,6 +16,11 @@ extension String: ValueConvertible { public var storedValue: Value { .string(sel
 extension Int: ValueConvertible { public var storedValue: Value { .integer(Int64(self)) } }
 extension Int64: ValueConvertible { public var storedValue: Value { .integer(self) } }
 extension Int32: ValueConvertible { public var storedValue: Value { .integer(Int64(self)) } }
+extension Int16: ValueConvertible { public var storedValue: Value { .integer(Int64(self)) } }
+extension Int8: ValueConvertible { public var storedValue: Value { .integer(Int64(self)) } }
+extension UInt8: ValueConvertible { public var storedValue: Value { .integer(Int64(self)) } }
+extension UInt16: ValueConvertible { public var storedValue: Value { .integer(Int64(self)) } }
+extension UInt32: ValueConvertible { public var storedValue: Value { .integer(Int64(self)) } }
 extension Double: ValueConvertible { public var storedValue: Value { .double(self) } }
 extension Float: ValueConvertible { public var storedValue: Value { .double(Double(self)) } }
 extension Bool: ValueConvertible { public var storedValue: Value { .bool(self) } }

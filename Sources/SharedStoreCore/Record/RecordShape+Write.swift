@@ -67,12 +67,18 @@ extension RecordShape {
             return [id as? V, Optional(id) as? V].compactMap { $0 }
         }
         if let optional = optionalScalar(n, V.self) { return [optional] }
-        if let cases = V.self as? any CaseIterable.Type { return allCases(cases).compactMap { $0 as? V } }
-        guard let decodable = V.self as? any Decodable.Type else { return [] }
+        // An optional of anything else: nil first (the probe's value is never nil).
+        var values: [V] = []
+        if _typeName(V.self, qualified: true).hasPrefix("Swift.Optional<"), let none = (Int?.none as Any) as? V {
+            values.append(none)
+        }
+        if let cases = V.self as? any CaseIterable.Type { return values + allCases(cases).compactMap { $0 as? V } }
+        guard let decodable = V.self as? any Decodable.Type else { return values }
         let log = ProbeLog()
         log.next = n
         log.round = 1
-        return [(try? decodable.init(from: ProbeDecoder(log: log, depth: 1))) as? V].compactMap { $0 }
+        log.writing = true
+        return values + [(try? decodable.init(from: ProbeDecoder(log: log, depth: 1))) as? V].compactMap { $0 }
     }
 
     /// How a scalar value (or an optional of one, or an id) is encoded; nil for other types.

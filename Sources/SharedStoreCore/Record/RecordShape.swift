@@ -241,6 +241,8 @@ final class ProbeLog {
     /// Which bit of its number each boolean gets in this probe, and how many were given.
     var round = 0
     var bools = 0
+    /// Set when making a value to write through a key path (lists get an element).
+    var writing = false
     /// The stored value and type of the last scalar given (what an optional decoded with
     /// `decode(T?.self, forKey:)` wraps).
     var inner: (Value?, AttributeType?)?
@@ -268,25 +270,44 @@ struct ProbeDecoder: Decoder {
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         KeyedDecodingContainer(ProbeKeyed<Key>(log: log, depth: depth))
     }
-    func unkeyedContainer() throws -> UnkeyedDecodingContainer { ProbeUnkeyed() }
+    func unkeyedContainer() throws -> UnkeyedDecodingContainer { ProbeUnkeyed(log: log, depth: depth) }
     func singleValueContainer() throws -> SingleValueDecodingContainer { ProbeSingle(log: log, depth: depth) }
 }
 
 /// A nested list: empty.
 private struct ProbeUnkeyed: UnkeyedDecodingContainer {
+    let log: ProbeLog
+    let depth: Int
     var codingPath: [CodingKey] = []
-    var count: Int? { 0 }
-    var isAtEnd: Bool { true }
+    /// Empty, but for the values a typed key writes: one element, so that it differs.
+    private var left: Int
+    init(log: ProbeLog, depth: Int) {
+        self.log = log
+        self.depth = depth
+        left = log.writing && depth < 16 ? 1 : 0
+    }
+    var count: Int? { left }
+    var isAtEnd: Bool { left == 0 }
     var currentIndex: Int { 0 }
     private func end() -> DecodingError {
         DecodingError.valueNotFound(Any.self, .init(codingPath: [], debugDescription: "probe list is empty"))
     }
-    mutating func decodeNil() throws -> Bool { true }
-    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { throw end() }
-    mutating func nestedContainer<N: CodingKey>(keyedBy type: N.Type) throws -> KeyedDecodingContainer<N> {
-        throw end()
+    mutating func decodeNil() throws -> Bool { left == 0 }
+    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        guard left > 0 else { throw end() }
+        left -= 1
+        return try probeValue(T.self, log: log, depth: depth + 1).0
     }
-    mutating func nestedUnkeyedContainer() throws -> UnkeyedDecodingContainer { throw end() }
+    mutating func nestedContainer<N: CodingKey>(keyedBy type: N.Type) throws -> KeyedDecodingContainer<N> {
+        guard left > 0 else { throw end() }
+        left -= 1
+        return KeyedDecodingContainer(ProbeKeyed<N>(log: log, depth: depth + 1))
+    }
+    mutating func nestedUnkeyedContainer() throws -> UnkeyedDecodingContainer {
+        guard left > 0 else { throw end() }
+        left -= 1
+        return ProbeUnkeyed(log: log, depth: depth + 1)
+    }
     mutating func superDecoder() throws -> Decoder { throw end() }
 }
 
@@ -341,7 +362,9 @@ private struct ProbeKeyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func nestedContainer<N: CodingKey>(keyedBy type: N.Type, forKey key: Key) throws -> KeyedDecodingContainer<N> {
         KeyedDecodingContainer(ProbeKeyed<N>(log: log, depth: depth + 1))
     }
-    func nestedUnkeyedContainer(forKey key: Key) throws -> UnkeyedDecodingContainer { ProbeUnkeyed() }
+    func nestedUnkeyedContainer(forKey key: Key) throws -> UnkeyedDecodingContainer {
+        ProbeUnkeyed(log: log, depth: depth + 1)
+    }
     func superDecoder() throws -> Decoder { ProbeDecoder(log: log, depth: depth + 1) }
     func superDecoder(forKey key: Key) throws -> Decoder { ProbeDecoder(log: log, depth: depth + 1) }
 
