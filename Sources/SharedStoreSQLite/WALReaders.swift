@@ -17,7 +17,7 @@ public struct WALReader: Sendable, Hashable {
 /// Read transactions of other processes on a store, from its WAL index (`-shm`): the read locks
 /// held and the frame each slot reads, as SQLite lays them out (a header of 48 bytes twice, then
 /// the checkpoint information: backfill count, five read marks, the lock bytes from 120). Only
-/// `fcntl(F_GETLK)`, which never waits; locks of this process are not reported.
+/// `/proc/locks` (or `fcntl(F_GETLK)`), which never wait; locks of this process are not reported.
 public enum WALReaders {
     /// The readers of the store at `storePath`; none when it has no WAL index (not in WAL mode,
     /// never opened) or when the index is not a regular file.
@@ -33,6 +33,11 @@ public enum WALReaders {
             bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: UInt32.self) }
         }
         let walFrames = word(16)
+        // Every holder of each read lock, from the kernel's list of locks (two readers may share
+        // a slot, and F_GETLK reports one); F_GETLK where that list cannot be read.
+        if let held = heldReadLocks(device: st.st_dev, inode: st.st_ino) {
+            return held.filter { $0.pid != getpid() }.map { WALReader(slot: $0.slot, pid: $0.pid, frame: word(100 + 4 * $0.slot), walFrames: walFrames) }
+        }
         var readers: [WALReader] = []
         for slot in 0..<5 {
             var lock = flock()
@@ -46,9 +51,43 @@ public enum WALReaders {
         return readers
     }
 
-    /// The name of process `pid`'s executable (`/proc/<pid>/comm`), or nil.
+    /// The POSIX locks on bytes 123…127 (the read locks) of the file `device`/`inode`, from
+    /// `/proc/locks` (`1: POSIX ADVISORY READ 1234 08:01:5678 123 123`), other processes' and
+    /// this one's; nil when the list cannot be read.
+    static func heldReadLocks(device: dev_t, inode: ino_t) -> [(slot: Int, pid: Int32)]? {
+        guard let text = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return nil }
+        let major = ((UInt64(device) >> 8) & 0xfff) | ((UInt64(device) >> 32) & ~UInt64(0xfff))
+        let minor = (UInt64(device) & 0xff) | ((UInt64(device) >> 12) & ~UInt64(0xff))
+        let file = String(major, radix: 16) + ":" + String(minor, radix: 16) + ":" + String(inode)
+        var held: [(slot: Int, pid: Int32)] = []
+        for line in text.split(separator: "\n") {
+            let f = line.split(separator: " ", omittingEmptySubsequences: true)
+            // A blocked request ("->") holds nothing.
+            guard f.count >= 8, f[1] == "POSIX", f[4] != "->", let pid = Int32(f[4]) else { continue }
+            guard normalized(f[5]) == normalized(Substring(file)), let start = Int(f[6]), let end = Int(f[7])
+            else { continue }
+            for slot in 0..<5 where (start...end).contains(123 + slot) { held.append((slot, pid)) }
+        }
+        return held.sorted { ($0.slot, $0.pid) < ($1.slot, $1.pid) }
+    }
+
+    /// `08:01:5678` with its hex fields without leading zeros.
+    private static func normalized(_ id: Substring) -> String {
+        let parts = id.split(separator: ":")
+        guard parts.count == 3, let a = UInt64(parts[0], radix: 16), let b = UInt64(parts[1], radix: 16) else {
+            return String(id)
+        }
+        return String(a, radix: 16) + ":" + String(b, radix: 16) + ":" + parts[2]
+    }
+
+    /// The name of process `pid`'s executable (the file `/proc/<pid>/exe` names, else its
+    /// `comm`, cut to 15 characters by the kernel), or nil.
     public static func executable(of pid: Int32) -> String? {
-        guard pid > 0, let text = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8) else { return nil }
+        guard pid > 0 else { return nil }
+        if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe") {
+            return URL(fileURLWithPath: exe).lastPathComponent
+        }
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8) else { return nil }
         return text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }

@@ -71,6 +71,9 @@ import Testing
         _ = try Fixtures.saveArticles(context, count: 2)
         let holder = try Child("sharedstore-helper", ["hold-pin", "--group", group.path])
         try holder.waitForLine("the pin") { $0.contains("pinned") }
+        // A second pin on the same snapshot shares the first one's read slot: both are listed.
+        let second = try Child("sharedstore-helper", ["hold-pin", "--group", group.path])
+        try second.waitForLine("the second pin") { $0.contains("pinned") }
         _ = try Fixtures.saveArticles(context, count: 3)
         func pins() throws -> [[String: Any]] {
             let tokens = try Child("storectl", ["tokens", "--json", "--group", group.path])
@@ -79,10 +82,14 @@ import Testing
                 try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
             }.filter { $0["pin"] as? Bool == true }
         }
+        let both = try pins()
+        #expect(Set(both.compactMap { ($0["pid"] as? Double).map(Int32.init) }) == [holder.pid, second.pid])
+        second.kill9()
+        _ = try second.waitForExit()
         let held = try pins()
         #expect(held.count == 1)
         #expect((held.first?["pid"] as? Double).map(Int32.init) == holder.pid)
-        #expect((held.first?["consumer"] as? String)?.contains("sharedstore-hel") == true)
+        #expect((held.first?["consumer"] as? String)?.contains("(sharedstore-helper)") == true)
         // Three saves since the pin: their frames are past its snapshot.
         let lag = held.first?["lag"] as? String ?? ""
         #expect(lag.hasSuffix("WAL frames") && (Int(lag.split(separator: " ")[0]) ?? 0) >= 3, "\(lag)")
