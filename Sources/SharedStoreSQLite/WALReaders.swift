@@ -36,7 +36,9 @@ public enum WALReaders {
         // Every holder of each read lock, from the kernel's list of locks (two readers may share
         // a slot, and F_GETLK reports one); F_GETLK where that list cannot be read.
         if let held = heldReadLocks(device: st.st_dev, inode: st.st_ino) {
-            return held.filter { $0.pid != getpid() }.map { WALReader(slot: $0.slot, pid: $0.pid, frame: word(100 + 4 * $0.slot), walFrames: walFrames) }
+            return held.filter { $0.pid != getpid() }.map {
+                WALReader(slot: $0.slot, pid: $0.pid, frame: word(100 + 4 * $0.slot), walFrames: walFrames)
+            }
         }
         var readers: [WALReader] = []
         for slot in 0..<5 {

@@ -34,6 +34,18 @@ import Testing
         enum CodingKeys: String, CodingKey { case id, a = "fa", b = "fb", c = "fc", d = "fd", e = "fe" }
     }
 
+    @Test func aHookSetsOnlyItsOwnEntitysValuesThroughKeyPaths() throws {
+        let container = try TemporaryGroup().open()
+        try container.register("Category", EntityHooks(willSave: { draft in try draft.set(\Article.title, "x") }))
+        let context = container.newContext(author: "T")
+        _ = try context.insert(Category(name: "Swift"))
+        #expect {
+            try context.save()
+        } throws: { error in
+            "\(error)".contains("a hook sets its own entity's values")
+        }
+    }
+
     @Test func manyRenamedBooleansAreToldApart() {
         #expect(
             [Key(\Flags.a), Key(\Flags.b), Key(\Flags.c), Key(\Flags.d), Key(\Flags.e)].map(\.path)

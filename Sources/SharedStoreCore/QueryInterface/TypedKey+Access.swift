@@ -43,18 +43,25 @@ extension RecordSchema.Rule {
 
 extension Snapshot {
     /// The value of the attribute a record's property holds (`snapshot[\Article.title]`), as
-    /// ``subscript(_:)`` reads it by name.
+    /// ``subscript(_:)`` reads it by name. A key path of a record of another entity reads that name
+    /// in this snapshot (`.null` when it has none): use the snapshot's own record type.
     public subscript<R: Record, V>(keyPath: KeyPath<R, V>) -> Value { self[R.storedName(keyPath)] }
 }
 
 extension ObjectDraft {
-    /// The value of the attribute a record's property holds (`draft[\Article.title]`).
+    /// The value of the attribute a record's property holds (`draft[\Article.title]`). A key path
+    /// of a record of another entity reads that name in this draft: use the hook's own record type.
     public subscript<R: Record, V>(keyPath: KeyPath<R, V>) -> Value { self[R.storedName(keyPath)] }
 
     /// Sets the attribute a record's property holds to `value`, of the property's own type.
     ///
     /// - Throws: like ``set(_:_:)-(String,Value)``.
     public mutating func set<R: Record, V: ValueConvertible>(_ keyPath: KeyPath<R, V>, _ value: V) throws {
+        guard R.entityName == entity else {
+            throw StoreError(
+                .invalidArgument,
+                "\(R.self)'s key path set on a draft of \(entity): a hook sets its own entity's values")
+        }
         try set(R.storedName(keyPath), value.storedValue)
     }
 }

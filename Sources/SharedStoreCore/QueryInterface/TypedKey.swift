@@ -11,6 +11,10 @@ extension Key {
     /// property, a path through another value) gives a key no model has: the fetch fails with
     /// `.unknownProperty`, naming the key path and why.
     ///
+    /// The compiler checks that the property exists and that a compared value has its type; a
+    /// condition does not know which record type it will filter, so use key paths of the fetched
+    /// type (a key path of another type names its property's column in the fetched entity).
+    ///
     /// For example:
     /// ```swift
     /// let unread = try context.fetch(Article.self, where: \Article.isRead == false,
@@ -111,4 +115,31 @@ extension FetchRequest {
     ) {
         self.init(R.entityName, where: condition, sortedBy: sort, limit: limit, offset: offset)
     }
+}
+
+// A decimal is stored as its exact text, and SQLite orders text by its bytes ("10" < "9.5"): an
+// ordering of a decimal property would look numeric and be wrong. These overloads, more specific
+// than the generic ones, make it a compile error; compare and sort a decimal in Swift, or keep a
+// `Double` beside it for queries.
+
+/// Unavailable: a decimal is stored as text, which does not order as numbers.
+@available(*, unavailable, message: "a Decimal is stored as text, which SQLite orders by its bytes, not as numbers")
+public func < <R: Record>(keyPath: KeyPath<R, Decimal>, value: Decimal) -> Condition { Key(keyPath) < value }
+/// Unavailable: a decimal is stored as text, which does not order as numbers.
+@available(*, unavailable, message: "a Decimal is stored as text, which SQLite orders by its bytes, not as numbers")
+public func <= <R: Record>(keyPath: KeyPath<R, Decimal>, value: Decimal) -> Condition { Key(keyPath) <= value }
+/// Unavailable: a decimal is stored as text, which does not order as numbers.
+@available(*, unavailable, message: "a Decimal is stored as text, which SQLite orders by its bytes, not as numbers")
+public func > <R: Record>(keyPath: KeyPath<R, Decimal>, value: Decimal) -> Condition { Key(keyPath) > value }
+/// Unavailable: a decimal is stored as text, which does not order as numbers.
+@available(*, unavailable, message: "a Decimal is stored as text, which SQLite orders by its bytes, not as numbers")
+public func >= <R: Record>(keyPath: KeyPath<R, Decimal>, value: Decimal) -> Condition { Key(keyPath) >= value }
+
+extension SortKey {
+    /// Unavailable: a decimal is stored as text, which does not sort as numbers.
+    @available(*, unavailable, message: "a Decimal is stored as text, which SQLite sorts by its bytes, not as numbers")
+    public static func ascending<R: Record>(_ keyPath: KeyPath<R, Decimal>) -> SortKey { Key(keyPath).ascending }
+    /// Unavailable: a decimal is stored as text, which does not sort as numbers.
+    @available(*, unavailable, message: "a Decimal is stored as text, which SQLite sorts by its bytes, not as numbers")
+    public static func descending<R: Record>(_ keyPath: KeyPath<R, Decimal>) -> SortKey { Key(keyPath).descending }
 }
