@@ -112,7 +112,7 @@ extension RecordShape {
         case is Date?.Type: some = Optional(Date(timeIntervalSince1970: Double(n)))
         case is UUID?.Type: some = Optional(UUID())
         case is Data?.Type: some = Optional(Data([1, 2, 3]))
-        case is URL?.Type: some = URL(string: "probe://write/\(n)").map { Optional($0) } ?? nil
+        case is URL?.Type: some = URL(string: "probe://write/\(n)").map { $0 as Any }
         default: some = nil
         }
         return some.flatMap { $0 as? V }
