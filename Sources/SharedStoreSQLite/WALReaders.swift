@@ -34,30 +34,31 @@ public enum WALReaders {
         }
         let walFrames = word(16)
         // Every holder of each read lock, from the kernel's list of locks (two readers may share
-        // a slot, and F_GETLK reports one); F_GETLK where that list cannot be read.
-        if let held = heldReadLocks(device: st.st_dev, inode: st.st_ino) {
-            return held.filter { $0.pid != getpid() }.map {
-                WALReader(slot: $0.slot, pid: $0.pid, frame: word(100 + 4 * $0.slot), walFrames: walFrames)
-            }
+        // a slot, and F_GETLK reports one), and F_GETLK for a slot the list does not show (it
+        // shows only the locks of this PID namespace).
+        let held = (heldReadLocks(device: st.st_dev, inode: st.st_ino) ?? []).filter { $0.pid != getpid() }
+        var readers = held.map {
+            WALReader(slot: $0.slot, pid: $0.pid, frame: word(100 + 4 * $0.slot), walFrames: walFrames)
         }
-        var readers: [WALReader] = []
         for slot in 0..<5 {
             var lock = flock()
             lock.l_type = Int16(F_WRLCK)
             lock.l_whence = Int16(SEEK_SET)
             lock.l_start = off_t(120 + 3 + slot)
             lock.l_len = 1
-            guard fcntl(fd, F_GETLK, &lock) == 0, lock.l_type != Int16(F_UNLCK) else { continue }
+            guard fcntl(fd, F_GETLK, &lock) == 0, lock.l_type != Int16(F_UNLCK),
+                !readers.contains(where: { $0.slot == slot })
+            else { continue }
             readers.append(WALReader(slot: slot, pid: lock.l_pid, frame: word(100 + 4 * slot), walFrames: walFrames))
         }
-        return readers
+        return readers.sorted { ($0.slot, $0.pid) < ($1.slot, $1.pid) }
     }
 
     /// The POSIX locks on bytes 123…127 (the read locks) of the file `device`/`inode`, from
     /// `/proc/locks` (`1: POSIX ADVISORY READ 1234 08:01:5678 123 123`), other processes' and
     /// this one's; nil when the list cannot be read.
     static func heldReadLocks(device: dev_t, inode: ino_t) -> [(slot: Int, pid: Int32)]? {
-        guard let text = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return nil }
+        guard let text = readAll("/proc/locks") else { return nil }
         let major = ((UInt64(device) >> 8) & 0xfff) | ((UInt64(device) >> 32) & ~UInt64(0xfff))
         let minor = (UInt64(device) & 0xff) | ((UInt64(device) >> 12) & ~UInt64(0xff))
         let file = String(major, radix: 16) + ":" + String(minor, radix: 16) + ":" + String(inode)
@@ -73,6 +74,24 @@ public enum WALReaders {
         return held.sorted { ($0.slot, $0.pid) < ($1.slot, $1.pid) }
     }
 
+    /// The whole of a file of /proc, read until its end (one read of such a file returns at most
+    /// a page), at most 16 MiB.
+    static func readAll(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while bytes.count < 16 << 20 {
+            let n = read(fd, &chunk, chunk.count)
+            if n < 0, errno == EINTR { continue }
+            guard n >= 0 else { return nil }
+            if n == 0 { break }
+            bytes += chunk[..<n]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// `08:01:5678` with its hex fields without leading zeros.
     private static func normalized(_ id: Substring) -> String {
         let parts = id.split(separator: ":")
@@ -86,7 +105,9 @@ public enum WALReaders {
     /// `comm`, cut to 15 characters by the kernel), or nil.
     public static func executable(of pid: Int32) -> String? {
         guard pid > 0 else { return nil }
-        if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe") {
+        if var exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe") {
+            // The kernel marks an executable removed since it started.
+            if exe.hasSuffix(" (deleted)") { exe.removeLast(" (deleted)".count) }
             return URL(fileURLWithPath: exe).lastPathComponent
         }
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8) else { return nil }

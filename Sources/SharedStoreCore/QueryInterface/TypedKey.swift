@@ -51,11 +51,18 @@ extension Record {
     /// The stored name of the property `keyPath` reads, or why it has none.
     package static func resolvedName(_ keyPath: PartialKeyPath<Self>) -> Result<String, StoreError> {
         if let known = typedKeyNames.withLock({ $0[keyPath] }) { return known }
-        let resolved: Result<String, StoreError>
+        var resolved: Result<String, StoreError>
         do {
             resolved = try RecordShape.of(Self.self).storedName(keyPath, of: Self.self)
         } catch {
             resolved = .failure(error as? StoreError ?? StoreError(.unknownProperty, "\(error)"))
+        }
+        if case .success("id") = resolved {
+            resolved = .failure(
+                StoreError(
+                    .unknownProperty,
+                    "\(Self.self).id is the object's id, not an attribute: compare ObjectIDs, or read the record with "
+                        + "record(_:with:)"))
         }
         typedKeyNames.withLock { $0[keyPath] = resolved }
         return resolved

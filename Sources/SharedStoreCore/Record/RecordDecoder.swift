@@ -8,6 +8,8 @@ import SharedStoreSupport
 /// by a String or an Int).
 struct SingleValueDecoder: Decoder, SingleValueDecodingContainer {
     let value: Value
+    /// How many values read themselves through this one (``decode(_:)``).
+    var depth = 0
     var codingPath: [CodingKey] = []
     var userInfo: [CodingUserInfoKey: Any] = [:]
 
@@ -45,7 +47,24 @@ struct SingleValueDecoder: Decoder, SingleValueDecodingContainer {
     func decode(_ type: UInt32.Type) throws -> UInt32 { try integer(type) }
     func decode(_ type: UInt64.Type) throws -> UInt64 { try integer(type) }
     /// Only primitives come out of one stored value: anything else is not there to decode.
-    func decode<T: Decodable>(_ type: T.Type) throws -> T { throw mismatch() }
+    /// A value read through this container in turn (an optional's wrapped value) reads the same
+    /// value: Foundation's types as stored, anything else as it decodes itself (a wrapper that
+    /// reads itself through a single value again and again, at most 16 times).
+    func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        let out: Any?
+        switch value {
+        case .date(let d) where type == Date.self: out = d
+        case .data(let d) where type == Data.self: out = d
+        case .uuid(let u) where type == UUID.self: out = u
+        case .string(let s) where type == URL.self: out = URL(string: s)
+        case .string(let s) where type == Decimal.self:
+            out = Decimal(string: s, locale: Locale(identifier: "en_US_POSIX"))
+        default: out = nil
+        }
+        if let result = out as? T { return result }
+        guard depth < 16 else { throw mismatch() }
+        return try T(from: SingleValueDecoder(value: value, depth: depth + 1))
+    }
 }
 
 /// Where each attribute of a fetch's snapshots is, worked out as the first record decodes: a

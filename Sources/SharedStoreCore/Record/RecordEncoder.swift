@@ -48,6 +48,17 @@ enum RecordEncoder {
         return box.captured ?? [:]
     }
 
+    /// How `v` is encoded as one property of a record (nil when it cannot be).
+    static func encodedValue<T: Encodable>(_ v: T) -> Value? {
+        let box = Box(slots: [:], inserting: false)
+        box.captured = [:]
+        guard (try? OneProperty(v: v).encode(to: Encoder(box: box))) != nil else { return nil }
+        return box.captured?["v"]
+    }
+
+    /// A value as the one property `v` of a record.
+    private struct OneProperty<T: Encodable>: Encodable { let v: T }
+
     /// Why a record's property cannot be written.
     enum Problem { case unknown, objectInAttribute(AttributeType), valueInRelationship }
 
@@ -210,6 +221,20 @@ enum RecordEncoder {
             put(v.map { .integer(Int64($0)) } ?? .null, key)
         }
         mutating func encodeIfPresent(_ v: Int64?, forKey key: Key) throws { put(v.map(Value.integer) ?? .null, key) }
+        // The other primitives too: the protocol's own versions write nothing for nil, so that an
+        // update would leave the column as it was.
+        mutating func encodeIfPresent(_ v: Float?, forKey key: Key) throws { try present(v, key) }
+        mutating func encodeIfPresent(_ v: Int8?, forKey key: Key) throws { try present(v, key) }
+        mutating func encodeIfPresent(_ v: Int16?, forKey key: Key) throws { try present(v, key) }
+        mutating func encodeIfPresent(_ v: Int32?, forKey key: Key) throws { try present(v, key) }
+        mutating func encodeIfPresent(_ v: UInt?, forKey key: Key) throws { try present(v, key) }
+        mutating func encodeIfPresent(_ v: UInt8?, forKey key: Key) throws { try present(v, key) }
+        mutating func encodeIfPresent(_ v: UInt16?, forKey key: Key) throws { try present(v, key) }
+        mutating func encodeIfPresent(_ v: UInt32?, forKey key: Key) throws { try present(v, key) }
+        mutating func encodeIfPresent(_ v: UInt64?, forKey key: Key) throws { try present(v, key) }
+        private mutating func present<T: Encodable>(_ v: T?, _ key: Key) throws {
+            if let v { try encode(v, forKey: key) } else { put(.null, key) }
+        }
         mutating func nestedContainer<N: CodingKey>(keyedBy: N.Type, forKey key: Key) -> KeyedEncodingContainer<N> {
             box.failure = box.failure ?? key.stringValue
             return KeyedEncodingContainer(Keyed<N>(box: Box.discarding()))
@@ -264,6 +289,7 @@ struct SingleValueCapture: Swift.Encoder, SingleValueEncodingContainer {
     final class Slot {
         var value: Value?
         var structured = false
+        var depth = 0
     }
     let slot = Slot()
     var codingPath: [CodingKey] = []
@@ -308,7 +334,24 @@ struct SingleValueCapture: Swift.Encoder, SingleValueEncodingContainer {
     mutating func encode(_ v: UInt64) throws {
         if let i = Int64(exactly: v) { set(.integer(i)) } else { slot.structured = true }
     }
+    /// A value written through this container in turn (an optional's wrapped value, a
+    /// property wrapper's) is captured as it encodes itself; a structure is not one value.
     mutating func encode<T: Encodable>(_ v: T) throws {
-        slot.structured = true
+        switch v {
+        case let d as Date: set(.date(d))
+        case let d as Data: set(.data(d))
+        case let u as UUID: set(.uuid(u))
+        case let u as URL: set(.string(u.absoluteString))
+        case let d as Decimal: set(.string(d.description))
+        default:
+            // A type that writes itself through a single value again and again is no value.
+            guard slot.depth < 16 else {
+                slot.structured = true
+                return
+            }
+            slot.depth += 1
+            defer { slot.depth -= 1 }
+            try v.encode(to: self)
+        }
     }
 }

@@ -20,7 +20,12 @@ extension RecordShape {
     }
 
     private static func write<R: Record, V>(_ keyPath: WritableKeyPath<R, V>) -> Result<String, StoreError>? {
-        guard let (base, _) = try? probe(R.self), let before = try? RecordEncoder.capture(base) else { return nil }
+        guard let (base, _) = try? probe(R.self), let before = try? RecordEncoder.capture(base),
+            let again = try? RecordEncoder.capture(probe(R.self).0)
+        else { return nil }
+        // Keys whose value moves from one encoding of the same record to the next (a time of
+        // encoding): they say nothing of the property.
+        let volatile = Set(before.keys).union(again.keys).filter { before[$0] != again[$0] }
         let candidates = otherValues(than: base[keyPath: keyPath])
         guard !candidates.isEmpty else { return nil }
         for candidate in candidates {
@@ -28,16 +33,19 @@ extension RecordShape {
             guard var copy = try? probe(R.self).0 else { return nil }
             copy[keyPath: keyPath] = candidate
             guard let after = try? RecordEncoder.capture(copy) else { continue }
-            let changed = Set(before.keys).union(after.keys).filter { before[$0] != after[$0] }.sorted()
+            let changed = Set(before.keys).union(after.keys).filter {
+                before[$0] != after[$0] && !volatile.contains($0)
+            }
+            .sorted()
             if changed.count == 1, let name = changed.first {
-                // A path through a nested value (`\.point.x`) changes the key that holds it, to
-                // something else than the value written.
-                if let expected = storedForm(candidate), after[name] != expected {
+                // The key must now hold the value written: a path through a nested value
+                // (`\.point.x`) changes the key that holds the whole, to something else.
+                guard let expected = encodedForm(candidate), after[name] == expected else {
                     return .failure(
                         StoreError(
                             .unknownProperty,
                             "\(keyPath.debugDescription) is not one stored, coded property of \(R.self) (it is "
-                                + "part of '\(name)')"))
+                                + "part of '\(name)', or encoded otherwise than it holds)"))
                 }
                 return .success(name)
             }
@@ -96,6 +104,14 @@ extension RecordShape {
         case let x as ObjectID: return .integer(x.primaryKey)
         default: return nil
         }
+    }
+
+    /// How `v` is encoded as one property (nil: it cannot be encoded).
+    private static func encodedForm<V>(_ v: V) -> Value? {
+        if let stored = storedForm(v) { return stored }
+        guard let encodable = v as? any Encodable else { return nil }
+        func open<T: Encodable>(_ t: T) -> Value? { RecordEncoder.encodedValue(t) }
+        return open(encodable)
     }
 
     private static func allCases<C: CaseIterable>(_ type: C.Type) -> [Any] { C.allCases.map { $0 } }

@@ -111,39 +111,6 @@ struct RecordShape: Sendable {
         }
     }
 
-    /// Swift property → stored name for a type whose coding keys rename properties, made from a
-    /// probe read back by reflection, once per type and kept (reflection is costly the first
-    /// time: a type whose keys are its property names never needs it).
-    private static func placement<R: Record>(_ type: R.Type) -> [String: String] {
-        let key = ObjectIdentifier(type)
-        if let known = placements.withLock({ $0[key] }) { return known }
-        let made = (try? probe(R.self)).map { placeProperties(of: $0.0, log: $0.1) } ?? [:]
-        placements.withLock { $0[key] = made }
-        return made
-    }
-
-    private static let placements = Protected<[ObjectIdentifier: [String: String]]>([:])
-
-    /// Swift property → stored name: a property named as its coding key, or one holding the value
-    /// the probe gave exactly one coding key.
-    private static func placeProperties(of probe: Any, log: ProbeLog) -> [String: String] {
-        let keys = Set(log.properties.map(\.name))
-        var names: [String: String] = [:]
-        var unplaced: [(label: String, value: Value?)] = []
-        for child in Mirror(reflecting: probe).children {
-            guard let label = child.label else { continue }
-            if keys.contains(label) { names[label] = label } else { unplaced.append((label, probeValue(child.value))) }
-        }
-        guard !unplaced.isEmpty else { return names }
-        let claimed = Set(names.values)
-        for (label, value) in unplaced {
-            guard let value else { continue }
-            let matches = log.sentinels.filter { $0.value == value && !claimed.contains($0.key) }
-            if matches.count == 1, let key = matches.first?.key { names[label] = key }
-        }
-        return names
-    }
-
     /// A probe property's value as stored (an optional unwrapped, an id by its key), for the
     /// scalar types the probe gives distinct values. Concrete casts only: a cast to a protocol
     /// makes the runtime scan every conformance of the process the first time (milliseconds, at
@@ -174,61 +141,61 @@ struct RecordShape: Sendable {
 
     /// The stored name of the property `keyPath` reads, or a reason it has none.
     func storedName<R: Record>(_ keyPath: PartialKeyPath<R>, of type: R.Type) -> Result<String, StoreError> {
-        func notStored() -> StoreError {
-            StoreError(
-                .unknownProperty,
-                "\(keyPath.debugDescription) is not one stored, coded property of \(R.self) (a typed key names one)")
+        func refuse(_ why: String) -> Result<String, StoreError> {
+            .failure(StoreError(.unknownProperty, "\(keyPath.debugDescription) \(why)"))
         }
+        let isClass = R.self is AnyClass
         // A computed property of a struct has no offset.
-        if !(R.self is AnyClass), MemoryLayout<R>.offset(of: keyPath) == nil { return .failure(notStored()) }
-        // By writing it, where it can be written.
-        if let written = Self.storedNameByWriting(keyPath) { return written }
-        // A class has no offsets to tell a computed property from a stored one: only what can be
-        // written is known to be stored.
-        if R.self is AnyClass {
-            return .failure(
-                StoreError(
-                    .unknownProperty,
-                    "\(keyPath.debugDescription) cannot be written: a typed key of a class record names a `var` stored "
-                        + "property"))
+        if !isClass, MemoryLayout<R>.offset(of: keyPath) == nil {
+            return refuse("is not one stored, coded property of \(R.self) (a typed key names one)")
         }
-        // By value: what the key path reads on each probe names the coding key.
+        // A class's key path may subscript or unwrap, and its properties may observe writes: only
+        // a path to one property, named in its text, is read, and none is written.
+        var label: String?
+        if isClass {
+            guard let l = Self.singleLabel(keyPath) else {
+                return refuse("is not one property of \(R.self) (a typed key names one)")
+            }
+            label = l
+        } else if let written = Self.storedNameByWriting(keyPath) {
+            return written
+        }
+        // Read only (a `let`, or a class's property): its Swift name must be its coding key, and
+        // what it holds in the probes must be that key's alone.
+        guard let name = label ?? Self.singleLabel(keyPath), keys.contains(name) else {
+            return refuse(
+                "cannot be written, and its name is not one of \(R.self)'s coding keys: make it a `var` of a "
+                    + "struct, or use Key(\"name\")")
+        }
         var signature: [Value] = []
         for case let p as R in probes {
             guard let v = Self.probeValue(p[keyPath: keyPath]) else { break }
             signature.append(v)
         }
         if signature.count == probes.count, !probes.isEmpty {
-            guard let name = signatures[Self.signature(signature)] else { return .failure(notStored()) }
+            guard signatures[Self.signature(signature)] == name else {
+                return refuse("holds another coding key's values than '\(name)': make it a `var`, or use Key(\"name\")")
+            }
             return .success(name)
         }
-        return storedNameByDescription(keyPath)
-    }
-
-    /// The stored name of a property of a type the probe cannot tell by value (a Float, a URL,
-    /// an enum, a Codable value), from the key path's text.
-    private func storedNameByDescription<R: Record>(_ keyPath: PartialKeyPath<R>) -> Result<String, StoreError> {
-        // Read without a dynamic cast (`String(describing:)` would look up conformances of each
-        // key path type at its first use).
-        let text = keyPath.debugDescription
-        let prefix = "\\" + _typeName(R.self, qualified: false) + "."
-        guard text.hasPrefix(prefix) else {
-            return .failure(StoreError(.unknownProperty, "\(text) is not a key path of \(R.self)"))
-        }
-        let label = String(text.dropFirst(prefix.count))
-        guard Model.isIdentifier(label) else {
-            return .failure(
-                StoreError(.unknownProperty, "\(text) is not one stored property of \(R.self) (a typed key names one)"))
-        }
-        if keys.contains(label) { return .success(label) }
-        guard let name = Self.placement(R.self)[label] else {
-            return .failure(
-                StoreError(
-                    .unknownProperty,
-                    "\(R.self).\(label) has no stored name SharedStore can tell (it is not coded, or its coding key "
-                        + "differs from its name): use Key(\"name\")"))
+        // Not comparable by value: safe only when no other key has its Swift type.
+        let swiftType = properties.first { $0.name == name }?.swiftType
+        guard properties.filter({ $0.swiftType == swiftType }).count == 1 else {
+            return refuse(
+                "cannot be told from another property of its type without writing it: make it a `var` of a struct, "
+                    + "or use Key(\"name\")")
         }
         return .success(name)
+    }
+
+    /// The property a key path to one property names (`\\Article.title` → `title`), from its text;
+    /// nil for a path of several parts, a subscript or an unwrap.
+    static func singleLabel<R>(_ keyPath: PartialKeyPath<R>) -> String? {
+        let text = keyPath.debugDescription
+        let prefix = "\\" + _typeName(R.self, qualified: false) + "."
+        guard text.hasPrefix(prefix) else { return nil }
+        let label = String(text.dropFirst(prefix.count))
+        return Model.isIdentifier(label) ? label : nil
     }
 }
 
@@ -243,6 +210,8 @@ final class ProbeLog {
     var bools = 0
     /// Set when making a value to write through a key path (lists get an element).
     var writing = false
+    /// Whether a keyed or unkeyed container was made since it was last cleared.
+    var structured = false
     /// The stored value and type of the last scalar given (what an optional decoded with
     /// `decode(T?.self, forKey:)` wraps).
     var inner: (Value?, AttributeType?)?
@@ -268,9 +237,13 @@ struct ProbeDecoder: Decoder {
     var userInfo: [CodingUserInfoKey: Any] = [:]
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        KeyedDecodingContainer(ProbeKeyed<Key>(log: log, depth: depth))
+        log.structured = true
+        return KeyedDecodingContainer(ProbeKeyed<Key>(log: log, depth: depth))
     }
-    func unkeyedContainer() throws -> UnkeyedDecodingContainer { ProbeUnkeyed(log: log, depth: depth) }
+    func unkeyedContainer() throws -> UnkeyedDecodingContainer {
+        log.structured = true
+        return ProbeUnkeyed(log: log, depth: depth)
+    }
     func singleValueContainer() throws -> SingleValueDecodingContainer { ProbeSingle(log: log, depth: depth) }
 }
 
@@ -325,13 +298,17 @@ private struct ProbeKeyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let log: ProbeLog
     let depth: Int
     var codingPath: [CodingKey] = []
-    var allKeys: [Key] { [] }
+    /// No keys (a dictionary is empty), but for a value written through a typed key: one.
+    var allKeys: [Key] { log.writing && depth > 0 ? [Key(stringValue: "probe")].compactMap { $0 } : [] }
     func contains(_ key: Key) -> Bool { true }
     func decodeNil(forKey key: Key) throws -> Bool { false }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try value(T.self, key, optional: false) }
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
-        try value(T.self, key, optional: true)
+        // Inside a nested value an optional is absent: a type that holds an optional of itself
+        // ends there.
+        guard depth == 0 else { return nil }
+        return try value(T.self, key, optional: true)
     }
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try value(type, key, optional: false) }
     func decode(_ type: String.Type, forKey key: Key) throws -> String { try value(type, key, optional: false) }
@@ -356,6 +333,21 @@ private struct ProbeKeyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
     func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try value(type, key, optional: true) }
     func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? {
+        try value(type, key, optional: true)
+    }
+    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? { try value(type, key, optional: true) }
+    func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? { try value(type, key, optional: true) }
+    func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? { try value(type, key, optional: true) }
+    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { try value(type, key, optional: true) }
+    func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? { try value(type, key, optional: true) }
+    func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? { try value(type, key, optional: true) }
+    func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? {
+        try value(type, key, optional: true)
+    }
+    func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? {
+        try value(type, key, optional: true)
+    }
+    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? {
         try value(type, key, optional: true)
     }
 
@@ -428,7 +420,13 @@ private func probeValue<T: Decodable>(_ type: T.Type, log: ProbeLog, depth: Int)
         return (first, (first as? any ValueConvertible)?.storedValue, rawType(T.self) ?? .json)
     }
     guard depth < 16 else { throw probeFailure(T.self) }
-    return (try T(from: ProbeDecoder(log: log, depth: depth)), nil, rawType(T.self) ?? .json)
+    // A value that decodes one scalar through a single value (a property wrapper, an optional)
+    // is stored as that scalar; anything with a keyed or unkeyed container is JSON.
+    log.inner = nil
+    log.structured = false
+    let value = try T(from: ProbeDecoder(log: log, depth: depth))
+    if !log.structured, let (stored, type) = log.inner, let type { return (value, stored, type) }
+    return (value, nil, rawType(T.self) ?? .json)
 }
 
 private func probeFailure(_ type: Any.Type) -> StoreError {

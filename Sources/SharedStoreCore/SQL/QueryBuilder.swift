@@ -33,6 +33,10 @@ struct QueryBuilder {
 
     /// The SQL expression for a key path and its attribute (nil for a relationship itself).
     mutating func column(_ path: String) throws -> (sql: String, attribute: Attribute?) {
+        // A typed key that names no column carries why, in angle brackets (``Key/init(_:)``).
+        if path.utf8.first == UInt8(ascii: "<"), path.hasSuffix(">") {
+            throw StoreError(.unknownProperty, "typed key: " + String(path.dropFirst().dropLast()))
+        }
         // Most paths are one name: no split, no array.
         guard path.utf8.contains(UInt8(ascii: ".")) else { return try ownColumn(path) }
         let parts = path.split(separator: ".").map(String.init)
