@@ -189,3 +189,74 @@ final class R2Class: Record, @unchecked Sendable {
         }
     }
 }
+
+// A third review: read-only swaps of different types, wrappers of optionals and enums, integers
+// too large for SQLite.
+
+/// Two `let` properties of different integer types whose coding keys swap names.
+struct R3LetSwap: Record {
+    static let entityName = "R3LetSwap"
+    var id: ObjectID?
+    let x: Int32
+    let y: Int16
+    enum CodingKeys: String, CodingKey { case id, x = "y", y = "x" }
+}
+
+/// The same in a class, with `var`s.
+final class R3ClassSwap: Record, @unchecked Sendable {
+    static let entityName = "R3ClassSwap"
+    var id: ObjectID?
+    var x: Int32 = 0
+    var y: Int16 = 0
+    enum CodingKeys: String, CodingKey { case id, x = "y", y = "x" }
+}
+
+@propertyWrapper struct R3Wrap<T: Codable & Sendable & Equatable>: Codable, Sendable, Equatable {
+    var wrappedValue: T
+    init(wrappedValue: T) { self.wrappedValue = wrappedValue }
+    init(from decoder: Decoder) throws { wrappedValue = try decoder.singleValueContainer().decode(T.self) }
+    func encode(to encoder: Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(wrappedValue)
+    }
+}
+
+struct R3Wrapped: Record {
+    static let entityName = "R3Wrapped"
+    var id: ObjectID?
+    @R3Wrap var note: String?
+    @R3Wrap var kind: R2Kind
+    var big: UInt64
+}
+
+@Suite struct HostileTypedKeyRound3Tests {
+    @Test func readOnlySwapsOfDifferentTypesAreRefused() {
+        #expect(Key(\R3LetSwap.x).path.hasPrefix("<") && Key(\R3LetSwap.y).path.hasPrefix("<"))
+        #expect(Key(\R3ClassSwap.x).path.hasPrefix("<") && Key(\R3ClassSwap.y).path.hasPrefix("<"))
+    }
+
+    @Test func wrappersOfOptionalsAndEnumsAreStoredAsTheirValue() throws {
+        let model = try Model(records: [R3Wrapped.self])
+        let e = try #require(model.entity(named: "R3Wrapped"))
+        #expect(e.attribute(named: "note")?.type == .string && e.attribute(named: "note")?.isOptional == true)
+        #expect(e.attribute(named: "kind")?.type == .string)
+        let context = try TemporaryGroup().open(model).newContext(author: "T")
+        _ = try context.insert(R3Wrapped(note: "w", kind: .y, big: 5))
+        _ = try context.insert(R3Wrapped(note: nil, kind: .z, big: 6))
+        try context.save()
+        let back = try context.fetch(R3Wrapped.self, sortedBy: [Key("big").ascending])
+        #expect(back.map(\.note) == ["w", nil] && back.map(\.kind) == [.y, .z])
+        #expect(try context.count(R3Wrapped.self, where: Key("kind") == "y") == 1)
+        // A wrapper is reached through accessors: its typed key says so.
+        #expect(Key(\R3Wrapped.note).path.contains("reached through accessors"))
+    }
+
+    @Test func anIntegerTooLargeForSQLiteIsNamed() throws {
+        let context = try TemporaryGroup().open(try Model(records: [R3Wrapped.self])).newContext(author: "T")
+        #expect {
+            _ = try context.insert(R3Wrapped(note: nil, kind: .x, big: UInt64.max))
+        } throws: { error in
+            "\(error)".contains("larger than the largest integer SQLite stores")
+        }
+    }
+}

@@ -61,7 +61,8 @@ struct SingleValueDecoder: Decoder, SingleValueDecodingContainer {
             out = Decimal(string: s, locale: Locale(identifier: "en_US_POSIX"))
         default: out = nil
         }
-        if let result = out as? T { return result }
+        // (A nil `out` must not pass for an optional `T`: it means "not one of these types".)
+        if let out, let result = out as? T { return result }
         guard depth < 16 else { throw mismatch() }
         return try T(from: SingleValueDecoder(value: value, depth: depth + 1))
     }

@@ -56,6 +56,16 @@ enum RecordEncoder {
         return box.captured?["v"]
     }
 
+    /// `v` as a 64-bit integer, or a clear error: SQLite stores none larger than `Int64.max`.
+    static func fit<I: BinaryInteger>(_ v: I, _ key: some CodingKey) throws -> Int64 {
+        guard let i = Int64(exactly: v) else {
+            throw StoreError.validation(
+                "\(key.stringValue) is \(v), larger than the largest integer SQLite stores (\(Int64.max))",
+                object: "", property: key.stringValue, rule: .type(.integer))
+        }
+        return i
+    }
+
     /// A value as the one property `v` of a record.
     private struct OneProperty<T: Encodable>: Encodable { let v: T }
 
@@ -183,6 +193,8 @@ enum RecordEncoder {
         mutating func encode(_ v: Int64, forKey key: Key) throws { put(.integer(v), key) }
         mutating func encode(_ v: Int32, forKey key: Key) throws { put(.integer(Int64(v)), key) }
         mutating func encode(_ v: Int16, forKey key: Key) throws { put(.integer(Int64(v)), key) }
+        mutating func encode(_ v: UInt64, forKey key: Key) throws { put(.integer(try RecordEncoder.fit(v, key)), key) }
+        mutating func encode(_ v: UInt, forKey key: Key) throws { put(.integer(try RecordEncoder.fit(v, key)), key) }
         mutating func encode<T: Encodable>(_ v: T, forKey key: Key) throws {
             let name = key.stringValue
             let slot = box.slot(name)

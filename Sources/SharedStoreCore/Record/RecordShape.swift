@@ -147,7 +147,17 @@ struct RecordShape: Sendable {
         let isClass = R.self is AnyClass
         // A computed property of a struct has no offset.
         if !isClass, MemoryLayout<R>.offset(of: keyPath) == nil {
-            return refuse("is not one stored, coded property of \(R.self) (a typed key names one)")
+            let text = keyPath.debugDescription
+            guard text.contains("<computed") else {
+                return refuse("is not one stored, coded property of \(R.self) (a typed key names one)")
+            }
+            let valueType = _typeName(Swift.type(of: keyPath).valueType, qualified: false)
+            return .failure(
+                StoreError(
+                    .unknownProperty,
+                    "a typed key of \(R.self) names a property reached through accessors (of type \(valueType): a "
+                        + "computed property, a property wrapper or a property with observers), not one stored, coded "
+                        + "property: use Key(\"name\")"))
         }
         // A class's key path may subscript or unwrap, and its properties may observe writes: only
         // a path to one property, named in its text, is read, and none is written.
@@ -178,9 +188,12 @@ struct RecordShape: Sendable {
             }
             return .success(name)
         }
-        // Not comparable by value: safe only when no other key has its Swift type.
+        // Not comparable by value: safe only when the key of its name was decoded as its own type
+        // and no other key has that type.
         let swiftType = properties.first { $0.name == name }?.swiftType
-        guard properties.filter({ $0.swiftType == swiftType }).count == 1 else {
+        var own = _typeName(Swift.type(of: keyPath).valueType, qualified: false)
+        if own.hasPrefix("Optional<"), own.hasSuffix(">") { own = String(own.dropFirst("Optional<".count).dropLast()) }
+        guard swiftType == own, properties.filter({ $0.swiftType == swiftType }).count == 1 else {
             return refuse(
                 "cannot be told from another property of its type without writing it: make it a `var` of a struct, "
                     + "or use Key(\"name\")")
@@ -212,6 +225,8 @@ final class ProbeLog {
     var writing = false
     /// Whether a keyed or unkeyed container was made since it was last cleared.
     var structured = false
+    /// Whether an optional was decoded since it was last cleared (a wrapper of an optional).
+    var sawOptional = false
     /// The stored value and type of the last scalar given (what an optional decoded with
     /// `decode(T?.self, forKey:)` wraps).
     var inner: (Value?, AttributeType?)?
@@ -365,6 +380,7 @@ private struct ProbeKeyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
         // `decode(String?.self, forKey:)` is an optional too: its value is the wrapped one's.
         let wrapped = depth == 0 && _typeName(T.self, qualified: true).hasPrefix("Swift.Optional<")
         log.inner = nil
+        log.sawOptional = false
         let v: T
         var stored: Value?
         var attribute: AttributeType?
@@ -382,7 +398,8 @@ private struct ProbeKeyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
         if depth == 0 {
             log.properties.append(
                 RecordShape.Property(
-                    name: key.stringValue, type: attribute, isOptional: optional || wrapped,
+                    name: key.stringValue, type: attribute,
+                    isOptional: optional || wrapped || (log.sawOptional && attribute != .json && attribute != nil),
                     swiftType: _typeName(T.self, qualified: false))
             )
             if let stored { log.sentinels.append((key.stringValue, stored)) }
@@ -395,6 +412,7 @@ private struct ProbeKeyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
 /// stored (nil for an ``ObjectID``).
 private func probeValue<T: Decodable>(_ type: T.Type, log: ProbeLog, depth: Int) throws -> (T, Value?, AttributeType?) {
     log.next += 1
+    if _typeName(T.self, qualified: true).hasPrefix("Swift.Optional<") { log.sawOptional = true }
     // Far from small numbers a computed property might produce.
     let n = 0x5EED_0000 + log.next
     if T.self == Bool.self {
@@ -417,7 +435,9 @@ private func probeValue<T: Decodable>(_ type: T.Type, log: ProbeLog, depth: Int)
         return (id, .integer(n), nil)
     }
     if let cases = T.self as? any CaseIterable.Type, let first = firstCase(cases) as? T {
-        return (first, (first as? any ValueConvertible)?.storedValue, rawType(T.self) ?? .json)
+        let stored = (first as? any ValueConvertible)?.storedValue
+        if let raw = rawType(T.self) { log.inner = (stored, raw) }
+        return (first, stored, rawType(T.self) ?? .json)
     }
     guard depth < 16 else { throw probeFailure(T.self) }
     // A value that decodes one scalar through a single value (a property wrapper, an optional)
