@@ -251,6 +251,14 @@ struct R3Wrapped: Record {
         #expect(Key(\R3Wrapped.note).path.contains("reached through accessors"))
     }
 
+    @Test func aHandWrittenDecodeOfAnOptionalReadsItsValue() throws {
+        let context = try TemporaryGroup().open(try Model(records: [HKOptDecode.self])).newContext(author: "T")
+        _ = try context.insert(HKOptDecode(note: "hello"))
+        _ = try context.insert(HKOptDecode(note: nil))
+        try context.save()
+        #expect(Set(try context.fetch(HKOptDecode.self).map(\.note)) == ["hello", nil])
+    }
+
     @Test func anIntegerTooLargeForSQLiteIsNamed() throws {
         let context = try TemporaryGroup().open(try Model(records: [R3Wrapped.self])).newContext(author: "T")
         #expect {

@@ -6,6 +6,23 @@ import SharedStoreSupport
 
 /// Hands one stored value to a type that decodes from a single-value container (an enum backed
 /// by a String or an Int).
+/// `v` as a Foundation type stored as a value (`Date`, `Data`, `UUID`, `URL`, `Decimal`) or as
+/// the ``Value`` itself; nil for any other type. Never an optional's nil: for an optional `T`
+/// (the wrapped value read through it) nil means "not one of these", and the caller reads on.
+func foundationValue<T>(_ v: Value, as type: T.Type) -> T? {
+    let out: Any?
+    switch v {
+    case .date(let d) where type == Date.self: out = d
+    case .data(let d) where type == Data.self: out = d
+    case .uuid(let u) where type == UUID.self: out = u
+    case .string(let s) where type == URL.self: out = URL(string: s)
+    case .string(let s) where type == Decimal.self: out = Decimal(string: s, locale: Locale(identifier: "en_US_POSIX"))
+    default: out = type == Value.self ? v : nil
+    }
+    guard let out else { return nil }
+    return out as? T
+}
+
 struct SingleValueDecoder: Decoder, SingleValueDecodingContainer {
     let value: Value
     /// How many values read themselves through this one (``decode(_:)``).
@@ -51,18 +68,7 @@ struct SingleValueDecoder: Decoder, SingleValueDecodingContainer {
     /// value: Foundation's types as stored, anything else as it decodes itself (a wrapper that
     /// reads itself through a single value again and again, at most 16 times).
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        let out: Any?
-        switch value {
-        case .date(let d) where type == Date.self: out = d
-        case .data(let d) where type == Data.self: out = d
-        case .uuid(let u) where type == UUID.self: out = u
-        case .string(let s) where type == URL.self: out = URL(string: s)
-        case .string(let s) where type == Decimal.self:
-            out = Decimal(string: s, locale: Locale(identifier: "en_US_POSIX"))
-        default: out = nil
-        }
-        // (A nil `out` must not pass for an optional `T`: it means "not one of these types".)
-        if let out, let result = out as? T { return result }
+        if let result = foundationValue(value, as: T.self) { return result }
         guard depth < 16 else { throw mismatch() }
         return try T(from: SingleValueDecoder(value: value, depth: depth + 1))
     }
@@ -298,17 +304,7 @@ struct SnapshotDecoder: Decoder {
         func convert<T: Decodable>(_ v: Value, _ type: T.Type, _ key: Key) throws -> T {
             // T is Date (checked): no dynamic cast.
             if type == Date.self, case .date(let d) = v { return unsafeBitCast(d, to: T.self) }
-            let out: Any?
-            switch v {
-            case .date(let d) where type == Date.self: out = d
-            case .data(let d) where type == Data.self: out = d
-            case .uuid(let u) where type == UUID.self: out = u
-            case .string(let s) where type == URL.self: out = URL(string: s)
-            case .string(let s) where type == Decimal.self:
-                out = Decimal(string: s, locale: Locale(identifier: "en_US_POSIX"))
-            default: out = type == Value.self ? v : nil
-            }
-            if let result = out as? T { return result }
+            if let result = foundationValue(v, as: T.self) { return result }
             // An enum backed by a String or an Int reads its primitive; any other Codable value
             // was stored as JSON.
             if let result = try? T(from: SingleValueDecoder(value: v)) { return result }
