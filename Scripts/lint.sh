@@ -24,7 +24,7 @@ coverage=$(python3 Scripts/lib/doc_coverage.py 100 2>&1) || fail "doc coverage b
 sql=$(python3 Scripts/lib/sql_outside.py $(find Sources -name '*.swift') || true)
 [ -z "$sql" ] || fail "SQL outside SharedStoreCore/SQL:"$'\n'"$sql"
 calls=$( (grep -rnE '\b(sqlite3|mdb)_[a-z0-9_]+\s*\(' Sources --include=*.swift \
-        | grep -v -e '^Sources/SharedStoreSQLite/' -e '^Sources/SharedStoreLMDB/' -e '^Sources/storebench/Baseline.swift'
+        | grep -v -e '^Sources/SharedStoreSQLite/' -e '^Sources/SharedStoreLMDB/' -e '^Sources/storebench/Baseline'
         grep -rnE '\bPQ[a-zA-Z0-9]+\b' Sources --include=*.swift | grep -v -e '^Sources/SharedStorePostgres/') || true)
 [ -z "$calls" ] || fail "C calls outside the wrappers:"$'\n'"$calls"
 # Every Swift block of README.md is compiled and run by Tests/SharedStoreTests/ReadmeTests.swift:

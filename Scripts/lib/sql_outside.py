@@ -8,7 +8,7 @@ import re
 import sys
 
 OWNERS = ('Sources/SharedStoreCore/SQL/', 'Sources/SharedStoreSQLite/', 'Sources/SharedStorePostgres/',
-          'Sources/storebench/Baseline.swift')
+          'Sources/storebench/Baseline.swift', 'Sources/storebench/Baseline+ShareBatch.swift')
 KEYWORDS = re.compile(r'\b(SELECT|INSERT|UPDATE|DELETE\s+FROM|WHERE|ORDER\s+BY|REINDEX|CREATE|PRAGMA|BEGIN|COMMIT|ROLLBACK|DROP|ALTER|SHOW|'
                       r'SAVEPOINT|RELEASE|REPLACE INTO|VACUUM|ANALYZE|ATTACH|DETACH|EXPLAIN|LISTEN|NOTIFY|TRUNCATE|'
                       r'GRANT|REVOKE|WITH RECURSIVE)\b')

@@ -77,7 +77,7 @@ public enum WALReaders {
     /// The whole of a file of /proc, read until its end (one read of such a file returns at most
     /// a page), at most 16 MiB.
     static func readAll(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var bytes: [UInt8] = []

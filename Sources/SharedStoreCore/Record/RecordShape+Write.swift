@@ -110,8 +110,8 @@ extension RecordShape {
     private static func encodedForm<V>(_ v: V) -> Value? {
         if let stored = storedForm(v) { return stored }
         guard let encodable = v as? any Encodable else { return nil }
-        func open<T: Encodable>(_ t: T) -> Value? { RecordEncoder.encodedValue(t) }
-        return open(encodable)
+        func encoded<T: Encodable>(_ t: T) -> Value? { RecordEncoder.encodedValue(t) }
+        return encoded(encodable)
     }
 
     private static func allCases<C: CaseIterable>(_ type: C.Type) -> [Any] { C.allCases.map { $0 } }
