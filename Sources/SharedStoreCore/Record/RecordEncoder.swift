@@ -22,6 +22,7 @@ enum RecordEncoder {
             throw unsupported(failure).describing(
                 ValidationFailure(object: entity.name, property: failure, rule: .record))
         }
+        memo?.stored = box.values.count
         if let (key, problem) = box.problem {
             switch problem {
             case .unknown:
@@ -77,22 +78,27 @@ enum RecordEncoder {
     /// nested container, which has no column, and `problem` the first property that cannot be
     /// written: the encode fails rather than drop either. A box without slots (a nested one)
     /// keeps nothing.
+    ///
+    /// A box lives for one encode on one thread (the encoder's containers are its only users), so
+    /// its properties skip the runtime's exclusivity checks: they cost more than the rest of a
+    /// property's trip through Codable.
     final class Box {
         let slots: [String: RecordSlot]
         let inserting: Bool
         let memo: Memo?
-        var values: [String: Value] = [:]
-        var relationships: [String: ObjectID?] = [:]
-        var failure: String?
-        var problem: (String, Problem)?
+        @exclusivity(unchecked) var values: [String: Value] = [:]
+        @exclusivity(unchecked) var relationships: [String: ObjectID?] = [:]
+        @exclusivity(unchecked) var failure: String?
+        @exclusivity(unchecked) var problem: (String, Problem)?
         /// Set when capturing: every key's value, whatever the entity (``RecordEncoder/capture(_:)``).
-        var captured: [String: Value]?
+        @exclusivity(unchecked) var captured: [String: Value]?
         init(slots: [String: RecordSlot], inserting: Bool, memo: Memo? = nil) {
             self.slots = slots
             self.inserting = inserting
             self.memo = memo
             memo?.position = 0
-            values.reserveCapacity(slots.count)
+            // As many as the last record of the type stored, or room for every property.
+            values.reserveCapacity(memo.map { $0.stored > 0 ? $0.stored : slots.count } ?? slots.count)
         }
         /// A nested container's box: what it gets goes nowhere.
         static func discarding() -> Box { Box(slots: [:], inserting: false) }
@@ -151,14 +157,17 @@ enum RecordEncoder {
     }
 
     /// The keys a record type encoded last, in order, with their slots: the records of a batch
-    /// find their properties by comparing names (a record encodes its keys in one order).
+    /// find their properties by comparing names (a record encodes its keys in one order). Used by
+    /// one batch, on its thread: no exclusivity checks.
     final class Memo {
         /// The entity the record type maps to.
         let entity: Entity
         init(entity: Entity) { self.entity = entity }
-        var names: [String] = []
-        var slots: [RecordSlot?] = []
-        var position = 0
+        @exclusivity(unchecked) var names: [String] = []
+        @exclusivity(unchecked) var slots: [RecordSlot?] = []
+        @exclusivity(unchecked) var position = 0
+        /// How many values the last record stored.
+        @exclusivity(unchecked) var stored = 0
     }
 
     static func unsupported(_ key: String) -> StoreError {
@@ -224,7 +233,10 @@ enum RecordEncoder {
         }
         // A nil optional is stored as nil, so that an update clears it.
         mutating func encodeIfPresent<T: Encodable>(_ v: T?, forKey key: Key) throws {
-            if let v { try encode(v, forKey: key) } else { put(.null, key) }
+            // Tested in place first: binding a generic optional copies it, which costs the
+            // optional type's metadata (most optionals of a new record are nil).
+            guard v != nil else { return put(.null, key) }
+            if let v { try encode(v, forKey: key) }
         }
         mutating func encodeIfPresent(_ v: String?, forKey key: Key) throws { put(v.map(Value.string) ?? .null, key) }
         mutating func encodeIfPresent(_ v: Bool?, forKey key: Key) throws { put(v.map(Value.bool) ?? .null, key) }
