@@ -368,3 +368,64 @@ import Testing
         #expect(now["title"] == "t39" && now["isRead"] == false)
     }
 }
+
+/// A stale record whose object another process deleted: the save meets the deletion by the merge
+/// policy, as for an object the context read itself (before, the update threw `.objectNotFound`
+/// at once under every policy, and a merging policy could not bring the object back).
+@Suite(.tags(.multiProcess)) struct RecordDeletedElsewhereTests {
+    typealias Article = ReadLater.Article
+
+    @Test func aRecordOfAnObjectDeletedElsewhereMeetsTheMergePolicy() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let expected: [(MergePolicy, Bool)] = [
+            (.error, false), (.rollback, false), (.storeTrump, false), (.objectTrump, true), (.overwrite, true),
+        ]
+        for (n, (policy, comesBack)) in expected.enumerated() {
+            let url = "https://r.example/d\(n)"
+            let seed = container.newContext(author: "Seed")
+            let temporary = try seed.insert(Article(title: "kept \(policy)", url: url))
+            let id = try seed.save().permanentID(for: temporary)
+            var article = try container.newContext().record(Article.self, with: id)
+            let other = try Child("sharedstore-helper", ["delete", "--group", group.path, "--id", id.description])
+            #expect(try other.waitForExit() == 0)
+            article.isRead = true
+            let context = container.newContext(author: "MainApp")
+            context.mergePolicy = policy
+            try context.update(article)
+            if policy == .error {
+                #expect {
+                    try context.save()
+                } throws: { error in
+                    (error as? StoreError)?.conflicts.first?.deletedInStore == true
+                }
+            } else {
+                try context.save()
+            }
+            let now = try container.newContext().fetch(Article.self, where: \Article.url == url)
+            #expect(now.count == (comesBack ? 1 : 0), "\(policy)")
+            if comesBack {
+                #expect(now.first?.title == "kept \(policy)" && now.first?.isRead == true, "\(policy)")
+            }
+        }
+    }
+
+    /// A record made by hand for an object that is gone still names it as not found.
+    @Test func aHandMadeRecordOfAGoneObjectIsNotFound() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let seed = container.newContext(author: "Seed")
+        let temporary = try seed.insert(Article(title: "gone", url: "https://r.example/g"))
+        let id = try seed.save().permanentID(for: temporary)
+        let remover = container.newContext(author: "Remover")
+        try remover.delete(id)
+        try remover.save()
+        var made = Article(title: "made", url: "https://r.example/g")
+        made.id = id
+        #expect {
+            try container.newContext().update(made)
+        } throws: { error in
+            (error as? StoreError)?.code == .objectNotFound
+        }
+    }
+}

@@ -67,8 +67,13 @@ extension ObjectContext {
     /// try await container.write(author: "MainApp") { try $0.update(article) }   // isRead only
     /// ```
     ///
-    /// - Throws: `.objectNotFound` for a record without an id (never inserted) or whose object is
-    ///   gone; `.validation` for a property the record cannot encode; otherwise like
+    /// A record whose object another writer deleted since it was read is, like an object this
+    /// context read, the merge policy's: `.error` throws a conflict naming the deletion,
+    /// `.objectTrump` and `.overwrite` bring the object back as the record has it, `.storeTrump`
+    /// and `.rollback` leave it deleted.
+    ///
+    /// - Throws: `.objectNotFound` for a record without an id (never inserted), or made by hand
+    ///   for an object that is gone; `.validation` for a property the record cannot encode; otherwise like
     ///   ``update(_:_:relationships:)``.
     public func update<R: Record>(_ record: R) throws {
         guard let id = record.id else {
@@ -112,6 +117,12 @@ extension ObjectContext {
             updates[id] = pending
         }
         guard !changed.isEmpty || !relinked.isEmpty else { return }
+        if registered[id] == nil, !deleteSet.contains(id), try !storeHolds(id) {
+            // Deleted by another writer since the record read it: what the record read is this
+            // context's read, and the save resolves the deletion by the merge policy (a conflict,
+            // the object back, or left deleted), as for an object the context read itself.
+            registered.record([base])
+        }
         try update(id, changed, relationships: relinked)
         // Each property is checked against what the record read (a plain update's, against
         // what the context read).
