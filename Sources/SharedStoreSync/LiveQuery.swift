@@ -53,10 +53,10 @@ public struct ResultDiff: Sendable, Hashable {
         moved = common.filter { !staying.contains($0.from) }.map { Move(from: $0.from, to: $0.to) }
     }
 
-    /// Turns `old` into the new result, given the new snapshots of inserted and updated objects
-    /// (`new`, by position): the test of the diff.
-    public func apply(to old: [Snapshot], new: [Snapshot]) -> [Snapshot] {
-        var out = [Snapshot?](repeating: nil, count: new.count)
+    /// Turns `old` into the new result, given the new snapshots (or records) of inserted and
+    /// updated objects (`new`, by position): what a list on screen does with a diff, and its test.
+    public func apply<Element>(to old: [Element], new: [Element]) -> [Element] {
+        var out = [Element?](repeating: nil, count: new.count)
         for i in inserted { out[i] = new[i] }
         for m in moved { out[m.to] = old[m.from] }
         let gone = Set(removed).union(moved.map(\.from))
@@ -90,10 +90,10 @@ public struct ResultDiff: Sendable, Hashable {
     }
 }
 
-/// One result of a live query.
-public struct LiveResult: Sendable, Hashable {
+/// One result of a live query: its objects as the query's `Element` (snapshots, or records).
+public struct LiveResult<Element: FetchedElement>: Sendable {
     /// The objects, as the fetch returns them.
-    public let objects: [Snapshot]
+    public let objects: [Element]
     /// How far the previous result became this one (empty for the first).
     public let diff: ResultDiff
     /// The store's token the result is read at (or after).
@@ -101,6 +101,9 @@ public struct LiveResult: Sendable, Hashable {
     /// The consumer's history had expired: the query ran again from scratch (it holds no replica).
     public let reloaded: Bool
 }
+
+extension LiveResult: Equatable where Element: Equatable {}
+extension LiveResult: Hashable where Element: Hashable {}
 
 /// A fetch that follows the store, in this process and all others: Core Data's
 /// `NSFetchedResultsController`, GRDB's `ValueObservation`.
@@ -111,16 +114,21 @@ public struct LiveResult: Sendable, Hashable {
 /// reading the store; only then does the query run again, on its index. It keeps nothing but the
 /// last result. Its consumer's token advances as it merges; an expired token just re-runs it.
 ///
+/// It delivers its objects as its `Element`: `LiveQuery<Article>` gives `[Article]` (each record
+/// knows what it was read as, so that updating one writes only what was changed), and
+/// `LiveQuery<Snapshot>` (what `LiveQuery(…)` of an entity's name makes) gives snapshots.
+///
 /// For example:
 /// ```swift
-/// let query = try LiveQuery(container: container, registry: registry, consumer: "List",
-///                           request: FetchRequest("Article", where: Key("isRead") == false,
-///                                                 sortedBy: [Key("createdAt").descending], limit: 50))
+/// let query = try LiveQuery<Article>(
+///     container: container, registry: registry,
+///     request: FetchRequest(Article.self, where: \Article.isRead == false,
+///                           sortedBy: [.descending(\Article.createdAt)], limit: 50))
 /// for try await result in query.results() {
-///     print(result.objects.count, result.diff.inserted)
+///     print(result.objects.count, result.diff.inserted)   // result.objects: [Article]
 /// }
 /// ```
-public final class LiveQuery: @unchecked Sendable {
+public final class LiveQuery<Element: FetchedElement>: @unchecked Sendable {
     /// The fetch the query follows.
     public let request: FetchRequest
     private let container: Container
@@ -135,35 +143,25 @@ public final class LiveQuery: @unchecked Sendable {
     // The consumer and the context are confined to whoever calls `next` (one thread at a time).
     private let lock = NSLock()
 
-    /// - Parameter consumer: its name in the token registry (its own position, held by nobody
-    ///   else: two live queries need two names).
-    ///
-    /// - Throws: `.unknownEntity` for a request of an entity the model lacks, and the errors of
-    ///   ``ViewContext/init(container:registry:consumer:author:entities:)``. The rest of the
-    ///   request (key paths, values) is checked by its first run, in ``next()``.
-    public init(container: Container, registry: TokenRegistry, consumer: String, request: FetchRequest) throws {
-        self.request = request
-        self.container = container
-        self.consumer = try ViewContext(container: container, registry: registry, consumer: consumer, entities: [])
-        self.context = container.newLockConfinedContext(name: "live.\(consumer)")
-        self.relevance = try Relevance(model: container.model, request: request)
-    }
-
-    /// A live query of this process alone, with no durable consumer of its own: its position is
-    /// an ephemeral consumer (``TokenRegistry/registerEphemeral(_:)``), removed when the query
-    /// goes and dropped by the next clean once the process is gone, however it ended — a dead
-    /// process never holds history back.
-    ///
-    /// - Throws: like ``init(container:registry:consumer:request:)``.
-    public convenience init(container: Container, registry: TokenRegistry, request: FetchRequest) throws {
-        let name = try registry.registerEphemeral("LiveQuery")
+    /// A query following `request` as `consumer` (nil: an ephemeral consumer of its own, removed
+    /// with the query, and dropped by the next clean once the process is gone).
+    init(container: Container, registry: TokenRegistry, consumer: String?, request: FetchRequest) throws {
+        if let entity = Element.fetchedEntity, entity != request.entity {
+            throw StoreError(
+                .invalidArgument, "a LiveQuery<\(Element.self)> follows \(entity) objects, not \(request.entity)")
+        }
+        let name = try consumer ?? registry.registerEphemeral("LiveQuery")
         do {
-            try self.init(container: container, registry: registry, consumer: name, request: request)
+            self.request = request
+            self.container = container
+            self.consumer = try ViewContext(container: container, registry: registry, consumer: name, entities: [])
+            self.context = container.newLockConfinedContext(name: "live.\(name)")
+            self.relevance = try Relevance(model: container.model, request: request)
         } catch {
-            _ = try? registry.remove(name)
+            if consumer == nil { _ = try? registry.remove(name) }
             throw error
         }
-        ephemeral = (registry, name)
+        if consumer == nil { ephemeral = (registry, name) }
     }
 
     /// The name of the query's consumer in the token registry (an ephemeral one starts with `~`).
@@ -180,7 +178,7 @@ public final class LiveQuery: @unchecked Sendable {
     /// that was merged could change it (the query did not run). Blocking; one caller at a time.
     ///
     /// - Throws: like ``ViewContext/sync(batchSize:_:)`` and ``ObjectContext/fetch(_:)``.
-    public func next() throws -> LiveResult? {
+    public func next() throws -> LiveResult<Element>? {
         try lock.withLock {
             var relevant = !started
             let sync = try consumer.sync { transaction in
@@ -197,14 +195,15 @@ public final class LiveQuery: @unchecked Sendable {
             defer { last = objects }
             guard first || !diff.isEmpty else { return nil }
             return LiveResult(
-                objects: objects, diff: first ? ResultDiff(from: [], to: objects) : diff, token: sync.token,
+                objects: try Element.elements(from: objects), diff: first ? ResultDiff(from: [], to: objects) : diff,
+                token: sync.token,
                 reloaded: sync.reloaded && !first)
         }
     }
 
     /// The results as an async sequence: the first at once, then one per change, woken by the
     /// change signal of any process. Ends when the task is cancelled; throws what the store threw.
-    public func results(pollInterval: TimeInterval = 1) -> AsyncThrowingStream<LiveResult, Error> {
+    public func results(pollInterval: TimeInterval = 1) -> AsyncThrowingStream<LiveResult<Element>, Error> {
         AsyncThrowingStream { continuation in
             let stop = Protected(false)
             let thread = Thread { [self] in
@@ -229,9 +228,11 @@ public final class LiveQuery: @unchecked Sendable {
     /// Calls `body` on a background thread with the first result and each change, until the
     /// returned task is cancelled.
     @discardableResult
-    public func observe(pollInterval: TimeInterval = 1, _ body: @escaping @Sendable (LiveResult) -> Void) -> Task<
-        Void, Error
-    > {
+    public func observe(pollInterval: TimeInterval = 1, _ body: @escaping @Sendable (LiveResult<Element>) -> Void)
+        -> Task<
+            Void, Error
+        >
+    {
         let stream = results(pollInterval: pollInterval)
         return Task.detached {
             for try await result in stream { body(result) }

@@ -154,7 +154,7 @@ import Testing
     private(set) var changes = 0
     private var shown: [Snapshot] = []
 
-    func follow(_ query: LiveQuery, until count: Int) async throws {
+    func follow(_ query: LiveQuery<Snapshot>, until count: Int) async throws {
         for try await result in query.results(pollInterval: 0.2) {
             shown = result.diff.apply(to: shown, new: result.objects)
             rows = shown.map(\.id)

@@ -36,6 +36,55 @@ import Testing
         #expect(try container.newContext().object(with: try #require(first.id))["isRead"] == true)
     }
 
+    /// `LiveQuery<Article>`: its results are `[Article]` with their diffs, from another process's
+    /// writes and the query's own updates; a diff applied to the records shown gives the new
+    /// records; a request of another entity is refused by name.
+    @Test func aTypedLiveQueryDeliversItsRecordType() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let registry = try TokenRegistry(group: group.path)
+        let query = try LiveQuery<Article>(
+            container: container, registry: registry,
+            request: FetchRequest(
+                Article.self, where: \Article.isRead == false, sortedBy: [.ascending(\Article.createdAt)]))
+        let first = try #require(try query.next())
+        #expect(first.objects.isEmpty && first.records.isEmpty)
+        try write(group, 3)
+        let second = try #require(try query.next())
+        let shown: [Article] = second.diff.apply(to: first.objects, new: second.objects)
+        #expect(shown == second.objects && second.objects.map(\.title) == ["Far-0", "Far-1", "Far-2"])
+        #expect(second.diff.inserted == [0, 1, 2])
+        var read = second.objects[1]
+        read.isRead = true
+        let marked = read
+        let context = container.newContext(author: "App")
+        try context.update(marked)
+        try context.save()
+        let third = try #require(try query.next())
+        #expect(third.diff.removed == [1] && third.objects.map(\.title) == ["Far-0", "Far-2"])
+        #expect(third.diff.apply(to: shown, new: third.objects) == third.objects)
+        #expect(try query.next() == nil, "nothing changed since")
+        #expect {
+            _ = try LiveQuery<Article>(container: container, registry: registry, request: FetchRequest("Category"))
+        } throws: { error in
+            (error as? StoreError)?.code == .invalidArgument && "\(error)".contains("not Category")
+        }
+    }
+
+    /// A `@MainActor` model follows a `LiveQuery<Article>` without naming the type again.
+    @MainActor @Test(.timeLimit(.minutes(1))) func anObservableModelFollowsATypedQuery() async throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let query = try LiveQuery<Article>(
+            container: container, registry: try TokenRegistry(group: group.path),
+            request: FetchRequest(Article.self, sortedBy: [.ascending(\Article.createdAt)]))
+        let model = LiveRecordsModel(query, pollInterval: 0.2)
+        defer { model.stop() }
+        try write(group, 2)
+        try await Self.observe(model, until: 2)
+        #expect(model.records.map(\.title) == ["Far-0", "Far-1"] && model.error == nil)
+    }
+
     /// Waits until `model` holds `count` records, the way a view does: Observation calls back,
     /// then the value is read (the test's time limit is the deadline).
     @MainActor static func observe(_ model: LiveRecordsModel<Article>, until count: Int) async throws {
@@ -100,7 +149,7 @@ import Testing
         let dropped = try registry.consumer(name) == nil
         #expect(dropped)
         // In this process: the query's consumer goes with the query.
-        var query: LiveQuery? = try LiveQuery(
+        var query: LiveQuery<Snapshot>? = try LiveQuery(
             container: container, registry: registry, request: FetchRequest("Article"))
         let mine = try #require(query?.consumerName)
         #expect(try registry.consumer(mine) != nil)

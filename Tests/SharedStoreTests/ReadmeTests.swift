@@ -136,11 +136,13 @@ import Testing
         let registry = try TokenRegistry(group: dir)
         let unread = FetchRequest(Article.self, where: \Article.isRead == false,
                                   sortedBy: [.ascending(\Article.searchTitle)], limit: 50)
-        let query = try LiveQuery(container: container, registry: registry, consumer: "UnreadList", request: unread)
-        for try await result in query.records(Article.self) {  // the first result, then one per change
-            let d = result.diff                               // removed, inserted, moved, updated positions
-            print(result.records.count, d.inserted, d.removed, d.moved, d.updated)
-            break                                             // (a list keeps following)
+        let query = try LiveQuery<Article>(container: container, registry: registry, consumer: "UnreadList",
+                                           request: unread)
+        for try await result in query.results() {   // the first result, then one per change
+            let d = result.diff                      // removed, inserted, moved, updated positions
+            let titles = result.objects.map(\.title)   // result.objects: [Article]
+            print(titles, d.inserted, d.removed, d.moved, d.updated)  // ["Structured concurrency"] [0] [] [] []
+            break                                    // (a list keeps following)
         }
 
         // README block 7: a view kept in sync

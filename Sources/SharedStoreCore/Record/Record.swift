@@ -21,7 +21,7 @@ import SharedStoreSupport
 /// A record's `init(from:)` reads what it needs while it runs: the records of one fetch are
 /// decoded through one decoder, so a decoder or container kept for later reads the fetch's last
 /// row.
-public protocol Record: Codable, Sendable {
+public protocol Record: Codable, Sendable, FetchedElement {
     /// The name of the entity the record maps to; a model without it makes every use fail with
     /// `.unknownEntity`.
     static var entityName: String { get }
