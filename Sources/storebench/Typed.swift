@@ -43,7 +43,9 @@ func queryRangeTypedCase(_ s: Settings, _ container: Container) throws -> Report
 
 /// `batch-insert-typed`: `batchInsert([Article])` (records encoded by their Codable conformance)
 /// against `batchInsert("Article", rows)` of the same values as `[String: Value]` rows, each side
-/// making its input in the round, on the newest ReadLater model.
+/// making its input in the round, on the newest ReadLater model. The ratio is of time; a large
+/// typed batch encodes its records on a second thread beside the writer, so `cpu_ratio` (the
+/// process's CPU time per row, all threads) says what the typed path costs in work.
 func batchInsertTypedCase(_ s: Settings) throws -> Report {
     typealias Article = ReadLater.Records.Article
     let dir = scratch()
@@ -51,12 +53,18 @@ func batchInsertTypedCase(_ s: Settings) throws -> Report {
     let container = try openStore(group: dir + "/group", model: ReadLater.model)
     let context = container.newContext(name: "bench", author: "Bench")
     var i = 0
+    var cpu = (ours: [Double](), baseline: [Double]())
     func at(_ n: Int) -> Date { Date(timeIntervalSince1970: Double(n)) }
-    return try compare(
+    func measured(_ into: inout [Double], _ body: () throws -> Void) rethrows -> Double {
+        let c0 = Monotonic.processCPUSeconds()
+        defer { into.append(Monotonic.processCPUSeconds() - c0) }
+        return try throughput(s.batch, body)
+    }
+    var report = try compare(
         "batch-insert-typed", unit: "rows/s", rounds: s.rounds,
         ours: {
             defer { i += s.batch }
-            return try throughput(s.batch) {
+            return try measured(&cpu.ours) {
                 let records = (0..<s.batch).map { k in
                     Article(title: "typed \(i + k)", url: "https://bench.example/t/\(i + k)", createdAt: at(i + k))
                 }
@@ -65,7 +73,7 @@ func batchInsertTypedCase(_ s: Settings) throws -> Report {
         },
         baseline: {
             defer { i += s.batch }
-            return try throughput(s.batch) {
+            return try measured(&cpu.baseline) {
                 let rows = (0..<s.batch).map { k -> [String: Value] in
                     [
                         "title": .string("untyped \(i + k)"), "url": .string("https://bench.example/u/\(i + k)"),
@@ -75,6 +83,9 @@ func batchInsertTypedCase(_ s: Settings) throws -> Report {
                 try context.batchInsert("Article", rows)
             }
         })
+    let ratios = zip(cpu.ours, cpu.baseline).map { $1 / max($0, 1e-9) }
+    report = adding(report, [("cpu_ratio", .number(round3(median(ratios))))])
+    return report
 }
 
 /// `debug-switches`: one workload (a fresh context, a fetch of 20 rows, an update, a save) in a

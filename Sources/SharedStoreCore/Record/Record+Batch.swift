@@ -20,10 +20,30 @@ extension ObjectContext {
     public func batchInsert<R: Record>(_ records: [R]) throws -> BatchResult {
         var ids: [ObjectID] = []
         ids.reserveCapacity(records.count)
+        guard records.count >= RecordEncodingPipeline<R>.threshold else {
+            let result = try batch { batch in
+                // By index: enumerated() over a generic element costs a tuple's metadata per record.
+                for i in records.indices {
+                    ids.append(try batch.insert(records[i], object: "\(R.entityName) (batch row \(i + 1))"))
+                }
+            }
+            return BatchResult(count: result.count, token: result.token, objectIDs: ids)
+        }
+        // A large batch: its records are encoded on another thread while this one writes.
+        let entity = try model.entity(R.entityName)
+        let pipeline = RecordEncodingPipeline(records, entity: entity)
+        defer { pipeline.stop() }
         let result = try batch { batch in
-            // By index: enumerated() over a generic element costs a tuple's metadata per record.
-            for i in records.indices {
-                ids.append(try batch.insert(records[i], object: "\(R.entityName) (batch row \(i + 1))"))
+            while let chunk = pipeline.next() {
+                for encoded in chunk {
+                    let (values, relationships) = try encoded.get()
+                    batch.placed += 1
+                    let row = ids.count + 1
+                    ids.append(
+                        try batch.insertObject(
+                            entity, values, relationships: relationships, object: "\(R.entityName) (batch row \(row))",
+                            checked: true))
+                }
             }
         }
         return BatchResult(count: result.count, token: result.token, objectIDs: ids)
