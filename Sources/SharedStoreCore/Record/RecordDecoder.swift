@@ -79,11 +79,11 @@ struct SingleValueDecoder: Decoder, SingleValueDecodingContainer {
 /// n-th property it asks for where the first one found it (checked by one comparison of names),
 /// never by searching the names.
 ///
-/// Used by one fetch, on one thread.
+/// Used by one fetch, on one thread: no exclusivity checks (they cost more than the lookup).
 final class RecordLayout {
     let names: [String]
     /// The position found for the n-th property asked for, by n.
-    private var found: [Int] = []
+    @exclusivity(unchecked) private var found: [Int] = []
 
     init(names: [String]) { self.names = names }
 
@@ -104,15 +104,17 @@ final class RecordLayout {
 /// by reference (a copy of a container costs one retain, not one per field of a snapshot). A
 /// fetch decodes all its records through one row (``begin(_:)`` moves it to the next snapshot),
 /// and hands each record the keyed container the first one asked for: no allocation per record.
+/// Used by one fetch's decoding, on one thread: its properties skip the exclusivity checks, which
+/// cost more per property than the rest of its lookup.
 final class DecodingRow {
-    private(set) var snapshot: Snapshot
+    @exclusivity(unchecked) private(set) var snapshot: Snapshot
     private let fetchLayout: RecordLayout?
     /// The fetch's layout, when the snapshot's attributes are the ones it describes.
-    private var layout: RecordLayout?
+    @exclusivity(unchecked) private var layout: RecordLayout?
     /// How many properties were asked for so far.
-    private var asked = 0
+    @exclusivity(unchecked) private var asked = 0
     /// The keyed container handed out, for the key type it was made for.
-    private var keyed: (key: ObjectIdentifier, box: AnyObject)?
+    @exclusivity(unchecked) private var keyed: (key: ObjectIdentifier, box: AnyObject)?
     /// What the fetch read, which each record's id carries.
     private let reads: ReadBase
 
@@ -151,6 +153,9 @@ final class DecodingRow {
 
     /// The value of attribute `name` (nil: the snapshot has no such attribute).
     func value(_ name: String) -> Value? { position(name).map { snapshot.value(at: $0) } }
+
+    /// The value at `position` of the snapshot (read in place, not through a copy of it).
+    func value(at position: Int) -> Value { snapshot.value(at: position) }
 
     /// The object `name` names: the snapshot's own id for `id` (carrying what the record is read
     /// as, for ``ObjectContext/update(_:)``), else its to-one relationship.
@@ -203,7 +208,7 @@ struct SnapshotDecoder: Decoder {
         func decodeNil(forKey key: Key) throws -> Bool {
             let name = key.stringValue
             if name == "id" { return false }
-            if let i = row.position(name) { return snapshot.value(at: i).isNull }
+            if let i = row.position(name) { return row.value(at: i).isNull }
             return snapshot.relationships[name] == nil
         }
 
@@ -219,7 +224,7 @@ struct SnapshotDecoder: Decoder {
                     "\(snapshot.id.entity) has no attribute '\(key.stringValue)'", object: snapshot.id.description,
                     property: key.stringValue, rule: .record)
             }
-            return snapshot.value(at: i)
+            return row.value(at: i)
         }
 
         func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {

@@ -208,12 +208,21 @@ extension Container {
         return all[i]?.hooks.awakeFromFetch
     }
 
-    /// Calls `awakeFromFetch` of each fetched object's entity.
+    /// Calls `awakeFromFetch` of each fetched object's entity. The entities with one are found
+    /// once per fetch, and a fetch's objects (of one entity, mostly) look theirs up by comparing
+    /// names with the last one's: nothing per object when no entity has the hook.
     func awake(_ snapshots: [Snapshot]) {
         guard let all = hookRegistry.all() else { return }
-        for s in snapshots {
-            guard let i = model.entityIndex[s.id.entity], let awake = all[i]?.hooks.awakeFromFetch else { continue }
-            awake(s)
+        var awakers: [String: @Sendable (Snapshot) -> Void] = [:]
+        for (i, set) in all where i < model.entities.count {
+            if let awake = set.hooks.awakeFromFetch { awakers[model.entities[i].name] = awake }
+        }
+        guard !awakers.isEmpty else { return }
+        var last: (entity: String, awake: (@Sendable (Snapshot) -> Void)?)?
+        for i in snapshots.indices {
+            let entity = snapshots[i].id.entity
+            if last?.entity != entity { last = (entity, awakers[entity]) }
+            last?.awake?(snapshots[i])
         }
     }
 }
