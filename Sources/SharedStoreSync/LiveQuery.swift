@@ -142,6 +142,12 @@ public final class LiveQuery<Element: FetchedElement>: @unchecked Sendable {
     public var runs: Int { lock.withLock { runCount } }
     // The consumer and the context are confined to whoever calls `next` (one thread at a time).
     private let lock = NSLock()
+    /// The last run merged what can change the result but did not deliver it (its fetch or its
+    /// decoding failed): the next call runs again, whatever it merges.
+    private var rerun = false
+    /// Whether a stream (``results(pollInterval:)``, `observe`, a model) follows the query: it
+    /// has one reader, since each result is a diff from the one its reader got before.
+    private let followed = Protected(false)
 
     /// A query following `request` as `consumer` (nil: an ephemeral consumer of its own, removed
     /// with the query, and dropped by the next clean once the process is gone).
@@ -175,38 +181,71 @@ public final class LiveQuery<Element: FetchedElement>: @unchecked Sendable {
     }
 
     /// The first result, then a result each time merged history changed it; nil when nothing
-    /// that was merged could change it (the query did not run). Blocking; one caller at a time.
+    /// that was merged could change it (the query did not run). Blocking; one caller at a time
+    /// (a query has one reader: each result is a diff from the one its reader got before).
     ///
-    /// - Throws: like ``ViewContext/sync(batchSize:_:)`` and ``ObjectContext/fetch(_:)``.
+    /// A call that throws delivered nothing: the next one runs the query again, and its diff is
+    /// from the last result delivered.
+    ///
+    /// - Throws: like ``ViewContext/sync(batchSize:_:)`` and ``ObjectContext/fetch(_:)``, and
+    ///   what makes an object no `Element` (a record's `.validation`).
     public func next() throws -> LiveResult<Element>? {
         try lock.withLock {
-            var relevant = !started
-            let sync = try consumer.sync { transaction in
-                if !relevant, relevance.touches(transaction, current: last) { relevant = true }
+            var relevant = !started || rerun
+            let sync: SyncResult
+            do {
+                sync = try consumer.sync { transaction in
+                    if !relevant, relevance.touches(transaction, current: last) { relevant = true }
+                }
+            } catch {
+                // What was merged before the failure is not looked at again: run next time.
+                rerun = true
+                throw error
             }
             // A reload (expired, evicted) merged nothing it could look at: run again.
             guard relevant || sync.reloaded && started else { return nil }
+            rerun = true
             let objects = try context.fetch(request)
             context.rollback()
             runCount += 1
-            let diff = started ? ResultDiff(from: last, to: objects) : ResultDiff(from: [], to: [])
             let first = !started
+            let diff = first ? ResultDiff(from: [], to: objects) : ResultDiff(from: last, to: objects)
+            guard first || !diff.isEmpty else {
+                rerun = false
+                last = objects
+                return nil
+            }
+            let elements = try Element.elements(from: objects)
+            rerun = false
             started = true
-            defer { last = objects }
-            guard first || !diff.isEmpty else { return nil }
-            return LiveResult(
-                objects: try Element.elements(from: objects), diff: first ? ResultDiff(from: [], to: objects) : diff,
-                token: sync.token,
-                reloaded: sync.reloaded && !first)
+            last = objects
+            return LiveResult(objects: elements, diff: diff, token: sync.token, reloaded: sync.reloaded && !first)
         }
     }
 
     /// The results as an async sequence: the first at once, then one per change, woken by the
     /// change signal of any process. Ends when the task is cancelled; throws what the store threw.
+    ///
+    /// A query has one reader: while a stream follows it (this, ``observe(pollInterval:_:)`` or
+    /// a `LiveRecordsModel`), another stream of it fails at once with `.invalidArgument` (make a
+    /// query per reader: each gets every result and every change).
     public func results(pollInterval: TimeInterval = 1) -> AsyncThrowingStream<LiveResult<Element>, Error> {
         AsyncThrowingStream { continuation in
+            let claimed = followed.withLock { taken in
+                defer { taken = true }
+                return !taken
+            }
+            guard claimed else {
+                continuation.finish(
+                    throwing: StoreError(
+                        .invalidArgument,
+                        "this live query already has a reader (results, observe or a LiveRecordsModel): "
+                            + "make one query per reader"))
+                return
+            }
             let stop = Protected(false)
             let thread = Thread { [self] in
+                defer { followed.withLock { $0 = false } }
                 do {
                     let observer = try ChangeObserver(container: container, pollInterval: pollInterval)
                     defer { observer.stop() }

@@ -88,7 +88,12 @@ import Testing
                 Picky(title: "p\($0)", url: "https://q.example/\($0)", createdAt: Date(timeIntervalSince1970: 0))
             }
             picky[bad].title = "refused"
-            #expect(throws: Picky.Refused.self) { try context.batchInsert(picky) }
+            #expect {
+                try context.batchInsert(picky)
+            } throws: { error in
+                (error as? StoreError)?.validation?.object == "Article (batch row \(bad + 1))"
+                    && "\(error)".contains("Refused()")
+            }
         }
         #expect(try context.count(Article.self) == 0)
         // A uniqueness failure between two records of one batch, far apart.

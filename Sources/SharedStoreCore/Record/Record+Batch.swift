@@ -13,9 +13,14 @@ extension ObjectContext {
     /// let result = try context.batchInsert([Article(title: "WAL", url: wal), Article(title: "LMDB", url: lmdb)])
     /// ```
     ///
+    /// A batch of 512 records or more is encoded on a second thread while this one writes (the
+    /// records' `encode(to:)` runs there, a few hundred records ahead of the writer: one that
+    /// reads task-local values sees none, and one with side effects may run for records after a
+    /// bad one); a smaller batch is encoded by the writer.
+    ///
     /// - Returns: how many were inserted, their ids (in order) and the token.
     /// - Throws: like ``save()``, naming the first record refused by its place
-    ///   (`Article (batch row 3)`); nothing is saved then.
+    ///   (`Article (batch row 3)`), its own encoding's failures included; nothing is saved then.
     @discardableResult
     public func batchInsert<R: Record>(_ records: [R]) throws -> BatchResult {
         var ids: [ObjectID] = []
@@ -36,9 +41,11 @@ extension ObjectContext {
         let result = try batch { batch in
             while let chunk = pipeline.next() {
                 for encoded in chunk {
-                    let (values, relationships) = try encoded.get()
-                    batch.placed += 1
                     let row = ids.count + 1
+                    let (values, relationships) = try RecordEncoder.naming("\(R.entityName) (batch row \(row))") {
+                        try encoded.get()
+                    }
+                    batch.placed += 1
                     ids.append(
                         try batch.insertObject(
                             entity, values, relationships: relationships, object: "\(R.entityName) (batch row \(row))",
@@ -65,7 +72,9 @@ extension BatchWriter {
             memo = RecordEncoder.Memo(entity: try writer.model.entity(R.entityName))
             recordMemos[key] = memo
         }
-        let (values, rels) = try RecordEncoder.encode(record, entity: memo.entity, inserting: true, memo: memo)
+        let (values, rels) = try RecordEncoder.naming(object()) {
+            try RecordEncoder.encode(record, entity: memo.entity, inserting: true, memo: memo)
+        }
         placed += 1
         return try insertObject(memo.entity, values, relationships: rels, object: object(), checked: true)
     }
@@ -75,5 +84,29 @@ extension BatchWriter {
     public mutating func insert<R: Record>(_ record: R) throws -> ObjectID {
         let place = placed + 1
         return try insert(record, object: "\(R.entityName) (batch object \(place))")
+    }
+}
+
+extension RecordEncoder {
+    /// `body`'s result, or its failure as the failure of the record `object` names (a batch's
+    /// row): a store error keeps its code and says the object, a record's own error (its
+    /// `encode(to:)` threw) becomes a `.validation` error naming the object and quoting it.
+    static func naming<T>(_ object: @autoclosure () -> String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let e as StoreError {
+            let object = object()
+            let details =
+                e.code == .validation
+                ? .validation(ValidationFailure(object: object, property: e.validation?.property, rule: .record))
+                : e.details
+            throw StoreError(
+                e.code, "\(object): \(e.message)", context: e.context, conflicts: e.conflicts,
+                resultCode: e.resultCode, details: details)
+        } catch {
+            let object = object()
+            throw StoreError.validation(
+                "\(object): its encode(to:) failed: \(error)", object: object, property: nil, rule: .record)
+        }
     }
 }

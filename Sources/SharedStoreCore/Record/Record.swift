@@ -69,8 +69,10 @@ extension ObjectContext {
     ///
     /// A record whose object another writer deleted since it was read is, like an object this
     /// context read, the merge policy's: `.error` throws a conflict naming the deletion,
-    /// `.objectTrump` and `.overwrite` bring the object back as the record has it, `.storeTrump`
-    /// and `.rollback` leave it deleted.
+    /// `.objectTrump` and `.overwrite` bring the object back as the record has it (at a version
+    /// above any it had, through the entity's `willSave`, rules and `didSave`), `.storeTrump`
+    /// and `.rollback` leave it deleted. A record that changed nothing it read writes nothing,
+    /// whether its object is there or not.
     ///
     /// - Throws: `.objectNotFound` for a record without an id (never inserted), or made by hand
     ///   for an object that is gone; `.validation` for a property the record cannot encode; otherwise like

@@ -16,6 +16,11 @@ enum RecordEncoder {
             try record.encode(to: Encoder(box: box))
         } catch let error as StoreError {
             // The encoder's own errors do not know the entity: they name it here.
+            if let v = error.validation, v.object.isEmpty {
+                throw StoreError(
+                    error.code, error.message, context: error.context,
+                    details: .validation(ValidationFailure(object: entity.name, property: v.property, rule: v.rule)))
+            }
             throw error.describing(ValidationFailure(object: entity.name, property: nil, rule: .record))
         }
         if let failure = box.failure {
@@ -247,16 +252,32 @@ enum RecordEncoder {
         mutating func encodeIfPresent(_ v: Int64?, forKey key: Key) throws { put(v.map(Value.integer) ?? .null, key) }
         // The other primitives too: the protocol's own versions write nothing for nil, so that an
         // update would leave the column as it was.
-        mutating func encodeIfPresent(_ v: Float?, forKey key: Key) throws { try present(v, key) }
-        mutating func encodeIfPresent(_ v: Int8?, forKey key: Key) throws { try present(v, key) }
-        mutating func encodeIfPresent(_ v: Int16?, forKey key: Key) throws { try present(v, key) }
-        mutating func encodeIfPresent(_ v: Int32?, forKey key: Key) throws { try present(v, key) }
-        mutating func encodeIfPresent(_ v: UInt?, forKey key: Key) throws { try present(v, key) }
-        mutating func encodeIfPresent(_ v: UInt8?, forKey key: Key) throws { try present(v, key) }
-        mutating func encodeIfPresent(_ v: UInt16?, forKey key: Key) throws { try present(v, key) }
-        mutating func encodeIfPresent(_ v: UInt32?, forKey key: Key) throws { try present(v, key) }
-        mutating func encodeIfPresent(_ v: UInt64?, forKey key: Key) throws { try present(v, key) }
-        private mutating func present<T: Encodable>(_ v: T?, _ key: Key) throws {
+        // Each through its own `encode` (a UInt64 too large for SQLite is named as such).
+        mutating func encodeIfPresent(_ v: Float?, forKey key: Key) throws {
+            if let v { try encode(v, forKey: key) } else { put(.null, key) }
+        }
+        mutating func encodeIfPresent(_ v: Int8?, forKey key: Key) throws {
+            put(v.map { .integer(Int64($0)) } ?? .null, key)
+        }
+        mutating func encodeIfPresent(_ v: Int16?, forKey key: Key) throws {
+            put(v.map { .integer(Int64($0)) } ?? .null, key)
+        }
+        mutating func encodeIfPresent(_ v: Int32?, forKey key: Key) throws {
+            put(v.map { .integer(Int64($0)) } ?? .null, key)
+        }
+        mutating func encodeIfPresent(_ v: UInt8?, forKey key: Key) throws {
+            put(v.map { .integer(Int64($0)) } ?? .null, key)
+        }
+        mutating func encodeIfPresent(_ v: UInt16?, forKey key: Key) throws {
+            put(v.map { .integer(Int64($0)) } ?? .null, key)
+        }
+        mutating func encodeIfPresent(_ v: UInt32?, forKey key: Key) throws {
+            put(v.map { .integer(Int64($0)) } ?? .null, key)
+        }
+        mutating func encodeIfPresent(_ v: UInt?, forKey key: Key) throws {
+            if let v { try encode(v, forKey: key) } else { put(.null, key) }
+        }
+        mutating func encodeIfPresent(_ v: UInt64?, forKey key: Key) throws {
             if let v { try encode(v, forKey: key) } else { put(.null, key) }
         }
         mutating func nestedContainer<N: CodingKey>(keyedBy: N.Type, forKey key: Key) -> KeyedEncodingContainer<N> {

@@ -10,8 +10,9 @@ final class RecordEncodingPipeline<R: Record>: @unchecked Sendable {
     typealias Encoded = Result<([String: Value], [String: ObjectID?]), any Error>
     /// Records per chunk handed over (one lock and one wake-up per chunk, not per record).
     static var chunk: Int { 64 }
-    /// Chunks encoded ahead of the writer at most.
-    static var ahead: Int { 16 }
+    /// Chunks encoded ahead of the writer at most (a few hundred records: what a record's
+    /// `encode(to:)` may run for past a bad record the writer has yet to meet).
+    static var ahead: Int { 4 }
     /// Batches smaller than this are encoded by the writer itself (a thread costs more).
     static var threshold: Int { 512 }
 

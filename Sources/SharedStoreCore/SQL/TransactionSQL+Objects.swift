@@ -36,11 +36,25 @@ extension TransactionSQL {
     var lastInsertedKey: Int64 { c.lastInsertRowID }
 
     /// Inserts a row with its primary key given (an object brought back under its own id).
-    func insertRow(_ e: Entity, primaryKey: Int64, values: [SQLValue], globalID: UUID) throws {
-        let names = [StoreColumn.primaryKey] + e.storedPropertyNames.map(SQLMapping.quote) + [StoreColumn.globalID]
+    func insertRow(_ e: Entity, primaryKey: Int64, values: [SQLValue], globalID: UUID, version: Int64) throws {
+        let names =
+            [StoreColumn.primaryKey, StoreColumn.version] + e.storedPropertyNames.map(SQLMapping.quote)
+            + [StoreColumn.globalID]
         let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
         try c.cached("INSERT INTO \(table(e))(\(names.joined(separator: ", "))) VALUES (\(placeholders))")
-            .execute([.integer(primaryKey)] + values + [.blob(GlobalID.bytes(globalID))])
+            .execute([.integer(primaryKey), .integer(version)] + values + [.blob(GlobalID.bytes(globalID))])
+    }
+
+    /// A version for an object that comes back under its old key: above any it had before it
+    /// was deleted (what other contexts may still hold as read), so that an update based on one
+    /// of those meets the restore as a change, never as the same version. A version grows by one
+    /// per write of the object, and a transaction writes an object a few times at most: the last
+    /// token (at least every transaction so far), times 65,536, is above them all.
+    func restoredVersion(after read: Int64) throws -> Int64 {
+        let last = try c.cached("SELECT coalesce(max(rowid), 0) FROM ss_history").firstRow { $0.int64(0) } ?? 0
+        let (scaled, overflow) = max(last, 0).multipliedReportingOverflow(by: 1 << 16)
+        let above = read < Int64.max ? read + 1 : read
+        return overflow ? above : max(scaled, above)
     }
 
     /// Sets `columns` of one row to `values` and bumps its version.

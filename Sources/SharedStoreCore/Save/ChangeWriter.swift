@@ -320,8 +320,12 @@ struct ChangeWriter {
     /// is dropped.
     private mutating func restore(_ e: Entity, read: Snapshot, _ changes: PropertyChanges) throws {
         restored.insert(read.id)
-        var all = read.values.merging(changes.values) { $1 }
         let index = model.index(of: e)
+        let hook = hooks?[index]
+        var changes = changes
+        // As for any write of the object: willSave sees it as it comes back.
+        if let will = hook?.willSave { try willSave(e, will, current: read, &changes, object: read.id.description) }
+        var all = read.values.merging(changes.values) { $1 }
         var targets: [String: Int64?] = [:]
         var bindings: [SQLValue] = []
         for a in e.attributes {
@@ -346,17 +350,33 @@ struct ChangeWriter {
                         : try validate(all[a.name] ?? a.defaultValue, a, object: read.id.description)
                 } + Array(bindings.dropFirst(e.attributes.count))
         }
-        // It comes back as a new object for other machines (its old global id went with the delete).
+        // It comes back as a new object for other machines (its old global id went with the
+        // delete), at a version none of its reads before the delete had.
         let globalID = GlobalID.make()
+        let version = try s.restoredVersion(after: read.version)
         let restored = PropertyChanges(values: all, relationships: targets)
         try unique(e, read.id.description, values: { restored.value($0, of: e) }) {
-            try s.insertRow(e, primaryKey: read.id.primaryKey, values: bindings, globalID: globalID)
+            try s.insertRow(e, primaryKey: read.id.primaryKey, values: bindings, globalID: globalID, version: version)
         }
         recorder.inserted(index, read.id.primaryKey, globalID: globalID)
         if !e.keptCounts.isEmpty { counter.inserted(index, read.id.primaryKey) }
-        if !derivations.isEmpty {
-            inserted(e, index, read.id.primaryKey, PropertyChanges(values: all, relationships: targets))
-        }
+        if !derivations.isEmpty { inserted(e, index, read.id.primaryKey, restored) }
+        if let hook, hook.readsSaved { try restoredHooks(e, hook, read.id, version, restored) }
+    }
+
+    /// The rules and `didSave` of an object that came back: checked as stored, as an insert and
+    /// as an update (it is both: back in the store, with the context's changes).
+    private func restoredHooks(
+        _ e: Entity, _ hook: HookSet, _ id: ObjectID, _ version: Int64, _ restored: PropertyChanges
+    ) throws {
+        var values: [String: Value] = [:]
+        for a in e.attributes { values[a.name] = restored.values[a.name] ?? a.defaultValue }
+        var relationships: [String: ObjectID] = [:]
+        for (name, target) in objectIDs(e, restored) { if let target { relationships[name] = target } }
+        let saved = Snapshot(id: id, version: version, values: values, relationships: relationships)
+        try hook.hooks.check(saved, .insert, object: id.description)
+        try hook.hooks.check(saved, .update, object: id.description)
+        hook.hooks.didSave?(saved)
     }
 
     /// Deletes objects with their delete rules (``DeleteRules``).
