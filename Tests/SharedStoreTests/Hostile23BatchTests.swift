@@ -170,7 +170,7 @@ import Testing
         let batchTx = txs.first { tx in tx.changes.filter { $0.kind == .insert }.count == n }
         #expect(
             batchTx != nil,
-            "\(txs.map { tx in tx.changes.map { "\($0.kind) \($0.objectID.entity)" }.reduce(into: [String: Int]()) { $0[$1, default: 0] += 1 } })"
+            "\(txs.map { tx in Self.kinds(tx) })"
         )
     }
 
@@ -369,5 +369,12 @@ import Testing
             #expect(wrong.contains("batch row \(n)") && tmp.contains("batch row \(n)"))
         }
         #expect(try context.count(Article.self) == 1)
+    }
+}
+
+extension Hostile23BatchTests {
+    /// How many changes of each kind and entity a transaction holds.
+    static func kinds(_ tx: HistoryTransaction) -> [String: Int] {
+        tx.changes.map { "\($0.kind) \($0.objectID.entity)" }.reduce(into: [String: Int]()) { $0[$1, default: 0] += 1 }
     }
 }

@@ -268,9 +268,8 @@ import Testing
                 FetchRequest("Article", where: \Article.isRead == false, sortedBy: sort, limit: 6, offset: 3))
             let freshRecords = try fresh.map { try Article(snapshot: $0) }
             if shown != freshRecords {
-                Issue.record(
-                    "seed \(seed) step \(step) after \(op): shown \(shown.map { "\($0.title)@\(String(describing: $0.category))" }) fresh \(freshRecords.map { "\($0.title)@\(String(describing: $0.category))" })"
-                )
+                let what = "seed \(seed) step \(step) after \(op): shown \(shown.map(Self.label)) "
+                Issue.record("\(what)fresh \(freshRecords.map(Self.label))")
                 break
             }
         }
@@ -347,4 +346,9 @@ import Testing
         let fresh = try container.newContext().fetch(Article.self)
         #expect(shown.map(\.title) == fresh.map(\.title), "shown \(shown.map(\.title)), store \(fresh.map(\.title))")
     }
+}
+
+extension Hostile23RelatedDiffTests {
+    /// An article as a failure message shows it.
+    static func label(_ a: ReadLater.Records.Article) -> String { "\(a.title)@\(String(describing: a.category))" }
 }

@@ -432,9 +432,9 @@ import Testing
         }
         let back = try container.newContext().record(Article.self, with: recC.id!)
         if case .success = r {
+            let versions = "\(readVersion) -> \(restoredVersion)"
             Issue.record(
-                "C overwrote B's restored title without a conflict (versions \(readVersion) -> \(restoredVersion)); stored: \(back.title)"
-            )
+                "C overwrote B's restored title without a conflict (versions \(versions)); stored: \(back.title)")
         }
     }
 
