@@ -19,6 +19,20 @@ extension Targets {
             Command("tokens", "every consumer's token, when it last synced and how far behind it is"),
             Command("stats", "objects, transactions, changes and file sizes"),
             Command("verify", "check the invariants that can be checked at rest; exit 0 only when all hold"),
+            Command(
+                "audit",
+                "look for the risks of a group directory (history never cleaned, idle consumers, a large WAL, files "
+                    + "not private, an old model, counts out of step, the mirror); one finding each with its evidence "
+                    + "and fix; exit 1 when one is found",
+                options: [
+                    .value(
+                        "idle-after", "S", "a consumer idle, or history kept, this long is a risk (default 7 days)"),
+                    .value(
+                        "history-limit", "N", "retained transactions from which history is checked (default 100000)"),
+                    .value("wal-limit", "MIB", "a WAL larger than this is a risk (default 64)"),
+                    .value("mirror-lag", "N", "unpushed transactions past which the mirror lags (default 1000)"),
+                    .value("sql-log", "FILE", "an SQL debug log (SHAREDSTORE_SQL_DEBUG=1's stderr): its full scans"),
+                ]),
             Command("schema", "the store's model version and schema, one line per entity (nothing is migrated)"),
             Command(
                 "migrate",
@@ -73,6 +87,7 @@ extension Targets {
         case "tokens": try tokens(inv)
         case "stats": try stats(inv)
         case "verify": try verify(inv)
+        case "audit": try audit(inv)
         case "repair-registry":
             let report = try TokenRegistry.repair(group: inv.group, force: inv.arguments.has("force"))
             if let damage = report.damage { inv.warn("moved the token registry aside: \(damage)") }
