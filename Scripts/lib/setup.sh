@@ -25,6 +25,8 @@ sharedstore_ensure_packages() {
     command -v cc >/dev/null 2>&1 || missing+=(gcc)
     # The documentation site's check in a real browser (Scripts/docs.sh, Scripts/lib/docs_check.py).
     command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+    # storectl top's test drives it as a person would, in a terminal (scenario 17).
+    command -v tmux >/dev/null 2>&1 || missing+=(tmux)
     [ ${#missing[@]} -eq 0 ] && return 0
     if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "installing ${missing[*]} (Debian packages)" >&2

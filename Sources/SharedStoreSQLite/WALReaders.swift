@@ -54,20 +54,46 @@ public enum WALReaders {
         return readers.sorted { ($0.slot, $0.pid) < ($1.slot, $1.pid) }
     }
 
+    /// The other processes that have the store at `storePath` open: every SQLite connection in
+    /// WAL mode holds a lock on its WAL index (`-shm`), which `/proc/locks` lists (this process's
+    /// own aside; those of another PID namespace are not listed). Sorted, each once.
+    public static func holders(storePath: String) -> [Int32] {
+        var st = stat()
+        guard lstat(storePath + "-shm", &st) == 0, (st.st_mode & S_IFMT) == S_IFREG,
+            let text = readAll("/proc/locks")
+        else { return [] }
+        let file = fileID(device: st.st_dev, inode: st.st_ino)
+        var pids = Set<Int32>()
+        for line in text.split(separator: "\n") {
+            let f = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard f.count >= 8, f[1] == "POSIX", f[4] != "->", let pid = Int32(f[4]), pid != getpid(),
+                normalized(f[5]) == file
+            else { continue }
+            pids.insert(pid)
+        }
+        return pids.sorted()
+    }
+
+    /// `/proc/locks`' name of a file: `major:minor:inode`, the numbers in hex without leading
+    /// zeros but the inode.
+    static func fileID(device: dev_t, inode: ino_t) -> String {
+        let major = ((UInt64(device) >> 8) & 0xfff) | ((UInt64(device) >> 32) & ~UInt64(0xfff))
+        let minor = (UInt64(device) & 0xff) | ((UInt64(device) >> 12) & ~UInt64(0xff))
+        return String(major, radix: 16) + ":" + String(minor, radix: 16) + ":" + String(inode)
+    }
+
     /// The POSIX locks on bytes 123…127 (the read locks) of the file `device`/`inode`, from
     /// `/proc/locks` (`1: POSIX ADVISORY READ 1234 08:01:5678 123 123`), other processes' and
     /// this one's; nil when the list cannot be read.
     static func heldReadLocks(device: dev_t, inode: ino_t) -> [(slot: Int, pid: Int32)]? {
         guard let text = readAll("/proc/locks") else { return nil }
-        let major = ((UInt64(device) >> 8) & 0xfff) | ((UInt64(device) >> 32) & ~UInt64(0xfff))
-        let minor = (UInt64(device) & 0xff) | ((UInt64(device) >> 12) & ~UInt64(0xff))
-        let file = String(major, radix: 16) + ":" + String(minor, radix: 16) + ":" + String(inode)
+        let file = fileID(device: device, inode: inode)
         var held: [(slot: Int, pid: Int32)] = []
         for line in text.split(separator: "\n") {
             let f = line.split(separator: " ", omittingEmptySubsequences: true)
             // A blocked request ("->") holds nothing.
             guard f.count >= 8, f[1] == "POSIX", f[4] != "->", let pid = Int32(f[4]) else { continue }
-            guard normalized(f[5]) == normalized(Substring(file)), let start = Int(f[6]), let end = Int(f[7])
+            guard normalized(f[5]) == file, let start = Int(f[6]), let end = Int(f[7])
             else { continue }
             for slot in 0..<5 where (start...end).contains(123 + slot) { held.append((slot, pid)) }
         }

@@ -20,6 +20,15 @@ extension Targets {
             Command("stats", "objects, transactions, changes and file sizes"),
             Command("verify", "check the invariants that can be checked at rest; exit 0 only when all hold"),
             Command(
+                "top",
+                "a live view of the group directory, redrawn every interval: saves per second by author, each "
+                    + "consumer's lag, history, the WAL and its oldest reader, the model, the mirror, the processes "
+                    + "holding the store; q or Ctrl-C quits",
+                options: [
+                    .value("interval", "S", "seconds between samples (default 1)"),
+                    .value("count", "N", "stop after N samples"),
+                ]),
+            Command(
                 "audit",
                 "look for the risks of a group directory (history never cleaned, idle consumers, a large WAL, files "
                     + "not private, an old model, counts out of step, the mirror); one finding each with its evidence "
@@ -88,6 +97,7 @@ extension Targets {
         case "stats": try stats(inv)
         case "verify": try verify(inv)
         case "audit": try audit(inv)
+        case "top": try top(inv)
         case "repair-registry":
             let report = try TokenRegistry.repair(group: inv.group, force: inv.arguments.has("force"))
             if let damage = report.damage { inv.warn("moved the token registry aside: \(damage)") }

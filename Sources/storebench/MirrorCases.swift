@@ -129,6 +129,20 @@ func saveFollowedCases(_ s: Settings) throws -> [Report] {
     return [mirrored, watched]
 }
 
+/// One-article saves while `storectl top --json` samples the store four times a second (four
+/// times what its view does by default), against the same saves on a store nobody watches
+/// (`save-history-top`): what watching a group directory costs its writers.
+func saveTopCase(_ s: Settings) throws -> Report {
+    try saveFollowedCase(s, name: "save-history-top") { group in
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: binDirectory() + "/storectl")
+        p.arguments = ["top", "--group", group, "--json", "--interval", "0.25"]
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        return p
+    }
+}
+
 func startProcess(_ tool: String, _ arguments: [String], database: BenchDatabase) throws -> Process {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: binDirectory() + "/" + tool)

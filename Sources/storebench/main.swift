@@ -146,6 +146,7 @@ let benchParser = CommandLineParser(
             if want("save-history-mirrored") { for r in try saveFollowedCases(settings) { show(r) } }
         }
     }
+    if want("save-history-top") { show(try saveTopCase(settings)) }
     if want("token-advance") { show(try tokenAdvanceCase(settings)) }
     if want("cleaner") { show(try cleanerCase(settings)) }
     if want("catch-up-memory") { show(try catchUpCase(settings)) }

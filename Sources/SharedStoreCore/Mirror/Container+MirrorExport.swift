@@ -109,6 +109,16 @@ extension Container {
         try read { s in try s.historyMeta().floor }
     }
 
+    /// How far history was deleted (the token) and the time of the newest transaction deleted
+    /// (seconds since 1970; 0 when none was), with the mean size of the newest `sample`
+    /// transactions' changes: what a dashboard shows of history without reading all of it.
+    package func historyCleaning(sample: Int = 200) throws -> (through: Int64, time: Double, meanBytes: Double) {
+        try read { s in
+            let meta = try s.historyMeta()
+            return (meta.floor, meta.floorTime, try s.historyMeanBytes(sample: sample))
+        }
+    }
+
     /// One object's state; `targets` remembers the global ids of to-one targets read so far (a
     /// batch of articles names few categories).
     func exportObject(_ s: TransactionSQL, _ e: Entity, _ pk: Int64, _ targets: inout [ObjectID: UUID]) throws

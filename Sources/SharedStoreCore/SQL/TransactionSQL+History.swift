@@ -157,6 +157,13 @@ extension TransactionSQL {
     }
 
     /// How many transactions after the floor are at or below `through`.
+    /// The mean size in bytes of the newest `sample` transactions' change blobs (0 when none).
+    func historyMeanBytes(sample: Int) throws -> Double {
+        try c.cached(
+            "SELECT coalesce(avg(length(changes)), 0) FROM (SELECT changes FROM ss_history ORDER BY token DESC LIMIT ?)"
+        ).firstRow([.integer(Int64(sample))]) { $0.double(0) } ?? 0
+    }
+
     func historyCount(through: Int64) throws -> Int {
         try c.cached(
             """

@@ -1,0 +1,352 @@
+import Foundation
+import ReadLater
+import SharedStore
+
+/// One sample of `storectl top`: the numbers of a group directory at one moment.
+struct TopSample {
+    struct Consumer {
+        let name: String
+        /// Transactions not merged yet (nil: evicted, another store's token, or never synced).
+        let lag: Int?
+        /// How old the oldest transaction it has not merged is (0 when up to date).
+        let lagSeconds: Double?
+        let evicted: Bool
+        let updatedAt: Date
+    }
+    var at = Date()
+    var group = ""
+    var modelVersion = 0
+    var format = ""
+    var newest: Int64 = 0
+    var retained = 0
+    var historyBytes = 0
+    var cleanedThrough: Int64 = 0
+    var cleanedUpTo: Date?
+    var savesPerSecond: [(author: String, rate: Double)] = []
+    var consumers: [Consumer] = []
+    var storeBytes = 0
+    var walBytes = 0
+    /// The reader holding the WAL furthest back: pid, executable, frames written since its snapshot.
+    var oldestReader: (pid: Int32, executable: String, behind: Int)?
+    var mirrorPushLag: Int?
+    var quarantined = 0
+    var processes: [(pid: Int32, executable: String)] = []
+
+    var json: JSONValue {
+        .object([
+            ("at", .string(ISO8601.string(at))), ("model_version", .number(Double(modelVersion))),
+            ("format", .string(format)), ("token", .number(Double(newest))),
+            (
+                "history",
+                .object([
+                    ("transactions", .number(Double(retained))), ("bytes", .number(Double(historyBytes))),
+                    ("cleaned_through", .number(Double(cleanedThrough))),
+                    ("cleaned_up_to", cleanedUpTo.map { .string(ISO8601.string($0)) } ?? .null),
+                ])
+            ),
+            ("saves_per_s", .object(savesPerSecond.map { ($0.author, .number(round2($0.rate))) })),
+            (
+                "consumers",
+                .array(
+                    consumers.map { c in
+                        .object([
+                            ("consumer", .string(c.name)), ("lag", c.lag.map { .number(Double($0)) } ?? .null),
+                            ("lag_s", c.lagSeconds.map { .number(round2($0)) } ?? .null), ("evicted", .bool(c.evicted)),
+                            ("updated_at", .string(ISO8601.string(c.updatedAt))),
+                        ])
+                    })
+            ),
+            ("bytes", .object([("store", .number(Double(storeBytes))), ("wal", .number(Double(walBytes)))])),
+            (
+                "oldest_reader",
+                oldestReader.map { r in
+                    .object([
+                        ("pid", .number(Double(r.pid))), ("executable", .string(r.executable)),
+                        ("frames_behind", .number(Double(r.behind))),
+                    ])
+                } ?? .null
+            ),
+            (
+                "mirror",
+                .object([
+                    ("push_lag", mirrorPushLag.map { .number(Double($0)) } ?? .null),
+                    ("quarantined", .number(Double(quarantined))),
+                ])
+            ),
+            (
+                "processes",
+                .array(
+                    processes.map { p in
+                        .object([("pid", .number(Double(p.pid))), ("executable", .string(p.executable))])
+                    })
+            ),
+        ])
+    }
+
+    private func round2(_ x: Double) -> Double { (x * 100).rounded() / 100 }
+}
+
+/// Takes the samples of `storectl top`: everything from what the store, the registry and the
+/// kernel already keep, by small reads (the history after the last sample, the registry's
+/// entries, the WAL index's locks), so that watching never slows the writers.
+final class TopSampler {
+    let group: String
+    private(set) var container: Container
+    let registry: TokenRegistry?
+    private var lastToken: Int64
+    private var lastTime: Date
+    private var description: (version: Int, format: String)
+
+    init(group: String, container: Container, registry: TokenRegistry?) throws {
+        self.group = group
+        self.container = container
+        self.registry = registry
+        lastToken = try container.currentToken().value
+        lastTime = Date()
+        let d = try Container.describeStore(group: group)
+        description = (d?.version ?? container.model.version, d?.format ?? "?")
+    }
+
+    /// The numbers now; `reopen` opens the store again when another process migrated it.
+    func sample(reopen: () throws -> Container) throws -> TopSample {
+        do {
+            return try take()
+        } catch let error as StoreError where error.code == .modelOutdated {
+            container = try reopen()
+            if let d = try Container.describeStore(group: group) { description = (d.version, d.format) }
+            lastToken = try container.currentToken().value
+            return try take()
+        }
+    }
+
+    private func take() throws -> TopSample {
+        var s = TopSample()
+        s.group = group
+        s.modelVersion = description.version
+        s.format = description.format
+        s.newest = try container.currentToken().value
+        let cleaning = try container.historyCleaning()
+        s.cleanedThrough = cleaning.through
+        s.cleanedUpTo = cleaning.time > 0 ? Date(timeIntervalSince1970: cleaning.time) : nil
+        s.retained = max(0, Int(clamping: s.newest) - Int(clamping: cleaning.through))
+        s.historyBytes = Int((Double(s.retained) * cleaning.meanBytes).rounded())
+        s.savesPerSecond = try rates(now: s.at, newest: s.newest, floor: cleaning.through)
+        if let registry { s.consumers = try consumers(registry, newest: s.newest, at: s.at) }
+        let sizes = container.fileSizes()
+        s.storeBytes = sizes.store
+        s.walBytes = sizes.wal
+        if let oldest = WALReaders.of(storePath: container.storePath).min(by: { $0.frame < $1.frame }) {
+            let behind = Int(oldest.walFrames) - Int(min(oldest.frame, oldest.walFrames))
+            s.oldestReader = (oldest.pid, name(oldest.pid), behind)
+        }
+        s.mirrorPushLag = s.consumers.first { $0.name == "Mirror" }?.lag
+        s.quarantined = try container.quarantinedMirrorRows().count
+        s.processes = WALReaders.holders(storePath: container.storePath).map { ($0, name($0)) }
+        return s
+    }
+
+    /// Saves per second of each author since the last sample, from the history written since
+    /// (at most 100,000 transactions are read per sample).
+    private func rates(now: Date, newest: Int64, floor: Int64) throws -> [(author: String, rate: Double)] {
+        defer {
+            lastToken = newest
+            lastTime = now
+        }
+        let elapsed = max(now.timeIntervalSince(lastTime), 0.001)
+        guard newest > lastToken else { return [] }
+        var request = HistoryRequest(after: HistoryToken(storeID: container.storeID, value: max(lastToken, floor)))
+        request.limit = 100_000
+        var counts: [String: Int] = [:]
+        // History cleaned past the last sample: what is left is counted.
+        let transactions = (try? container.fetchHistory(request)) ?? []
+        for t in transactions where t.token.value <= newest { counts[t.author ?? "(none)", default: 0] += 1 }
+        return counts.map { ($0.key, Double($0.value) / elapsed) }.sorted { $0.rate > $1.rate }
+    }
+
+    /// Each consumer with its lag in transactions and in time.
+    private func consumers(_ registry: TokenRegistry, newest: Int64, at now: Date) throws -> [TopSample.Consumer] {
+        try registry.consumers().map { c in
+            var lag: Int?
+            var seconds: Double?
+            if !c.isEvicted, let t = c.token, t.storeID == container.storeID, t.value <= newest {
+                lag = Int(clamping: newest - t.value)
+                if t.value < newest, let first = try container.historyTimestamp(of: t.value + 1) {
+                    seconds = max(0, now.timeIntervalSince1970 - first)
+                } else {
+                    seconds = 0
+                }
+            }
+            return TopSample.Consumer(
+                name: c.name, lag: lag, lagSeconds: seconds, evicted: c.isEvicted, updatedAt: c.updatedAt)
+        }
+    }
+
+    private func name(_ pid: Int32) -> String { WALReaders.executable(of: pid).map(TextSafety.visible) ?? "?" }
+}
+
+/// The text of one frame of `storectl top`, fitted to a terminal of `width` × `height`.
+enum TopScreen {
+    static func lines(_ s: TopSample, interval: Double, width: Int, height: Int) -> [String] {
+        var out: [String] = []
+        out.append(
+            "SharedStore top  \(TextSafety.visible(s.group))  model \(s.modelVersion) (format \(s.format))  "
+                + "\(ISO8601.string(s.at))  every \(String(format: "%.1f", interval))s  q: quit")
+        let reader = s.oldestReader.map { "pid \($0.pid) (\($0.executable)), \($0.behind) frames behind" } ?? "none"
+        out.append("store \(mib(s.storeBytes))   WAL \(mib(s.walBytes))   oldest reader holding the WAL: \(reader)")
+        out.append(
+            "history \(s.retained) transactions (≈ \(mib(s.historyBytes))), cleaned through token \(s.cleanedThrough)"
+                + (s.cleanedUpTo.map { " (transactions up to \(ISO8601.string($0)))" } ?? " (never cleaned)"))
+        out.append(
+            "mirror: push lag \(s.mirrorPushLag.map(String.init) ?? "-") transactions, \(s.quarantined) quarantined")
+        out.append("")
+        out.append(pad("SAVES/S BY AUTHOR", 32) + "SAVES/S")
+        if s.savesPerSecond.isEmpty { out.append("  (no saves since the last sample)") }
+        for (author, rate) in s.savesPerSecond {
+            out.append(pad("  " + TextSafety.visible(author), 32) + String(format: "%.1f", rate))
+        }
+        out.append("")
+        out.append(pad("CONSUMER", 32) + pad("LAG (TX)", 12) + pad("LAG (TIME)", 14) + "LAST SYNC")
+        for c in s.consumers {
+            let lag = c.evicted ? "evicted" : c.lag.map(String.init) ?? "-"
+            let time = c.lagSeconds.map { String(format: "%.1fs", $0) } ?? "-"
+            out.append(
+                pad("  " + TextSafety.visible(c.name), 32) + pad(lag, 12) + pad(time, 14)
+                    + ISO8601.string(c.updatedAt))
+        }
+        out.append("")
+        out.append("PROCESSES HOLDING THE STORE (\(s.processes.count) besides this one)")
+        for p in s.processes { out.append("  \(p.pid)  \(p.executable)") }
+        // Fitted: each line cut to the width, the screen to the height (the last line says so).
+        var fitted = out.map { cut($0, width) }
+        if fitted.count > height, height > 0 {
+            fitted = Array(fitted.prefix(height - 1)) + [cut("… \(fitted.count - height + 1) more lines", width)]
+        }
+        return fitted
+    }
+
+    static func pad(_ s: String, _ n: Int) -> String {
+        s.count >= n ? s + " " : s.padding(toLength: n, withPad: " ", startingAt: 0)
+    }
+
+    static func cut(_ s: String, _ width: Int) -> String {
+        guard width > 0, s.count > width else { return s }
+        return String(s.prefix(max(width - 1, 0))) + "…"
+    }
+
+    static func mib(_ bytes: Int) -> String {
+        bytes >= 1 << 20 ? String(format: "%.1f MiB", Double(bytes) / 1_048_576) : "\(bytes >> 10) KiB"
+    }
+}
+
+/// The terminal in raw mode for `storectl top` (keys arrive as typed, nothing echoes, Ctrl-C is
+/// a key), on the alternate screen with the cursor hidden; ``restore()`` puts all of it back.
+final class RawTerminal {
+    private var saved = termios()
+    private var active = false
+
+    /// Enters raw mode and the alternate screen; throws when stdin or stdout is not a terminal.
+    init() throws {
+        guard isatty(0) == 1, isatty(1) == 1 else {
+            throw StoreError(
+                .invalidArgument, "storectl top needs a terminal; use --json for one JSON line per interval")
+        }
+        guard tcgetattr(0, &saved) == 0 else {
+            throw StoreError(.storage, "cannot read the terminal's settings: \(String(cString: strerror(errno)))")
+        }
+        var raw = saved
+        raw.c_lflag &= ~tcflag_t(ICANON | ECHO | ISIG)
+        guard tcsetattr(0, TCSANOW, &raw) == 0 else {
+            throw StoreError(.storage, "cannot set the terminal's mode: \(String(cString: strerror(errno)))")
+        }
+        active = true
+        write("\u{1B}[?1049h\u{1B}[?25l")
+    }
+
+    /// The terminal's size (columns, rows), 80 × 24 when it does not say.
+    var size: (width: Int, height: Int) {
+        var w = winsize()
+        guard ioctl(1, UInt(TIOCGWINSZ), &w) == 0, w.ws_col > 0, w.ws_row > 0 else { return (80, 24) }
+        return (Int(w.ws_col), Int(w.ws_row))
+    }
+
+    /// Draws `lines` from the top left, clearing what was below.
+    func draw(_ lines: [String]) {
+        write("\u{1B}[H" + lines.map { $0 + "\u{1B}[K" }.joined(separator: "\r\n") + "\u{1B}[J")
+    }
+
+    /// Waits up to `seconds` for a key; true when it asks to quit (`q`, `Q`, Ctrl-C, Ctrl-D).
+    func quitRequested(within seconds: Double) -> Bool {
+        var fds = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
+        let ready = poll(&fds, 1, Int32(max(0, min(seconds * 1000, 3_600_000))))
+        guard ready > 0 else { return false }
+        var bytes = [UInt8](repeating: 0, count: 64)
+        let n = read(0, &bytes, bytes.count)
+        // The terminal went away (EOF, an error): stop rather than spin.
+        guard n > 0 else { return true }
+        return bytes[..<n].contains { $0 == UInt8(ascii: "q") || $0 == UInt8(ascii: "Q") || $0 == 3 || $0 == 4 }
+    }
+
+    /// Leaves the alternate screen, shows the cursor and puts the terminal's mode back.
+    func restore() {
+        guard active else { return }
+        active = false
+        write("\u{1B}[?25h\u{1B}[?1049l")
+        tcsetattr(0, TCSANOW, &saved)
+    }
+
+    private func write(_ text: String) {
+        FileHandle.standardOutput.write(Data(text.utf8))
+    }
+
+    deinit { restore() }
+}
+
+extension Targets {
+    /// `storectl top [--interval S] [--count N] [--json]`.
+    static func top(_ inv: Invocation) throws {
+        guard try Container.describeStore(group: inv.group) != nil else {
+            throw StoreError(.fileAccess, "no store in \(inv.group)")
+        }
+        let interval = try inv.arguments.seconds("interval", in: 0.05...3600) ?? 1
+        let count = try inv.arguments.integer("count", in: 1...Int(Int32.max))
+        var registry: TokenRegistry?
+        do { registry = try inv.registry() } catch let error as StoreError { inv.warn(error.message) }
+        let sampler = try TopSampler(group: inv.group, container: try inv.container(), registry: registry)
+        let reopen = { () throws -> Container in
+            let model = try ReadLater.model(version: try Container.describeStore(group: inv.group)?.version ?? 1)
+            return try Container(group: inv.group, model: model)
+        }
+        if inv.output.json {
+            var n = 0
+            while count.map({ n < $0 }) ?? true {
+                if n > 0 { Thread.sleep(forTimeInterval: interval) }
+                inv.output.record(try sampler.sample(reopen: reopen).json)
+                inv.output.flush()
+                n += 1
+            }
+            return
+        }
+        let terminal = try RawTerminal()
+        defer { terminal.restore() }
+        // SIGTERM and SIGHUP end the view as q does: the terminal is put back first.
+        let stop = Protected(false)
+        var sources: [DispatchSourceSignal] = []
+        for sig in [SIGTERM, SIGHUP] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { stop.withLock { $0 = true } }
+            source.resume()
+            sources.append(source)
+        }
+        defer { sources.forEach { $0.cancel() } }
+        var n = 0
+        while !stop.withLock({ $0 }), count.map({ n < $0 }) ?? true {
+            let size = terminal.size
+            terminal.draw(
+                TopScreen.lines(
+                    try sampler.sample(reopen: reopen), interval: interval, width: size.width, height: size.height))
+            n += 1
+            if terminal.quitRequested(within: interval) { break }
+        }
+    }
+}
