@@ -179,9 +179,9 @@ struct Stress {
                 let saves = acknowledgedCount(writers)
                 progress.update(
                     text:
-                        "\(saves) saves, \(Int(Double(saves) / max(elapsed, 0.001))) saves/s, \(kills) kills, "
-                        + "\(cleans) cleans"
-                )
+                        "\(saves)\(config.saves.map { "/\($0)" } ?? "") saves, "
+                        + "\(Int(Double(saves) / max(elapsed, 0.001))) saves/s, \(kills) kills, \(cleans) cleans",
+                    left: config.seconds.map { max(0, $0 - elapsed) })
                 nextProgress = Date().addingTimeInterval(0.5)
             }
             if config.saves == nil, let s = config.seconds, elapsed >= s { break }

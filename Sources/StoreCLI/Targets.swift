@@ -147,10 +147,12 @@ public enum Targets {
                 input = handle
             }
             let progress = Progress("sharing")
+            // The lines of a file, counted first only when a progress line shows what is left.
+            let total = progress.isShown && path != "-" ? Self.lineCount(path) : nil
             let result = try ReadLater.shareBatch(
                 input, name: path == "-" ? "standard input" : "batch file \(path)",
                 context: try inv.context(author: me)
-            ) { progress.update($0) }
+            ) { progress.update($0, of: total) }
             progress.finish()
             let token = try result.token ?? inv.container().currentToken()
             inv.output.record(
@@ -229,5 +231,28 @@ public enum Targets {
         // Live queries of processes that are gone: said when there were any.
         if !report.gone.isEmpty { fields.append(("gone", .array(report.gone.map(JSONValue.string)))) }
         inv.output.record(.object(fields))
+    }
+}
+
+extension Targets {
+    /// The lines of the regular file at `path` (nil when it cannot be read): a count of its
+    /// newline bytes, read in chunks of 1 MiB.
+    static func lineCount(_ path: String) -> Int? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return nil }
+        var lines = 0
+        var last: UInt8 = 10
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n = read(fd, &chunk, chunk.count)
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { break }
+            lines += chunk[..<n].reduce(0) { $1 == 10 ? $0 + 1 : $0 }
+            last = chunk[n - 1]
+        }
+        return lines + (last == 10 ? 0 : 1)
     }
 }

@@ -99,36 +99,78 @@ public final class Output {
     func bold(_ s: String) -> String { colour ? "\u{1B}[1m\(s)\u{1B}[0m" : s }
 }
 
-/// A progress line on stderr for work that runs longer than a second.
+/// A progress line on stderr for work that runs longer than a second: what is done (and of how
+/// much), the rate, and the time left when the total is known, redrawn in place a few times a
+/// second. Only when stderr is a terminal: otherwise (a pipe, a file, a script's log) it shows
+/// nothing, and an update costs one test of a Bool.
 public final class Progress {
     private let label: String
     private let start = Date()
     private var lastPrint = Date.distantPast
     private var printed = false
-    private let tty = isatty(2) == 1
+    private let tty: Bool
+    /// Updates since the clock was last read: a caller may update per item.
+    private var calls = 0
 
-    public init(_ label: String) { self.label = label }
-
-    /// Reports `done` (of `total`) items; prints only after the first second, a few times a second.
-    public func update(_ done: Int, of total: Int? = nil) {
-        let amount = total.map { "\(done)/\($0)" } ?? "\(done)"
-        update(text: amount)
+    public init(_ label: String) {
+        self.label = label
+        tty = isatty(2) == 1
     }
 
-    /// Reports progress in the caller's words.
-    public func update(text: @autoclosure () -> String) {
+    /// Whether it shows anything (stderr is a terminal): work that only a progress line needs
+    /// (counting a total) can be skipped when not.
+    public var isShown: Bool { tty }
+
+    /// Reports `done` (of `total`) items: with a total, the share done and the time left.
+    public func update(_ done: Int, of total: Int? = nil) {
+        guard tty else { return }
+        calls += 1
+        guard calls >= 64 || done == total else { return }
+        calls = 0
         let now = Date()
-        guard now.timeIntervalSince(start) > 1, now.timeIntervalSince(lastPrint) > (tty ? 0.2 : 1) else { return }
+        let elapsed = now.timeIntervalSince(start)
+        guard elapsed > 1, now.timeIntervalSince(lastPrint) > 0.2 else { return }
+        let rate = Double(done) / max(elapsed, 0.001)
+        var text = total.map { "\(done)/\($0)" } ?? "\(done)"
+        if let total, total > 0 {
+            text += String(format: " (%.0f%%)", min(100, Double(done) * 100 / Double(total)))
+        }
+        text += ", \(Self.rate(rate))/s"
+        if let total, rate > 0, done < total { text += ", about \(Self.duration(Double(total - done) / rate)) left" }
+        draw(text, now: now, elapsed: elapsed)
+    }
+
+    /// Reports progress in the caller's words (`left`: the seconds still to go, when known).
+    public func update(text: @autoclosure () -> String, left: Double? = nil) {
+        guard tty else { return }
+        let now = Date()
+        let elapsed = now.timeIntervalSince(start)
+        guard elapsed > 1, now.timeIntervalSince(lastPrint) > 0.2 else { return }
+        draw(text() + (left.map { ", about \(Self.duration($0)) left" } ?? ""), now: now, elapsed: elapsed)
+    }
+
+    private func draw(_ text: String, now: Date, elapsed: Double) {
         lastPrint = now
         printed = true
-        let elapsed = String(format: "%.1fs", now.timeIntervalSince(start))
-        let text = "\(label): \(text()) (\(elapsed))"
-        FileHandle.standardError.write(Data((tty ? "\r\u{1B}[2K\(text)" : "\(text)\n").utf8))
+        let line = "\(label): \(text) (\(Self.duration(elapsed)))"
+        FileHandle.standardError.write(Data("\r\u{1B}[2K\(TextSafety.visible(line))".utf8))
     }
 
-    /// Ends the progress line.
+    /// Ends the progress line (the line is cleared: what stays is the command's output).
     public func finish() {
         if printed && tty { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
+    }
+
+    static func rate(_ r: Double) -> String {
+        r >= 10_000 ? String(format: "%.0fk", r / 1000) : String(format: r >= 100 ? "%.0f" : "%.1f", r)
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        guard seconds.isFinite, seconds >= 0 else { return "?" }
+        if seconds < 60 { return String(format: "%.1fs", seconds) }
+        let s = Int(seconds)
+        return s < 3600
+            ? "\(s / 60)m\(String(format: "%02d", s % 60))s" : "\(s / 3600)h\(String(format: "%02d", s / 60 % 60))m"
     }
 }
 
