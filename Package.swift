@@ -62,7 +62,8 @@ let package = Package(
             name: "SharedStoreTests",
             dependencies: [
                 "SharedStore", "SharedStoreCore", "SharedStoreSync", "SharedStoreSQLite", "SharedStoreLMDB",
-                "ReadLater", "CLMDB", "SharedStorePostgres", "SharedStoreMirror",
+                "ReadLater", "CLMDB", "SharedStorePostgres", "SharedStoreMirror", "StoreCLI", "StoreCLIMirror",
+                "ArgumentParsing",
             ]),
     ],
     swiftLanguageModes: [.v6]

@@ -14,6 +14,18 @@ import SharedStoreSupport
 /// Off, it costs nothing where statements run: the switch is read once per process, and only a
 /// connection opened with it on asks SQLite to report its statements (`sqlite3_trace_v2`).
 package enum SQLDebug {
+    /// Whether a statement of the log reads only SQLite's schema or the library's own tables
+    /// (`ss_…`): small, and read whole by design.
+    package static func readsInternalTable(_ sql: String) -> Bool {
+        sql.contains("FROM sqlite_schema") || sql.contains("FROM ss_") || sql.contains("FROM \"ss_")
+    }
+
+    /// Whether a statement of the log fetches every object of an entity (a fetch without a
+    /// condition, as the library writes one): its scan is the point.
+    package static func fetchesEveryRow(_ sql: String) -> Bool {
+        sql.contains(" WHERE 1 ORDER BY ") || sql.hasSuffix(" WHERE 1")
+    }
+
     /// Whether the switch is on (read once).
     package static let isOn: Bool = getenv("SHAREDSTORE_SQL_DEBUG").map { String(cString: $0) == "1" } ?? false
 

@@ -1,6 +1,7 @@
 import Foundation
 import ReadLater
 import SharedStore
+import SharedStoreSQLite
 
 /// One risk `storectl audit` found: what it is, what shows it, and what to do.
 struct AuditFinding {
@@ -45,8 +46,9 @@ struct Audit {
         findings += wal(container)
         findings += try model(group: group)
         findings += verify(container, registry, registryProblem)
+        // (the mirror's quarantine is its own finding below, as is the files' privacy above)
         findings += try mirror(container)
-        if let sqlLog { findings += try scans(sqlLog) }
+        if let sqlLog { findings += scans(sqlLog) }
         return findings
     }
 
@@ -62,15 +64,23 @@ struct Audit {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: group)) ?? []
         for name in entries.sorted() {
             let path = (group as NSString).appendingPathComponent(name)
-            guard lstat(path, &st) == 0, st.st_mode & S_IFMT != S_IFLNK, st.st_mode & 0o077 != 0 else { continue }
-            open.append("\(name) is \(String(st.st_mode & 0o777, radix: 8))")
+            guard lstat(path, &st) == 0 else { continue }
+            let shown = TextSafety.visible(name)
+            switch st.st_mode & S_IFMT {
+            case S_IFLNK: open.append("\(shown) is a symbolic link (the group's files must be its own)")
+            case S_IFDIR where st.st_mode & 0o077 != 0:
+                open.append("\(shown)/ is a directory of mode \(String(st.st_mode & 0o777, radix: 8))")
+            case _ where st.st_mode & 0o077 != 0: open.append("\(shown) is \(String(st.st_mode & 0o777, radix: 8))")
+            default: continue
+            }
         }
         guard !open.isEmpty else { return [] }
         return [
             AuditFinding(
                 risk: "files-not-private",
                 evidence: open.joined(separator: "; ") + " (other users can read or write them)",
-                fix: "chmod 700 \(group), and chmod 600 each file in it")
+                fix: "chmod 700 \(Self.quoted(group)) and its directories, chmod 600 its files, and remove links "
+                    + "that do not belong there")
         ]
     }
 
@@ -79,8 +89,21 @@ struct Audit {
     /// History never cleaned, or older than `idleAfter` while it piles up past `historyLimit`.
     func history(_ container: Container, _ registry: TokenRegistry?) throws -> [AuditFinding] {
         let retained = try container.historyStatistics().transactions
-        guard retained >= historyLimit else { return [] }
+        guard retained > 0, retained >= historyLimit else { return [] }
         let deletedThrough = try container.historyDeletedThrough()
+        let oldest = try registry.flatMap { r in
+            try r.consumers().filter { !$0.isEvicted }.min { ($0.token?.value ?? 0) < ($1.token?.value ?? 0) }
+        }
+        if deletedThrough == 0, let holder = oldest, (holder.token?.value ?? 0) == 0 {
+            return [
+                AuditFinding(
+                    risk: "history-held-back",
+                    evidence: "\(retained) transactions retained, none ever deleted: consumer "
+                        + "\(TextSafety.visible(holder.name)) has merged none of them: the cleaner can delete nothing",
+                    fix: "run it, or evict it (history-cleaner --evict-after SECONDS) or remove it "
+                        + "(storectl reset-consumer \(Self.quoted(holder.name)))")
+            ]
+        }
         if deletedThrough == 0 {
             return [
                 AuditFinding(
@@ -92,17 +115,15 @@ struct Audit {
         }
         var request = HistoryRequest()
         request.limit = 1
-        guard let oldest = try container.fetchHistory(request).first,
-            now.timeIntervalSince(oldest.timestamp) > idleAfter
+        guard let first = try container.fetchHistory(request).first,
+            now.timeIntervalSince(first.timestamp) > idleAfter
         else { return [] }
-        let holder = try registry.flatMap { r in
-            try r.consumers().filter { !$0.isEvicted }.min { ($0.token?.value ?? 0) < ($1.token?.value ?? 0) }
-        }
+        let holder = oldest
         return [
             AuditFinding(
                 risk: "history-piling-up",
-                evidence: "\(retained) transactions retained, the oldest from \(ISO8601.string(oldest.timestamp)) "
-                    + "(\(days(now.timeIntervalSince(oldest.timestamp)))); deleted through token \(deletedThrough)"
+                evidence: "\(retained) transactions retained, the oldest from \(ISO8601.string(first.timestamp)) "
+                    + "(\(days(now.timeIntervalSince(first.timestamp)))); deleted through token \(deletedThrough)"
                     + (holder.map { ", held back by consumer \($0.name)" } ?? ""),
                 fix: "history grows faster than it is cleaned: run history-cleaner more often, and evict consumers "
                     + "that stopped (history-cleaner --evict-after SECONDS)")
@@ -125,21 +146,21 @@ struct Audit {
                             + "\(ISO8601.string(c.updatedAt)) (\(days(idle)))",
                         fix: "run \(c.name) (it reloads in full), or remove it: storectl reset-consumer \(c.name)"))
             } else if idle > idleAfter {
-                let behind = try c.token.map { t in
-                    t.storeID == container.storeID && t.value <= newest
-                        ? "\(try container.historyCount() - container.historyCount(through: t.value)) transactions"
-                        : "an unknown number of transactions"
-                }
+                let lag = try lagOf(c, container, newest: newest)
+                let state =
+                    c.token == nil
+                    ? "never synced; it holds all history back"
+                    : lag.map { $0 == 0 ? "up to date" : "\($0) transactions behind; it holds history back" }
+                        ?? "at a token of another store"
                 findings.append(
                     AuditFinding(
                         risk: "consumer-idle",
-                        evidence: "consumer \(c.name) last synced \(ISO8601.string(c.updatedAt)) (\(days(idle))), "
-                            + "\(behind ?? "never") behind; it holds history back",
-                        fix: "run \(c.name), or evict it (history-cleaner --evict-after SECONDS) or remove it "
-                            + "(storectl reset-consumer \(c.name))"))
+                        evidence: "consumer \(TextSafety.visible(c.name)) last synced \(ISO8601.string(c.updatedAt)) "
+                            + "(\(days(idle))), \(state)",
+                        fix: "run it, or evict it (history-cleaner --evict-after SECONDS) or remove it "
+                            + "(storectl reset-consumer \(Self.quoted(c.name)))"))
             }
-            if c.name == "Mirror", !c.isEvicted, let t = c.token, t.storeID == container.storeID, t.value <= newest {
-                let lag = try container.historyCount() - container.historyCount(through: t.value)
+            if c.name == "Mirror", !c.isEvicted, let lag = try lagOf(c, container, newest: newest) {
                 if lag > mirrorLag {
                     findings.append(
                         AuditFinding(
@@ -158,6 +179,24 @@ struct Audit {
                     fix: "nothing now; if it recurs, find what kills processes mid-read (kill -9, a crash)"))
         }
         return findings
+    }
+
+    /// How many retained transactions `c` has not merged (all of them when it never synced; nil
+    /// for a token of another store or past the newest).
+    func lagOf(_ c: TokenRegistry.Consumer, _ container: Container, newest: Int64) throws -> Int? {
+        guard let t = c.token else { return try container.historyCount() }
+        guard t.storeID == container.storeID, t.value <= newest else { return nil }
+        return try container.historyCount() - container.historyCount(through: t.value)
+    }
+
+    /// `text` as one word for a shell (quoted when it holds anything but letters, digits and
+    /// `._-@~/`; control characters shown escaped).
+    static func quoted(_ text: String) -> String {
+        let plain = text.unicodeScalars.allSatisfy {
+            CharacterSet.alphanumerics.contains($0) && $0.isASCII || "._-@~/".unicodeScalars.contains($0)
+        }
+        return plain && !text.isEmpty
+            ? text : "'" + TextSafety.visible(text).replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 
     // MARK: - WAL
@@ -197,13 +236,32 @@ struct Audit {
 
     /// What `storectl verify` finds, one finding per failed check.
     func verify(_ container: Container, _ registry: TokenRegistry?, _ problem: String?) -> [AuditFinding] {
-        StoreVerifier.verify(container: container, registry: registry, registryProblem: problem).filter { !$0.ok }
-            .map { check in
-                AuditFinding(
-                    risk: "verify-\(check.name)", evidence: check.detail,
-                    fix: "storectl verify for the details; storectl recount when kept counts or derived values are "
-                        + "out of step (a tool that does not keep them wrote the store)")
-            }
+        // The files' modes are the audit's own check (files-not-private).
+        StoreVerifier.verify(container: container, registry: registry, registryProblem: problem).filter {
+            !$0.ok && $0.name != "files" && $0.name != "mirror-quarantine"
+                && !($0.name == "registry" && registry == nil && problem == nil)
+        }
+        .map { check in
+            AuditFinding(risk: "verify-\(check.name)", evidence: check.detail, fix: Self.fix(forVerify: check.name))
+        }
+    }
+
+    /// What to do about a check of `storectl verify` that failed.
+    static func fix(forVerify check: String) -> String {
+        switch check {
+        case "kept-counts", "derived":
+            return "storectl recount (a tool that does not keep them, such as sqlite3, wrote the store)"
+        case "registry", "registry-readers":
+            return "storectl repair-registry (every consumer reloads in full after it)"
+        case "sqlite-integrity":
+            return "do not write the store: copy the group aside and restore Store.sqlite from a backup"
+        case "store-lock":
+            return "find the process named and end it; storectl verify says more"
+        case "mirror-quarantine":
+            return "fix the cause, then storectl mirror --retry-quarantined"
+        default:
+            return "storectl verify for the details"
+        }
     }
 
     /// Server rows the mirror could not apply here.
@@ -221,43 +279,57 @@ struct Audit {
 
     // MARK: - SQL log
 
-    /// The statements of an SQL debug log that scanned a whole table, most steps first (at most 10).
-    func scans(_ path: String) throws -> [AuditFinding] {
-        let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            throw StoreError(.fileAccess, "cannot read the SQL log \(path): \(error.localizedDescription)")
-        }
+    /// The statements of an SQL debug log that scanned an entity's table, most rows first (at
+    /// most 10). The log is read line by line (any size; CR LF or LF; bytes that are not UTF-8
+    /// are shown replaced); a log that cannot be read, or holds no statement, is a finding of its
+    /// own, so that the other findings stand.
+    func scans(_ path: String) -> [AuditFinding] {
         var statement: String?
+        var statements = 0
         var scanned: [String: (times: Int, steps: Int, plan: String)] = [:]
-        for line in text.split(separator: "\n") {
-            guard line.hasPrefix("sharedstore-sql: ") else { continue }
+        let read = SQLLogReader.lines(of: path) { raw in
+            let line = raw.hasSuffix("\r") ? raw.dropLast() : raw[...]
+            guard line.hasPrefix("sharedstore-sql: ") else { return }
             let body = line.dropFirst("sharedstore-sql: ".count)
             if body.hasPrefix("  scan ("), let sql = statement {
                 let steps = Int(body.dropFirst("  scan (".count).prefix { $0.isNumber }) ?? 0
-                // The library's own small tables (its metadata, SQLite's schema) are read whole by
-                // design; a scan that read no row costs nothing.
-                guard steps > 0, !Self.isInternal(sql) else { continue }
+                // The library's own small tables, and fetches of every object (no condition), read
+                // every row by design.
+                guard !SQLDebug.readsInternalTable(sql), !SQLDebug.fetchesEveryRow(sql) else { return }
                 let plan = body.split(separator: ":", maxSplits: 1).last.map(String.init) ?? ""
                 let old = scanned[sql] ?? (0, 0, "")
                 scanned[sql] = (old.times + 1, max(old.steps, steps), plan.trimmingCharacters(in: .whitespaces))
             } else if let ms = body.range(of: " ms ") {
                 statement = String(body[ms.upperBound...])
+                statements += 1
             }
         }
-        return scanned.sorted { $0.value.steps > $1.value.steps }.prefix(10).map { sql, scan in
-            AuditFinding(
-                risk: "query-scanned",
-                evidence: "\(TextSafety.visible(sql)) scanned a table \(scan.times) times (up to \(scan.steps) "
-                    + "rows; plan: \(TextSafety.visible(scan.plan)))",
-                fix: "declare an index on what it filters or sorts by (Index in the model), or change the query")
+        if let problem = read {
+            return [
+                AuditFinding(
+                    risk: "sql-log-unreadable", evidence: "cannot read the SQL log \(path): \(problem)",
+                    fix: "give the file a process's stderr went to with SHAREDSTORE_SQL_DEBUG=1")
+            ]
         }
-    }
-
-    /// Whether `sql` reads only SQLite's schema or the library's own tables (`ss_…`).
-    static func isInternal(_ sql: String) -> Bool {
-        sql.contains("FROM sqlite_schema") || sql.contains("FROM ss_") || sql.contains("FROM \"ss_")
+        guard statements > 0 else {
+            return [
+                AuditFinding(
+                    risk: "sql-log-empty",
+                    evidence: "\(TextSafety.visible(path)) holds no 'sharedstore-sql:' line: not an SQL debug log",
+                    fix: "run the process with SHAREDSTORE_SQL_DEBUG=1 and give the file its stderr went to")
+            ]
+        }
+        return scanned.sorted { ($0.value.steps, $0.key) > ($1.value.steps, $1.key) }.prefix(10).map { sql, scan in
+            let walksIndex = scan.plan.contains("USING INDEX") || scan.plan.contains("USING COVERING INDEX")
+            return AuditFinding(
+                risk: "query-scanned",
+                evidence: "\(TextSafety.visible(sql)) ran \(scan.times) times, reading up to \(scan.steps) rows "
+                    + "in a full scan (plan: \(TextSafety.visible(scan.plan)))",
+                fix: walksIndex
+                    ? "it walks a whole index (for its order) and tests every row: add a condition an index serves "
+                        + "(equality, a range, a prefix), or an index on what it filters by"
+                    : "declare an index on what it filters or sorts by (Index in the model), or change the query")
+        }
     }
 
     /// `bytes` for people: MiB from 1 MiB up, else KiB.
@@ -274,9 +346,6 @@ struct Audit {
 extension Targets {
     /// `storectl audit`: one line (or JSON object) per risk found; exits 1 when there is one.
     static func audit(_ inv: Invocation) throws {
-        guard try Container.describeStore(group: inv.group) != nil else {
-            throw StoreError(.fileAccess, "no store in \(inv.group)")
-        }
         let a = inv.arguments
         var audit = Audit()
         audit.idleAfter = try a.seconds("idle-after", in: 0...(100 * 365 * 86_400)) ?? audit.idleAfter
@@ -284,10 +353,7 @@ extension Targets {
         audit.walLimit = (try a.integer("wal-limit", in: 0...1_048_576) ?? 64) << 20
         audit.mirrorLag = try a.integer("mirror-lag", in: 0...Int(Int32.max)) ?? audit.mirrorLag
         audit.sqlLog = a.value("sql-log")
-        let container = try inv.container()
-        var registry: TokenRegistry?
-        var problem: String?
-        do { registry = try inv.registry() } catch let error as StoreError { problem = error.message }
+        let (container, registry, problem) = try inv.inspect()
         let findings = try audit.run(
             group: inv.group, container: container, registry: registry, registryProblem: problem)
         if findings.isEmpty && !inv.output.json {
@@ -298,7 +364,41 @@ extension Targets {
         if !findings.isEmpty {
             let risks = Array(Set(findings.map(\.risk))).sorted()
             throw StoreError(
-                .verificationFailed, "audit found \(findings.count) risk(s): \(risks.joined(separator: ", "))")
+                .verificationFailed,
+                "audit found \(findings.count) finding(s) of \(risks.count) risk(s): \(risks.joined(separator: ", "))")
         }
+    }
+}
+
+/// Reads a text file line by line in blocks, whatever its size.
+enum SQLLogReader {
+    /// Calls `body` with each line of the regular file at `path` (without its newline); returns
+    /// why it cannot be read, or nil.
+    static func lines(of path: String, _ body: (String) -> Void) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return String(cString: strerror(errno)) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return String(cString: strerror(errno)) }
+        guard st.st_mode & S_IFMT == S_IFREG else { return "not a regular file" }
+        var pending: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n = read(fd, &chunk, chunk.count)
+            if n < 0, errno == EINTR { continue }
+            guard n >= 0 else { return String(cString: strerror(errno)) }
+            if n == 0 { break }
+            var start = 0
+            for i in 0..<n where chunk[i] == 10 {
+                pending += chunk[start..<i]
+                body(String(decoding: pending, as: UTF8.self))
+                pending.removeAll(keepingCapacity: true)
+                start = i + 1
+            }
+            // A line longer than 1 MiB is cut: a statement is never that long, and memory stays bounded.
+            if pending.count < 1 << 20 { pending += chunk[start..<n].prefix((1 << 20) - pending.count) }
+        }
+        if !pending.isEmpty { body(String(decoding: pending, as: UTF8.self)) }
+        return nil
     }
 }

@@ -40,8 +40,27 @@ public final class Output {
     /// Writes what is buffered.
     public func flush() {
         guard !pending.isEmpty else { return }
-        FileHandle.standardOutput.write(Data(pending))
+        Self.writeStandardOutput(pending)
         pending.removeAll(keepingCapacity: true)
+    }
+
+    /// Writes `bytes` to standard output whole. A reader that went away (`| head`) ends the
+    /// process with one error line and status 1, never with SIGPIPE (ignored: see ``Tool/run(_:)``)
+    /// or a trap.
+    public static func writeStandardOutput(_ bytes: [UInt8]) {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes[done...].withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else {
+                let reason =
+                    n < 0 && errno == EPIPE ? "the reader went away (broken pipe)" : String(cString: strerror(errno))
+                let line = "error: cannot write standard output: \(reason)\n"
+                _ = line.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
+                exit(1)
+            }
+            done += n
+        }
     }
 
     /// A table whose rows arrive one at a time (``TableStream``).

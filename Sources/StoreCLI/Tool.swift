@@ -48,6 +48,9 @@ public struct Tool: Sendable {
     /// Parses `argv`, runs the command and returns the exit status: 0 success, 1 the operation
     /// failed (one `error:` line on stderr), 2 a usage error naming the argument.
     public func run(_ argv: [String]) -> Int32 {
+        // A reader that goes away (`storectl history | head`) must not kill the process: the
+        // write fails with EPIPE instead, and the output names it.
+        signal(SIGPIPE, SIG_IGN)
         // CommandLine.arguments replaces invalid UTF-8 with U+FFFD: a title or an id would change
         // silently. Check the raw bytes when `argv` is this process's own.
         if argv == CommandLine.arguments, let bad = CommandLineParser.invalidUTF8Argument() {
@@ -56,7 +59,7 @@ public struct Tool: Sendable {
         do {
             switch try parser.parse(Array(argv.dropFirst()), interactive: isatty(0) == 1) {
             case .help(let command):
-                FileHandle.standardOutput.write(Data(parser.help(command).utf8))
+                Output.writeStandardOutput(Array(parser.help(command).utf8))
                 return command != nil || argv.contains("--help") ? 0 : 2
             case .run(let args):
                 let invocation = Invocation(tool: name, arguments: args)
@@ -136,6 +139,8 @@ public final class Invocation {
     private var openedRegistry: TokenRegistry?
     /// Printed as `warning:` lines on stderr when the command succeeds.
     public private(set) var warnings: [String] = []
+    /// A command that only looks (audit, top): nothing is recorded in the registry after it.
+    public var readsOnly = false
 
     init(tool: String, arguments: Arguments) {
         self.tool = tool
@@ -207,6 +212,7 @@ public final class Invocation {
     /// recorded as its high-water mark. None of it may fail a command whose work is done: a
     /// registry that is busy, damaged or full is a warning.
     func afterCommand(consumer: String?, hasNoView: Bool) {
+        guard !readsOnly else { return }
         do {
             if let consumer {
                 let registry = try registry()
@@ -221,6 +227,43 @@ public final class Invocation {
             warn(error.message)
         } catch {
             warn("\(error)")
+        }
+    }
+
+    /// The store opened read-only at its own model version (``Container/Options/readOnly``) and
+    /// the registry when there is one, for a command that only looks: nothing is made, migrated,
+    /// reconciled or checkpointed, and nothing is recorded after it. `registryProblem` says why
+    /// there is no registry.
+    public func inspect() throws -> (container: Container, registry: TokenRegistry?, registryProblem: String?) {
+        readsOnly = true
+        guard arguments.value("model-version") == nil else {
+            throw UsageError(
+                "storectl \(command) reads the store at its own model version and changes nothing: "
+                    + "--model-version is not taken (storectl migrate migrates)")
+        }
+        guard !group.isEmpty else { throw UsageError("--group needs a directory") }
+        guard let stored = try Container.describeStore(group: group) else {
+            throw StoreError(.fileAccess, "no store in \(group)")
+        }
+        var options = Container.Options()
+        options.readOnly = true
+        let container = try Container(
+            group: group, model: try ReadLater.model(version: max(stored.version, 1)), options: options)
+        // A registry is opened only when there is one to open: opening makes a missing one.
+        let path = (group as NSString).appendingPathComponent(TokenRegistry.fileName)
+        var st = stat()
+        // None yet (no target that reads has run): no consumer, nothing to lag.
+        if lstat(path, &st) != 0 {
+            if errno == ENOENT { return (container, nil, nil) }
+            return (container, nil, "cannot inspect \(path): \(String(cString: strerror(errno)))")
+        }
+        guard st.st_mode & S_IFMT == S_IFREG, st.st_size > 0 else {
+            return (container, nil, "\(path) is empty or not a regular file: every consumer reloads in full")
+        }
+        do {
+            return (container, try registry(), nil)
+        } catch let error as StoreError {
+            return (container, nil, error.message)
         }
     }
 

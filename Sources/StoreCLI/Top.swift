@@ -295,7 +295,7 @@ final class RawTerminal {
     }
 
     private func write(_ text: String) {
-        FileHandle.standardOutput.write(Data(text.utf8))
+        Output.writeStandardOutput(Array(text.utf8))
     }
 
     deinit { restore() }
@@ -304,17 +304,17 @@ final class RawTerminal {
 extension Targets {
     /// `storectl top [--interval S] [--count N] [--json]`.
     static func top(_ inv: Invocation) throws {
-        guard try Container.describeStore(group: inv.group) != nil else {
-            throw StoreError(.fileAccess, "no store in \(inv.group)")
-        }
         let interval = try inv.arguments.seconds("interval", in: 0.05...3600) ?? 1
         let count = try inv.arguments.integer("count", in: 1...Int(Int32.max))
-        var registry: TokenRegistry?
-        do { registry = try inv.registry() } catch let error as StoreError { inv.warn(error.message) }
-        let sampler = try TopSampler(group: inv.group, container: try inv.container(), registry: registry)
+        let (container, registry, problem) = try inv.inspect()
+        if let problem { inv.warn(problem) }
+        let sampler = try TopSampler(group: inv.group, container: container, registry: registry)
         let reopen = { () throws -> Container in
-            let model = try ReadLater.model(version: try Container.describeStore(group: inv.group)?.version ?? 1)
-            return try Container(group: inv.group, model: model)
+            var options = Container.Options()
+            options.readOnly = true
+            let model = try ReadLater.model(
+                version: max(try Container.describeStore(group: inv.group)?.version ?? 1, 1))
+            return try Container(group: inv.group, model: model, options: options)
         }
         if inv.output.json {
             var n = 0

@@ -9,6 +9,41 @@ extension Targets {
     /// storectl with its `mirror` command (only storectl links PostgreSQL's client library: the
     /// other targets stay as small in memory as they were).
     public static let storectlWithMirror = storectl.adding(MirrorCommand.command, MirrorCommand.run)
+        .adding(Conventions.completions, Conventions.runCompletions)
+        .adding(Conventions.manpage, Conventions.runManpage)
+
+    /// Every executable of the project, as its parser knows it (the test helper aside).
+    public static var executables: [Tool] { [mainApp, shareExtension, widget, historyCleaner, storectlWithMirror] }
+}
+
+/// `storectl completions bash` and `storectl manpage TOOL`: the shell's completion and the
+/// manual pages, generated from the definitions the executables parse their arguments with.
+enum Conventions {
+    static let completions = Command(
+        "completions",
+        "a bash completion script for every executable (source it, or put it in "
+            + "/etc/bash_completion.d)", positionals: ["SHELL"])
+    static let manpage = Command(
+        "manpage",
+        "the manual page (man 1, groff) of an executable: main-app, share-extension, widget, "
+            + "history-cleaner or storectl", positionals: ["TOOL"])
+
+    static func runCompletions(_ inv: Invocation) throws {
+        let shell = inv.arguments.positionals[0]
+        guard shell == "bash" else { throw UsageError("completions: unknown shell '\(shell)' (bash)") }
+        let script = Targets.executables.map { $0.parser.bashCompletion() }.joined(separator: "\n")
+        Output.writeStandardOutput(Array(("# SharedStore's executables (storectl completions bash)\n" + script).utf8))
+    }
+
+    static func runManpage(_ inv: Invocation) throws {
+        let name = inv.arguments.positionals[0]
+        guard let tool = Targets.executables.first(where: { $0.name == name }) else {
+            throw UsageError(
+                "manpage: unknown executable '\(name)' (\(Targets.executables.map(\.name).joined(separator: ", ")))")
+        }
+        let date = ISO8601.string(Date()).prefix(10)
+        Output.writeStandardOutput(Array(tool.parser.manPage(date: String(date)).utf8))
+    }
 }
 
 /// `storectl mirror`: the store's mirror through PostgreSQL (issue 14).

@@ -56,4 +56,71 @@ import Testing
         let found = findings.first { $0["risk"] as? String == "mirror-behind" }
         #expect((found?["evidence"] as? String)?.contains("5 transactions") == true, "\(findings)")
     }
+
+    /// The bytes of every file of `group`, by name.
+    func contents(_ group: TemporaryGroup) throws -> [String: Data] {
+        var out: [String: Data] = [:]
+        // The shared memory of SQLite's WAL index and of LMDB's reader table change with every
+        // reader (their locks and read marks): what holds the data is compared.
+        for name in try FileManager.default.contentsOfDirectory(atPath: group.path)
+        where !name.hasSuffix("-shm") && !name.hasSuffix("-lock") {
+            out[name] = FileManager.default.contents(atPath: group.path + "/" + name)
+        }
+        return out
+    }
+
+    /// The review's worst finding: the audit wrote what it audits. A store put back to a backup
+    /// (which every other open reconciles), a WAL left by a killed process (which a closing
+    /// writer checkpoints), an old model with --model-version (which migrates): after the audit,
+    /// every file of the group is as it was.
+    @Test func theAuditChangesNothing() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let registry = try TokenRegistry(group: group.path)
+        try registry.register("Widget")
+        let context = container.newContext(author: "A")
+        try context.insert(Article(title: "a", url: "https://w.example/0"))
+        try context.save()
+        let backup = try Data(contentsOf: URL(fileURLWithPath: group.path + "/Store.sqlite"))
+        for n in 1..<4 {
+            try context.insert(Article(title: "a\(n)", url: "https://w.example/\(n)"))
+            try context.save()
+        }
+        try backup.write(to: URL(fileURLWithPath: group.path + "/Store.sqlite"))
+        let pin = try Child("sharedstore-helper", ["hold-pin", "--group", group.path])
+        _ = try pin.waitForLine("the pin") { $0.contains("pinned") }
+        pin.kill9()
+        _ = try pin.waitForExit()
+        let before = try contents(group)
+        for arguments in [["--wal-limit", "0"], ["--idle-after", "0"], ["--model-version", "3"]] {
+            _ = try audit(group, arguments)
+            let after = try contents(group)
+            let changed = Set(before.keys).union(after.keys).filter { before[$0] != after[$0] }
+            #expect(changed.isEmpty, "after audit \(arguments): \(changed.sorted())")
+        }
+        let (status, _) = try audit(group, ["--model-version", "3"])
+        #expect(status == 2, "--model-version is refused, not a migration")
+    }
+
+    /// An SQL log written with CR LF line ends reads as one with LF; a file that is no SQL log,
+    /// or cannot be read, is a finding of its own, and the other findings stand.
+    @Test func sqlLogsOfAnyShape() throws {
+        let group = TemporaryGroup()
+        _ = try group.open()
+        let line =
+            "sharedstore-sql: 0.2 ms SELECT t0.Z_PK FROM \"Article\" AS t0 WHERE t0.\"note\" = ? ORDER BY t0.Z_PK"
+        let scan = "sharedstore-sql:   scan (7 full-scan steps): SCAN t0"
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sqllog-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try (line + "\r\n" + scan + "\r\n").write(
+            to: dir.appendingPathComponent("crlf.log"), atomically: true, encoding: .utf8)
+        try "root:x:0:0\n".write(to: dir.appendingPathComponent("other.log"), atomically: true, encoding: .utf8)
+        var (status, findings) = try audit(group, ["--sql-log", dir.appendingPathComponent("crlf.log").path])
+        #expect(status == 1 && findings.map { $0["risk"] as? String } == ["query-scanned"], "\(findings)")
+        (status, findings) = try audit(group, ["--sql-log", dir.appendingPathComponent("other.log").path])
+        #expect(findings.map { $0["risk"] as? String } == ["sql-log-empty"], "\(findings)")
+        (status, findings) = try audit(group, ["--sql-log", dir.path])
+        #expect(findings.map { $0["risk"] as? String } == ["sql-log-unreadable"], "\(findings)")
+    }
 }

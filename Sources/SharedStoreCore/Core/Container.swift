@@ -45,6 +45,11 @@ public final class Container: Sendable {
         /// What a migration does with stored objects that break a uniqueness constraint the new
         /// model adds: refuse (default), or keep one of each group and delete the others.
         public var duplicatesWhenMigrating = DuplicateResolution.refuse
+        /// Open the store to look at it and nothing else (`storectl audit`, `storectl top`): both
+        /// connections read-only, no file or directory made, no migration or format upgrade (a
+        /// store that needs one is an error naming it), and no checkpoint when the container goes
+        /// (the WAL stays as the writers left it). Every save fails.
+        public var readOnly = false
         /// The defaults: history tracking on, on disk, `.normal`, a 5-second busy timeout, and migrations
         /// that refuse duplicates.
         public init() {}
@@ -132,12 +137,17 @@ public final class Container: Sendable {
             applyModelHooks()
             return
         }
-        try GroupDirectory.prepare(group)
         let path = (group as NSString).appendingPathComponent(Self.storeFileName)
         storePath = path
+        if options.readOnly {
+            try GroupDirectory.check(group)
+            try GroupDirectory.checkFile(path)
+        } else {
+            try GroupDirectory.prepare(group)
+            try GroupDirectory.prepareFile(path)
+        }
         // SQLite opens the database with SQLITE_OPEN_NOFOLLOW, but its -wal, -shm and -journal
         // files through plain open(2): each must be a regular file or absent.
-        try GroupDirectory.prepareFile(path)
         for suffix in ["-wal", "-shm", "-journal"] { try GroupDirectory.checkFile(path + suffix) }
         let (w, r, state) = try Self.openStore(
             path: path, model: model, options: options, migrations: migrations, timeout: timeout)
@@ -166,6 +176,7 @@ public final class Container: Sendable {
     private static func openStore(
         path: String, model: Model, options: Options, migrations: [MigrationStep], timeout: Int32
     ) throws -> (SQLiteConnection, SQLiteConnection, StoreFormat.State) {
+        if options.readOnly { return try openReadOnlyStore(path: path, model: model, timeout: timeout) }
         let start = Monotonic.seconds()
         var attempt = 0
         while true {
@@ -194,6 +205,36 @@ public final class Container: Sendable {
                 usleep(BusyWait.step(attempt))
                 attempt += 1
             }
+        }
+    }
+
+    /// ``Options/readOnly``: two read-only connections on a store that is at `model`'s version
+    /// and format already (read-only connections never checkpoint: the WAL stays).
+    private static func openReadOnlyStore(path: String, model: Model, timeout: Int32) throws
+        -> (SQLiteConnection, SQLiteConnection, StoreFormat.State)
+    {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw StoreError(.fileAccess, "no store at \(GroupDirectory.shown(path)) (a read-only open makes none)")
+        }
+        func open() throws -> SQLiteConnection {
+            try StoreError.wrap(path: path) {
+                let c = try SQLiteConnection(
+                    path: path, readOnly: true, create: false, busyTimeoutMilliseconds: timeout)
+                try SchemaSQL.defineFunctions(c)
+                return c
+            }
+        }
+        let w = try open()
+        switch try StoreFormat.inspect(w, model: model, path: path) {
+        case .ready(let state)?: return (w, try open(), state)
+        case nil:
+            throw StoreError(
+                .fileAccess, "\(GroupDirectory.shown(path)) holds no store yet (a read-only open makes none)")
+        case .older?, .legacy?:
+            throw StoreError(
+                .migrationRefused,
+                "\(GroupDirectory.shown(path)) needs a migration or a format upgrade to model \(model.version) "
+                    + "first; a read-only open changes nothing (open it at its own version, or run a target)")
         }
     }
 
