@@ -31,4 +31,4 @@ if [ ${#args[@]} -eq 0 ]; then
     "$bin/storebench" --json --quick | tee bench/results-quick.jsonl
 fi
 python3 Scripts/lib/bench_report.py bench/results.jsonl BENCHMARKS.md bench/chart.svg
-echo "== wrote BENCHMARKS.md and bench/chart.svg"
+echo "== wrote BENCHMARKS.md, bench/chart.svg and bench/index.html (the same report as a page)"

@@ -37,4 +37,6 @@ if [ "${1:-}" = "--mirror" ]; then
 fi
 swift build -c release 2>&1 | tail -n 1 >&2
 bin="$(swift build -c release --show-bin-path)"
-exec "$bin/storectl" stress --writers 8 --consumers 3 --seconds 600 --kill-every 1000 --clean-every 500 "$@"
+report="${SHAREDSTORE_STRESS_REPORT:-stress-report}"
+echo "the report page: $report/index.html" >&2
+exec "$bin/storectl" stress --writers 8 --consumers 3 --seconds 600 --kill-every 1000 --clean-every 500 --report "$report" "$@"

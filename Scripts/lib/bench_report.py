@@ -1,4 +1,4 @@
-"""Turns storebench's JSON lines into BENCHMARKS.md and bench/chart.svg.
+"""Turns storebench's JSON lines into BENCHMARKS.md, bench/chart.svg and bench/index.html.
 usage: bench_report.py RESULTS.jsonl BENCHMARKS.md CHART.svg"""
 import json
 import os
@@ -425,3 +425,51 @@ for n, v in writers:
 svg.append('<text x="10" y="%d" fill="#666">red ticks: goals of the benchmark issue</text>' % (H - 8))
 svg.append("</svg>")
 open(svg_path, "w").write("\n".join(svg))
+
+# The same report as a page to look at (issue 24): self-contained HTML, the chart inline, every
+# table of BENCHMARKS.md as an HTML table, next to the chart (bench/index.html).
+import html
+import re
+
+
+def inline(text):
+    text = html.escape(text)
+    text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
+    return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
+
+
+page, table, code = [], [], False
+for line in out:
+    for l in line.split("\n"):
+        if l.startswith("```"):
+            page.append("</pre>" if code else "<pre>")
+            code = not code
+            continue
+        if code:
+            page.append(html.escape(l))
+            continue
+        if l.startswith("|"):
+            cells = [c.strip() for c in l.strip("|").split("|")]
+            if not all(set(c) <= set("-: ") for c in cells):
+                table.append(cells)
+            continue
+        if table:
+            page.append("<table><tr>" + "".join("<th>%s</th>" % inline(c) for c in table[0]) + "</tr>" +
+                        "".join("<tr>" + "".join("<td>%s</td>" % inline(c) for c in r) + "</tr>" for r in table[1:]) +
+                        "</table>")
+            table = []
+        if l.startswith("!["):
+            page.append(open(svg_path).read())
+        elif l.startswith("#"):
+            level = len(l) - len(l.lstrip("#"))
+            page.append("<h%d>%s</h%d>" % (level, inline(l.lstrip("# ")), level))
+        elif l.startswith("- "):
+            page.append("<p>• %s</p>" % inline(l[2:]))
+        elif l.strip():
+            page.append("<p>%s</p>" % inline(l))
+page_path = os.path.join(os.path.dirname(svg_path), "index.html")
+open(page_path, "w").write(
+    "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>SharedStore benchmarks</title>"
+    "<style>body{font:14px sans-serif;margin:2em;max-width:72em}td,th{padding:2px 8px;text-align:left;"
+    "border-bottom:1px solid #eee}pre{background:#f6f6f6;padding:8px}</style></head><body>\n" +
+    "\n".join(page) + "\n</body></html>\n")

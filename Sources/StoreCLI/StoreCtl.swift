@@ -73,6 +73,7 @@ extension Targets {
                         "logs", "DIR",
                         "where the processes log what they saw (default: GROUP/stress-logs, or a temporary directory); "
                             + "outside the group for a power-loss run"),
+                    .value("report", "DIR", "write DIR/index.html: the run's charts and violations (HTML and SVG)"),
                     .flag(
                         "resume",
                         "go on with a run whose group and logs exist (after a power loss), then check it; the checks "
@@ -374,7 +375,8 @@ extension Targets {
         if !failed.isEmpty { throw StoreError(.verificationFailed, "verify failed: \(failed.joined(separator: ", "))") }
     }
 
-    static func stress(_ inv: Invocation) throws {
+    /// The settings of `storectl stress`, from its arguments.
+    static func stressConfig(_ inv: Invocation) throws -> Stress.Config {
         var config = Stress.Config()
         let a = inv.arguments
         config.writers = try a.integer("writers", in: 1...64) ?? config.writers
@@ -391,7 +393,13 @@ extension Targets {
         config.seed = UInt64(try a.integer("seed", in: 0...Int.max) ?? Int.random(in: 1...999_999))
         config.resume = a.has("resume")
         config.durable = inv.durable
+        config.report = a.value("report")
+        return config
+    }
 
+    static func stress(_ inv: Invocation) throws {
+        let config = try stressConfig(inv)
+        let a = inv.arguments
         // A fresh group: the given one must hold no store yet; by default a temporary one.
         let explicit = a.value("group")
         let work: String

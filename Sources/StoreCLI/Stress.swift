@@ -17,6 +17,8 @@ struct Stress {
         var resume = false
         /// The run is durable (`--durable`): a power loss may take no acknowledged save.
         var durable = false
+        /// Where to write the report page (`--report DIR`), if anywhere.
+        var report: String?
     }
 
     final class Worker {
@@ -40,6 +42,11 @@ struct Stress {
     var random: StressWorkers.Random
     var violations: [String] = []
     var kills = 0, cleans = 0
+    /// The run over time, for the report: samples twice a second, and when each kill and each
+    /// cleaner run happened (seconds since the writers started).
+    var samples: [StressSample] = []
+    var killTimes: [Double] = [], cleanTimes: [Double] = []
+    var startedAt = Date()
     /// Each consumer log's "start" lines before this run (`--resume` goes on with the logs).
     var startsBefore: [Int] = []
 
@@ -76,7 +83,8 @@ struct Stress {
         startsBefore = (0..<config.consumers).map { Self.starts("\(logs)/consumer\($0).jsonl") }
         try startConsumers(consumers, registry, container)
         for w in writers { try launch(w) }
-        let elapsed = try drive(writers: writers, consumers: consumers, cleaner: cleaner)
+        let elapsed = try drive(
+            writers: writers, consumers: consumers, cleaner: cleaner, observing: (container, registry))
         try stop(writers: writers, consumers: consumers, cleaner: cleaner)
 
         let report = try check(
@@ -93,6 +101,12 @@ struct Stress {
         fields += report
         fields.append(("violations", .array(violations.prefix(50).map(JSONValue.string))))
         fields.append(("ok", .bool(violations.isEmpty)))
+        if let dir = config.report {
+            let page = try StressReport.write(
+                to: dir, summary: .object(fields), samples: samples, latencies: latencies(consumers: consumers.count),
+                killTimes: killTimes, cleanTimes: cleanTimes, violations: violations)
+            fields.append(("report", .string(page)))
+        }
         return .object(fields)
     }
 
@@ -154,8 +168,11 @@ struct Stress {
 
     /// Restarts what exits, cleans and kills on schedule, until the time or the saves are done.
     /// Returns the seconds it ran.
-    private mutating func drive(writers: [Worker], consumers: [Worker], cleaner: Worker) throws -> Double {
+    private mutating func drive(
+        writers: [Worker], consumers: [Worker], cleaner: Worker, observing: (Container, TokenRegistry)
+    ) throws -> Double {
         let start = Date()
+        startedAt = start
         var nextKill = config.killEvery.map { start.addingTimeInterval($0) }
         var nextClean = config.cleanEvery.map { start.addingTimeInterval($0) }
         let progress = Progress("stress")
@@ -168,6 +185,7 @@ struct Stress {
                 if cleaner.process == nil {
                     try launch(cleaner, executable: "history-cleaner")
                     cleans += 1
+                    cleanTimes.append(Date().timeIntervalSince(start))
                 }
                 nextClean = t.addingTimeInterval(config.cleanEvery ?? 1)
             }
@@ -177,6 +195,7 @@ struct Stress {
             }
             if Date() >= nextProgress {
                 let saves = acknowledgedCount(writers)
+                if config.report != nil { sample(elapsed, saves: saves, observing) }
                 progress.update(
                     text:
                         "\(saves)\(config.saves.map { "/\($0)" } ?? "") saves, "
@@ -216,6 +235,7 @@ struct Stress {
         if let pid = v.process?.processIdentifier {
             kill(pid, SIGKILL)
             kills += 1
+            killTimes.append(Date().timeIntervalSince(startedAt))
         }
     }
 
@@ -296,5 +316,37 @@ struct Stress {
         var n = 0
         forEachLine(path) { if $0.hasPrefix("{\"start\"") { n += 1 } }
         return n
+    }
+}
+
+extension Stress {
+    /// One sample for the report: history retained and each consumer's lag, read as any
+    /// process reads them (a failed read leaves the figure out, never the run).
+    mutating func sample(_ t: Double, saves: Int, _ observing: (Container, TokenRegistry)) {
+        let (container, registry) = observing
+        let newest = (try? container.currentToken().value) ?? 0
+        var lags: [String: Int] = [:]
+        for c in (try? registry.consumers()) ?? [] where c.name.hasPrefix("Consumer") {
+            lags[c.name] = Int(clamping: max(0, newest - (c.token?.value ?? 0)))
+        }
+        samples.append(
+            StressSample(
+                t: t, saves: saves, kills: kills, cleans: cleans, retained: (try? container.historyCount()) ?? 0,
+                lags: lags))
+    }
+
+    /// Commit → merge latency of every transaction a consumer logged, with its commit time since
+    /// the writers started.
+    func latencies(consumers: Int) -> [(t: Double, seconds: Double)] {
+        var out: [(t: Double, seconds: Double)] = []
+        let start = startedAt.timeIntervalSince1970
+        for i in 0..<consumers {
+            for line in Self.lines("\(logs)/consumer\(i).jsonl") {
+                guard let merged = line["merged_at"] as? Double, let committed = line["committed_at"] as? Double
+                else { continue }
+                out.append((committed - start, max(0, merged - committed)))
+            }
+        }
+        return out
     }
 }

@@ -91,7 +91,11 @@ enum StressWorkers {
         let dropEvery = Int64(ProcessInfo.processInfo.environment["SHAREDSTORE_STRESS_DROP_EVERY"] ?? "") ?? 0
         func record(_ t: HistoryTransaction) throws {
             if dropEvery > 0, t.token.value % dropEvery == 0 { return }
-            try log.write(t.json)  // the `storectl history` shape
+            // The `storectl history` shape, with when it was committed and merged (for the report).
+            guard case .object(var fields) = t.json else { return try log.write(t.json) }
+            fields.append(("committed_at", .number(t.timestamp.timeIntervalSince1970)))
+            fields.append(("merged_at", .number(Date().timeIntervalSince1970)))
+            try log.write(.object(fields))
         }
         func marks(_ result: SyncResult) throws {
             if result.expired {
