@@ -19,6 +19,24 @@ public enum StoreVerifier {
     public static func verify(container: Container, registry: TokenRegistry?, registryProblem: String? = nil)
         -> [VerifyCheck]
     {
+        verify(container: container, registry: registry, registryProblem: registryProblem, progress: nil)
+    }
+
+    /// ``verify(container:registry:registryProblem:)``, telling `progress` the name of each check
+    /// as it starts (a long verify on a large store shows where it is).
+    public static func verify(
+        container: Container, registry: TokenRegistry?, registryProblem: String? = nil,
+        progress: (@Sendable (String) -> Void)?
+    ) -> [VerifyCheck] {
+        $starting.withValue(progress) { checks(container, registry, registryProblem) }
+    }
+
+    /// Told the name of each check as it starts, while ``verify(container:registry:registryProblem:progress:)`` runs.
+    @TaskLocal private static var starting: (@Sendable (String) -> Void)?
+
+    private static func checks(_ container: Container, _ registry: TokenRegistry?, _ registryProblem: String?)
+        -> [VerifyCheck]
+    {
         var checks = storeChecks(container)
         if let registry {
             checks += registryChecks(container, registry)
@@ -213,6 +231,7 @@ public enum StoreVerifier {
 
     /// One check: a failure to run it is a failed check naming the error.
     private static func check(_ name: String, _ body: () throws -> (Bool, String)) -> VerifyCheck {
+        starting?(name)
         do {
             let (ok, detail) = try body()
             return VerifyCheck(name: name, ok: ok, detail: detail)

@@ -365,7 +365,11 @@ extension Targets {
         var registry: TokenRegistry?
         var problem: String?
         do { registry = try inv.registry() } catch let error as StoreError { problem = error.message }
-        let checks = StoreVerifier.verify(container: container, registry: registry, registryProblem: problem)
+        let progress = VerifyProgress()
+        let checks = StoreVerifier.verify(container: container, registry: registry, registryProblem: problem) {
+            progress.starting($0)
+        }
+        progress.finish()
         inv.output.table(
             checks.map {
                 .object([("check", .string($0.name)), ("ok", .bool($0.ok)), ("detail", .string($0.detail))])
@@ -442,4 +446,19 @@ extension Targets {
         }
         if explicit == nil { try? FileManager.default.removeItem(atPath: work) }
     }
+}
+
+/// `storectl verify`'s progress: the check running, of how many done (a verify of a large store
+/// reads every table), on stderr when it is a terminal.
+final class VerifyProgress: @unchecked Sendable {
+    private let progress = Progress("verifying")
+    private let lock = NSLock()
+    private var done = 0
+    func starting(_ name: String) {
+        lock.withLock {
+            progress.update(text: "\(done) checks done, \(name)")
+            done += 1
+        }
+    }
+    func finish() { progress.finish() }
 }

@@ -86,10 +86,35 @@ let benchParser = CommandLineParser(
 }
 
 @MainActor func want(_ name: String) -> Bool {
-    only.map { $0.contains(name) || $0.contains(where: { name.hasPrefix($0) }) } ?? true
+    let wanted = only.map { $0.contains(name) || $0.contains(where: { name.hasPrefix($0) }) } ?? true
+    if wanted { benchProgress.starting(name) }
+    return wanted
+}
+
+/// The case running now and how far the run is, on stderr when it is a terminal (nothing
+/// otherwise: a run piped into a file, as `Scripts/bench.sh` tees it, stays as it was).
+let benchProgress = BenchProgress()
+
+@MainActor final class BenchProgress {
+    private let tty = isatty(2) == 1
+    private let start = Date()
+    private(set) var done = 0
+    /// A case starts (the line shows it until the next).
+    func starting(_ name: String) {
+        guard tty else { return }
+        let elapsed = Int(Date().timeIntervalSince(start))
+        let line = "\r\u{1B}[2Kstorebench: \(done) cases done, running \(name) (\(elapsed / 60)m\(elapsed % 60)s)"
+        FileHandle.standardError.write(Data(line.utf8))
+    }
+    /// A case ended (its line follows on stdout).
+    func finished() {
+        done += 1
+        if tty { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
+    }
 }
 
 @MainActor func show(_ r: Report) {
+    benchProgress.finished()
     if json {
         emitLine(r)
         return
