@@ -59,12 +59,28 @@ tm send-keys -t top C-c
 screen_until "top exited 0" && ok "Ctrl-C quits with status 0, the terminal put back" || fail "C-c: $(cat "$work/screen")"
 tm kill-server 2>/dev/null || true
 
+# Signals from outside end it at once, whatever the interval, with the terminal put back.
+for sig in INT TERM; do
+    tm kill-server 2>/dev/null || true
+    sessions=$((sessions + 1)); sock="$work/tmux-$sessions.sock"
+    tm -f /dev/null new-session -d -s top -x 80 -y 20 \
+        "PATH='$PATH' SHAREDSTORE_GROUP='$g' storectl top --interval 600; echo \"top exited \$?\"; sleep 600"
+    screen_until "SharedStore top" || fail "no screen before SIG$sig"
+    pid="$(pgrep -P "$(tm display -p -t top '#{pane_pid}')" storectl)"
+    kill -"$sig" "$pid"
+    screen_until "top exited 0" && ok "SIG$sig from outside ends it at once (interval 600 s), status 0" \
+        || fail "SIG$sig: $(cat "$work/screen")"
+    [ "$(tm display -p -t top '#{alternate_on} #{cursor_flag}')" == "0 1" ] \
+        && ok "and the terminal is put back (main screen, cursor shown)" || fail "the terminal after SIG$sig"
+done
+tm kill-server 2>/dev/null || true
+
 # For scripts: one JSON line per interval, the same numbers.
 storectl top --json --interval 0.1 --count 3 >"$work/top.json"
 assert_json_lines "$work/top.json" "top --json"
 assert_eq "$(jq_ 'len(lines)' <"$work/top.json")" 3 "--count 3 gives three samples"
 assert_eq "$(jq_ '[c["lag"] for c in j["consumers"] if c["consumer"] == "Widget"]' <"$work/top.json")" "[5]" \
     "the widget's lag in transactions"
-expect_error 1 "top without a terminal" storectl top --interval 0.1
+expect_error 2 "top without a terminal" storectl top --interval 0.1
 expect_error 2 "an interval out of range" storectl top --interval 0 --json
 finish

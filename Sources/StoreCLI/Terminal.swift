@@ -48,6 +48,9 @@ public final class Output {
     /// process with one error line and status 1, never with SIGPIPE (ignored: see ``Tool/run(_:)``)
     /// or a trap.
     public static func writeStandardOutput(_ bytes: [UInt8]) {
+        // A progress line on the same terminal is cleared first: the output starts on a line
+        // of its own (the progress line comes back at its next update).
+        Progress.clearLine()
         var done = 0
         while done < bytes.count {
             let n = bytes[done...].withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
@@ -128,12 +131,26 @@ public final class Progress {
     private var lastPrint = Date.distantPast
     private var printed = false
     private let tty: Bool
-    /// Updates since the clock was last read: a caller may update per item.
+    /// Updates since the clock was last read, and the count then: a caller may update per item
+    /// (the clock is read every 64) or per batch (read when 64 more are done).
     private var calls = 0
+    private var checkedAt = 0
+    /// Whether a progress line of this process is on the terminal now.
+    private static let shown = Protected(false)
 
     public init(_ label: String) {
         self.label = label
-        tty = isatty(2) == 1
+        // A dumb terminal cannot clear a line: no progress there either.
+        tty = isatty(2) == 1 && ProcessInfo.processInfo.environment["TERM"] != "dumb"
+    }
+
+    /// Clears the progress line, if one shows (before output or an error takes the terminal).
+    public static func clearLine() {
+        let was = shown.withLock { was in
+            defer { was = false }
+            return was
+        }
+        if was { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
     }
 
     /// Whether it shows anything (stderr is a terminal): work that only a progress line needs
@@ -144,8 +161,9 @@ public final class Progress {
     public func update(_ done: Int, of total: Int? = nil) {
         guard tty else { return }
         calls += 1
-        guard calls >= 64 || done == total else { return }
+        guard calls >= 64 || done - checkedAt >= 64 || done == total else { return }
         calls = 0
+        checkedAt = done
         let now = Date()
         let elapsed = now.timeIntervalSince(start)
         guard elapsed > 1, now.timeIntervalSince(lastPrint) > 0.2 else { return }
@@ -171,13 +189,14 @@ public final class Progress {
     private func draw(_ text: String, now: Date, elapsed: Double) {
         lastPrint = now
         printed = true
+        Self.shown.withLock { $0 = true }
         let line = "\(label): \(text) (\(Self.duration(elapsed)))"
         FileHandle.standardError.write(Data("\r\u{1B}[2K\(TextSafety.visible(line))".utf8))
     }
 
     /// Ends the progress line (the line is cleared: what stays is the command's output).
     public func finish() {
-        if printed && tty { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
+        if printed && tty { Self.clearLine() }
     }
 
     static func rate(_ r: Double) -> String {

@@ -101,11 +101,14 @@ public struct Tool: Sendable {
     // Messages quote arguments and stored values: control characters are shown escaped, so that
     // one error is always one line and never drives the terminal.
     private func usage(_ message: String) -> Int32 {
+        Progress.clearLine()
         FileHandle.standardError.write(Data("error: \(TextSafety.visible(message))\n".utf8))
         return 2
     }
 
     private func failure(_ message: String) -> Int32 {
+        // A progress line left by the work that failed goes first: the error is a line of its own.
+        Progress.clearLine()
         FileHandle.standardError.write(Data("error: \(TextSafety.visible(message))\n".utf8))
         return 1
     }

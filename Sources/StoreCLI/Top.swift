@@ -12,6 +12,8 @@ struct TopSample {
         let lagSeconds: Double?
         let evicted: Bool
         let updatedAt: Date
+        /// Its token is older than the history kept: its next sync reloads in full.
+        var expired = false
     }
     var at = Date()
     var group = ""
@@ -31,6 +33,11 @@ struct TopSample {
     var mirrorPushLag: Int?
     var quarantined = 0
     var processes: [(pid: Int32, executable: String)] = []
+    /// Why the consumers are not shown (no registry, a damaged one), or nil.
+    var registryProblem: String?
+    /// Saves per second were counted from a part of the transactions of the interval (more than
+    /// 100,000), scaled to the whole.
+    var ratesScaled = false
 
     var json: JSONValue {
         .object([
@@ -52,7 +59,7 @@ struct TopSample {
                         .object([
                             ("consumer", .string(c.name)), ("lag", c.lag.map { .number(Double($0)) } ?? .null),
                             ("lag_s", c.lagSeconds.map { .number(round2($0)) } ?? .null), ("evicted", .bool(c.evicted)),
-                            ("updated_at", .string(ISO8601.string(c.updatedAt))),
+                            ("expired", .bool(c.expired)), ("updated_at", .string(ISO8601.string(c.updatedAt))),
                         ])
                     })
             ),
@@ -73,6 +80,8 @@ struct TopSample {
                     ("quarantined", .number(Double(quarantined))),
                 ])
             ),
+            ("registry_problem", registryProblem.map(JSONValue.string) ?? .null),
+            ("saves_per_s_scaled", .bool(ratesScaled)),
             (
                 "processes",
                 .array(
@@ -92,7 +101,13 @@ struct TopSample {
 final class TopSampler {
     let group: String
     private(set) var container: Container
-    let registry: TokenRegistry?
+    private(set) var registry: TokenRegistry?
+    /// Why there is no registry to read (shown on the screen), or nil.
+    var registryProblem: String?
+    /// The store file and the registry file as they were opened (device, inode): a file deleted
+    /// or replaced under the view is said, not shown as it was.
+    private var storeFile: FileIdentity?
+    private var registryFile: FileIdentity?
     private var lastToken: Int64
     private var lastTime: Date
     private var description: (version: Int, format: String)
@@ -105,6 +120,27 @@ final class TopSampler {
         lastTime = Date()
         let d = try Container.describeStore(group: group)
         description = (d?.version ?? container.model.version, d?.format ?? "?")
+        storeFile = FileIdentity(container.storePath)
+        registryFile = FileIdentity(Self.registryPath(group))
+    }
+
+    static func registryPath(_ group: String) -> String { (group as NSString).appendingPathComponent("tokens.lmdb") }
+
+    /// The store must still be the file the view opened; a registry that appeared since is
+    /// opened, one replaced or removed since is said.
+    private func checkFiles() throws {
+        guard let now = FileIdentity(container.storePath), now == storeFile else {
+            throw StoreError(
+                .fileAccess, "\(container.storePath) was deleted or replaced while top watched it; start top again")
+        }
+        let registryNow = FileIdentity(Self.registryPath(group))
+        if registry == nil, registryNow != nil, registryFile == nil {
+            registry = try? TokenRegistry(group: group)
+            registryFile = registryNow
+            registryProblem = registry == nil ? "the token registry cannot be opened" : nil
+        } else if registry != nil, registryNow != registryFile {
+            registryProblem = "tokens.lmdb was removed or replaced since top started: restart top to read the new one"
+        }
     }
 
     /// The numbers now; `reopen` opens the store again when another process migrated it.
@@ -120,7 +156,9 @@ final class TopSampler {
     }
 
     private func take() throws -> TopSample {
+        try checkFiles()
         var s = TopSample()
+        s.registryProblem = registryProblem
         s.group = group
         s.modelVersion = description.version
         s.format = description.format
@@ -130,8 +168,10 @@ final class TopSampler {
         s.cleanedUpTo = cleaning.time > 0 ? Date(timeIntervalSince1970: cleaning.time) : nil
         s.retained = max(0, Int(clamping: s.newest) - Int(clamping: cleaning.through))
         s.historyBytes = Int((Double(s.retained) * cleaning.meanBytes).rounded())
-        s.savesPerSecond = try rates(now: s.at, newest: s.newest, floor: cleaning.through)
-        if let registry { s.consumers = try consumers(registry, newest: s.newest, at: s.at) }
+        (s.savesPerSecond, s.ratesScaled) = try rates(now: s.at, newest: s.newest, floor: cleaning.through)
+        if let registry, registryProblem == nil {
+            s.consumers = try consumers(registry, newest: s.newest, floor: cleaning.through, at: s.at)
+        }
         let sizes = container.fileSizes()
         s.storeBytes = sizes.store
         s.walBytes = sizes.wal
@@ -147,37 +187,55 @@ final class TopSampler {
 
     /// Saves per second of each author since the last sample, from the history written since
     /// (at most 100,000 transactions are read per sample).
-    private func rates(now: Date, newest: Int64, floor: Int64) throws -> [(author: String, rate: Double)] {
+    private func rates(now: Date, newest: Int64, floor: Int64) throws -> ([(author: String, rate: Double)], Bool) {
         defer {
             lastToken = newest
             lastTime = now
         }
         let elapsed = max(now.timeIntervalSince(lastTime), 0.001)
-        guard newest > lastToken else { return [] }
+        guard newest > lastToken else { return ([], false) }
         var request = HistoryRequest(after: HistoryToken(storeID: container.storeID, value: max(lastToken, floor)))
         request.limit = 100_000
         var counts: [String: Int] = [:]
         // History cleaned past the last sample: what is left is counted.
         let transactions = (try? container.fetchHistory(request)) ?? []
         for t in transactions where t.token.value <= newest { counts[t.author ?? "(none)", default: 0] += 1 }
-        return counts.map { ($0.key, Double($0.value) / elapsed) }.sorted { $0.rate > $1.rate }
+        // More than were read: each author's share of those read, of all the interval made.
+        let read = counts.values.reduce(0, +)
+        let made = Int(clamping: newest - max(lastToken, floor))
+        let scale = transactions.count >= 100_000 && read > 0 ? Double(made) / Double(read) : 1
+        let rates = counts.map { ($0.key, Double($0.value) * scale / elapsed) }.sorted { $0.1 > $1.1 }
+        return (rates, scale != 1)
     }
 
-    /// Each consumer with its lag in transactions and in time.
-    private func consumers(_ registry: TokenRegistry, newest: Int64, at now: Date) throws -> [TopSample.Consumer] {
-        try registry.consumers().map { c in
+    /// Each consumer's lag as `storectl tokens` counts it: the retained transactions it has not
+    /// merged (all of them for one that never synced, or one whose token the cleaner passed: it
+    /// reloads in full, and shows as expired), and how old the oldest of them is.
+    private func consumers(_ registry: TokenRegistry, newest: Int64, floor: Int64, at now: Date) throws
+        -> [TopSample.Consumer]
+    {
+        let retained = Int(clamping: max(0, newest - floor))
+        var request = HistoryRequest()
+        request.limit = 1
+        let oldest = try container.fetchHistory(request).first?.timestamp.timeIntervalSince1970
+        return try registry.consumers().map { c in
             var lag: Int?
             var seconds: Double?
-            if !c.isEvicted, let t = c.token, t.storeID == container.storeID, t.value <= newest {
-                lag = Int(clamping: newest - t.value)
-                if t.value < newest, let first = try container.historyTimestamp(of: t.value + 1) {
-                    seconds = max(0, now.timeIntervalSince1970 - first)
-                } else {
+            var expired = false
+            if !c.isEvicted, c.token.map({ $0.storeID == container.storeID && $0.value <= newest }) ?? true {
+                let t = c.token?.value ?? 0
+                expired = c.token != nil && t < floor
+                lag = t < floor ? retained : Int(clamping: newest - t)
+                if lag == 0 {
                     seconds = 0
+                } else if !expired {
+                    let first = t < floor ? oldest : try container.historyTimestamp(of: t + 1)
+                    seconds = first.map { max(0, now.timeIntervalSince1970 - $0) }
                 }
             }
             return TopSample.Consumer(
-                name: c.name, lag: lag, lagSeconds: seconds, evicted: c.isEvicted, updatedAt: c.updatedAt)
+                name: c.name, lag: lag, lagSeconds: seconds, evicted: c.isEvicted, updatedAt: c.updatedAt,
+                expired: expired)
         }
     }
 
@@ -198,8 +256,9 @@ enum TopScreen {
                 + (s.cleanedUpTo.map { " (transactions up to \(ISO8601.string($0)))" } ?? " (never cleaned)"))
         out.append(
             "mirror: push lag \(s.mirrorPushLag.map(String.init) ?? "-") transactions, \(s.quarantined) quarantined")
+        if let problem = s.registryProblem { out.append("registry: \(TextSafety.visible(problem))") }
         out.append("")
-        out.append(pad("SAVES/S BY AUTHOR", 32) + "SAVES/S")
+        out.append(pad("SAVES/S BY AUTHOR", 32) + "SAVES/S" + (s.ratesScaled ? " (from a part of the interval)" : ""))
         if s.savesPerSecond.isEmpty { out.append("  (no saves since the last sample)") }
         for (author, rate) in s.savesPerSecond {
             out.append(pad("  " + TextSafety.visible(author), 32) + String(format: "%.1f", rate))
@@ -207,7 +266,7 @@ enum TopScreen {
         out.append("")
         out.append(pad("CONSUMER", 32) + pad("LAG (TX)", 12) + pad("LAG (TIME)", 14) + "LAST SYNC")
         for c in s.consumers {
-            let lag = c.evicted ? "evicted" : c.lag.map(String.init) ?? "-"
+            let lag = c.evicted ? "evicted" : c.expired ? "expired" : c.lag.map(String.init) ?? "-"
             let time = c.lagSeconds.map { String(format: "%.1fs", $0) } ?? "-"
             out.append(
                 pad("  " + TextSafety.visible(c.name), 32) + pad(lag, 12) + pad(time, 14)
@@ -224,13 +283,41 @@ enum TopScreen {
         return fitted
     }
 
+    /// `s` padded with spaces to `n` columns of the terminal (one space at least).
     static func pad(_ s: String, _ n: Int) -> String {
-        s.count >= n ? s + " " : s.padding(toLength: n, withPad: " ", startingAt: 0)
+        let w = width(s)
+        return w >= n ? s + " " : s + String(repeating: " ", count: n - w)
     }
 
-    static func cut(_ s: String, _ width: Int) -> String {
-        guard width > 0, s.count > width else { return s }
-        return String(s.prefix(max(width - 1, 0))) + "…"
+    /// `s` cut to `columns` of the terminal, ending with "…" when it was cut.
+    static func cut(_ s: String, _ columns: Int) -> String {
+        guard columns > 0, width(s) > columns else { return s }
+        var out = ""
+        var used = 0
+        for ch in s {
+            let w = width(String(ch))
+            guard used + w <= columns - 1 else { break }
+            out.append(ch)
+            used += w
+        }
+        return out + "…"
+    }
+
+    /// The columns `s` takes on a terminal: two for East Asian wide and fullwidth characters and
+    /// most emoji, none for combining marks and zero-width characters, one for the rest.
+    static func width(_ s: String) -> Int {
+        s.unicodeScalars.reduce(0) { sum, u in
+            switch u.properties.generalCategory {
+            case .nonspacingMark, .enclosingMark, .format: return sum
+            default: break
+            }
+            let v = u.value
+            let wide =
+                (0x1100...0x115F).contains(v) || (0x2E80...0xA4CF).contains(v) || (0xAC00...0xD7A3).contains(v)
+                || (0xF900...0xFAFF).contains(v) || (0xFE30...0xFE4F).contains(v) || (0xFF00...0xFF60).contains(v)
+                || (0xFFE0...0xFFE6).contains(v) || (0x1F300...0x1FAFF).contains(v) || (0x20000...0x3FFFD).contains(v)
+            return sum + (wide ? 2 : 1)
+        }
     }
 
     static func mib(_ bytes: Int) -> String {
@@ -247,8 +334,7 @@ final class RawTerminal {
     /// Enters raw mode and the alternate screen; throws when stdin or stdout is not a terminal.
     init() throws {
         guard isatty(0) == 1, isatty(1) == 1 else {
-            throw StoreError(
-                .invalidArgument, "storectl top needs a terminal; use --json for one JSON line per interval")
+            throw UsageError("storectl top needs a terminal; use --json for one JSON line per interval")
         }
         guard tcgetattr(0, &saved) == 0 else {
             throw StoreError(.storage, "cannot read the terminal's settings: \(String(cString: strerror(errno)))")
@@ -274,16 +360,25 @@ final class RawTerminal {
         write("\u{1B}[H" + lines.map { $0 + "\u{1B}[K" }.joined(separator: "\r\n") + "\u{1B}[J")
     }
 
-    /// Waits up to `seconds` for a key; true when it asks to quit (`q`, `Q`, Ctrl-C, Ctrl-D).
-    func quitRequested(within seconds: Double) -> Bool {
-        var fds = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
-        let ready = poll(&fds, 1, Int32(max(0, min(seconds * 1000, 3_600_000))))
-        guard ready > 0 else { return false }
+    /// What ended a wait.
+    enum Event { case tick, quit, resize }
+
+    /// Waits up to `seconds` for a key or a signal (``SignalPipe``): `.quit` for `q`, `Q`,
+    /// Ctrl-C, Ctrl-D, the terminal gone, or SIGINT, SIGQUIT, SIGTERM, SIGHUP from outside;
+    /// `.resize` for SIGWINCH; `.tick` when the time is up.
+    func wait(_ seconds: Double, signals: SignalPipe) -> Event {
+        var fds = [
+            pollfd(fd: 0, events: Int16(POLLIN), revents: 0), pollfd(fd: signals.fd, events: Int16(POLLIN), revents: 0),
+        ]
+        let ready = poll(&fds, 2, Int32(max(0, min(seconds * 1000, 3_600_000))))
+        guard ready > 0 else { return .tick }
+        if fds[1].revents != 0, let sig = signals.take() { return sig == SIGWINCH ? .resize : .quit }
         var bytes = [UInt8](repeating: 0, count: 64)
         let n = read(0, &bytes, bytes.count)
         // The terminal went away (EOF, an error): stop rather than spin.
-        guard n > 0 else { return true }
-        return bytes[..<n].contains { $0 == UInt8(ascii: "q") || $0 == UInt8(ascii: "Q") || $0 == 3 || $0 == 4 }
+        guard n > 0 else { return .quit }
+        let quit = bytes[..<n].contains { $0 == UInt8(ascii: "q") || $0 == UInt8(ascii: "Q") || $0 == 3 || $0 == 4 }
+        return quit ? .quit : .tick
     }
 
     /// Leaves the alternate screen, shows the cursor and puts the terminal's mode back.
@@ -301,14 +396,57 @@ final class RawTerminal {
     deinit { restore() }
 }
 
+/// Signals as bytes on a pipe (the self-pipe way): a wait on the terminal's input wakes for them
+/// at once, and the view ends, or redraws, as for a key, with the terminal put back.
+final class SignalPipe: @unchecked Sendable {
+    let fd: Int32
+    private let writeEnd: Int32
+    private var sources: [DispatchSourceSignal] = []
+
+    init(_ signals: [Int32]) throws {
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else {
+            throw StoreError(.storage, "cannot make a pipe: \(String(cString: strerror(errno)))")
+        }
+        fd = ends[0]
+        writeEnd = ends[1]
+        _ = fcntl(fd, F_SETFL, O_NONBLOCK)
+        _ = fcntl(writeEnd, F_SETFL, O_NONBLOCK)
+        for sig in signals {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            let end = writeEnd
+            source.setEventHandler {
+                var byte = UInt8(truncatingIfNeeded: sig)
+                _ = write(end, &byte, 1)
+            }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    /// The signal that arrived, if one did.
+    func take() -> Int32? {
+        var byte: UInt8 = 0
+        return read(fd, &byte, 1) == 1 ? Int32(byte) : nil
+    }
+
+    deinit {
+        sources.forEach { $0.cancel() }
+        close(fd)
+        close(writeEnd)
+    }
+}
+
 extension Targets {
     /// `storectl top [--interval S] [--count N] [--json]`.
     static func top(_ inv: Invocation) throws {
         let interval = try inv.arguments.seconds("interval", in: 0.05...3600) ?? 1
         let count = try inv.arguments.integer("count", in: 1...Int(Int32.max))
         let (container, registry, problem) = try inv.inspect()
-        if let problem { inv.warn(problem) }
         let sampler = try TopSampler(group: inv.group, container: container, registry: registry)
+        // Said on the screen and in each JSON line (a warning would be hidden by the view).
+        sampler.registryProblem = problem
         let reopen = { () throws -> Container in
             var options = Container.Options()
             options.readOnly = true
@@ -326,27 +464,38 @@ extension Targets {
             }
             return
         }
+        // Signals from outside (kill, a supervisor, a logout) end the view as q does, at once,
+        // and a resize redraws it: the terminal is always put back.
+        let signals = try SignalPipe([SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGWINCH])
         let terminal = try RawTerminal()
         defer { terminal.restore() }
-        // SIGTERM and SIGHUP end the view as q does: the terminal is put back first.
-        let stop = Protected(false)
-        var sources: [DispatchSourceSignal] = []
-        for sig in [SIGTERM, SIGHUP] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { stop.withLock { $0 = true } }
-            source.resume()
-            sources.append(source)
-        }
-        defer { sources.forEach { $0.cancel() } }
         var n = 0
-        while !stop.withLock({ $0 }), count.map({ n < $0 }) ?? true {
-            let size = terminal.size
-            terminal.draw(
-                TopScreen.lines(
-                    try sampler.sample(reopen: reopen), interval: interval, width: size.width, height: size.height))
+        while count.map({ n < $0 }) ?? true {
+            let sample = try sampler.sample(reopen: reopen)
+            var size = terminal.size
+            terminal.draw(TopScreen.lines(sample, interval: interval, width: size.width, height: size.height))
             n += 1
-            if terminal.quitRequested(within: interval) { break }
+            var event = terminal.wait(interval, signals: signals)
+            while event == .resize {
+                size = terminal.size
+                terminal.draw(TopScreen.lines(sample, interval: interval, width: size.width, height: size.height))
+                event = terminal.wait(interval, signals: signals)
+            }
+            if event == .quit { break }
         }
+    }
+}
+
+/// A file as the kernel knows it (device and inode): the same path may name another file later.
+struct FileIdentity: Equatable {
+    let device: UInt64
+    let inode: UInt64
+
+    /// The file at `path`, or nil when there is none.
+    init?(_ path: String) {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return nil }
+        device = UInt64(st.st_dev)
+        inode = UInt64(st.st_ino)
     }
 }

@@ -31,7 +31,9 @@ enum Conventions {
     static func runCompletions(_ inv: Invocation) throws {
         let shell = inv.arguments.positionals[0]
         guard shell == "bash" else { throw UsageError("completions: unknown shell '\(shell)' (bash)") }
-        let script = Targets.executables.map { $0.parser.bashCompletion() }.joined(separator: "\n")
+        let words = ["SHELL": ["bash"], "TOOL": Targets.executables.map(\.name)]
+        let script = Targets.executables.map { $0.parser.bashCompletion(positionalWords: words) }
+            .joined(separator: "\n")
         Output.writeStandardOutput(Array(("# SharedStore's executables (storectl completions bash)\n" + script).utf8))
     }
 

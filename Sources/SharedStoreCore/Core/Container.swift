@@ -46,9 +46,10 @@ public final class Container: Sendable {
         /// model adds: refuse (default), or keep one of each group and delete the others.
         public var duplicatesWhenMigrating = DuplicateResolution.refuse
         /// Open the store to look at it and nothing else (`storectl audit`, `storectl top`): both
-        /// connections read-only, no file or directory made, no migration or format upgrade (a
-        /// store that needs one is an error naming it), and no checkpoint when the container goes
-        /// (the WAL stays as the writers left it). Every save fails.
+        /// connections read-only, no store, directory or registry made (SQLite makes the `-wal`
+        /// and `-shm` of a store that has none, as for any reader in WAL mode), no migration or
+        /// format upgrade (a store that needs one is an error naming it), and no checkpoint when
+        /// the container goes (the WAL stays as the writers left it). Every save fails.
         public var readOnly = false
         /// The defaults: history tracking on, on disk, `.normal`, a 5-second busy timeout, and migrations
         /// that refuse duplicates.
