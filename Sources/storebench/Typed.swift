@@ -88,6 +88,46 @@ func batchInsertTypedCase(_ s: Settings) throws -> Report {
     return report
 }
 
+/// `batch-closure-typed`: records inserted one at a time in `batch { $0.insert(record) }` (each
+/// encoded by the writer as it comes) against rows inserted the same way
+/// (`$0.insert("Article", row, object:)`), each side making its input in the round.
+func batchClosureTypedCase(_ s: Settings) throws -> Report {
+    typealias Article = ReadLater.Records.Article
+    let dir = scratch()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let container = try openStore(group: dir + "/group", model: ReadLater.model)
+    let context = container.newContext(name: "bench", author: "Bench")
+    var i = 0
+    func at(_ n: Int) -> Date { Date(timeIntervalSince1970: Double(n)) }
+    return try compare(
+        "batch-closure-typed", unit: "rows/s", rounds: s.rounds,
+        ours: {
+            defer { i += s.batch }
+            return try throughput(s.batch) {
+                try context.batch { b in
+                    for k in 0..<s.batch {
+                        _ = try b.insert(
+                            Article(title: "c \(i + k)", url: "https://bench.example/c/\(i + k)", createdAt: at(i + k)))
+                    }
+                }
+            }
+        },
+        baseline: {
+            defer { i += s.batch }
+            return try throughput(s.batch) {
+                try context.batch { b in
+                    for k in 0..<s.batch {
+                        let row: [String: Value] = [
+                            "title": .string("r \(i + k)"), "url": .string("https://bench.example/r/\(i + k)"),
+                            "createdAt": .date(at(i + k)), "isRead": false,
+                        ]
+                        _ = try b.insert("Article", row, object: "Article (batch row \(k + 1))")
+                    }
+                }
+            }
+        })
+}
+
 /// `debug-switches`: one workload (a fresh context, a fetch of 20 rows, an update, a save) in a
 /// child process with both switches off, against children with `SHAREDSTORE_SQL_DEBUG=1` (its
 /// output thrown away) and `SHAREDSTORE_CONCURRENCY_DEBUG=1`. Off, the switches install nothing

@@ -142,6 +142,7 @@ let benchProgress = BenchProgress()
     if want("batch-insert-full-model") { show(try batchInsertFullModelCase(settings)) }
     if want("update-property") { show(try updateCase(settings)) }
     if want("batch-insert-typed") { show(try batchInsertTypedCase(settings)) }
+    if want("batch-closure-typed") { show(try batchClosureTypedCase(settings)) }
     if want("debug-switches") { show(try debugSwitchesCase(settings)) }
     if want("history-fetch-1k") { show(try historyFetchCase(settings, retained: 1000, name: "history-fetch-1k")) }
     if want("history-fetch-1m") {
