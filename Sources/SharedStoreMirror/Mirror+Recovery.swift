@@ -274,6 +274,7 @@ extension Mirror {
             try container.noteMirrorIDs(Self.upserted([changes]))
             let results = try server.upload(origin: container.storeID, [upload])
             note(results.map(\.sequence), [changes])
+            fullUploadProgress?(i + 1, checkedChunks.count)
         }
     }
 

@@ -95,6 +95,9 @@ public final class Mirror {
     public var isCancelled: @Sendable () -> Bool = { false }
     /// Transactions per upload or pull batch.
     public var batchSize = 500
+    /// Told how many of a full upload's batches are up, of how many, after each (a full upload
+    /// after an eviction or a restore sends every object: a progress line shows it).
+    public var fullUploadProgress: ((_ done: Int, _ total: Int) -> Void)?
     /// How far the server's order may run past the stored pull cursor before it is stored again
     /// without an import (a store that only uploads).
     public var cursorStride: Int64 = 10_000

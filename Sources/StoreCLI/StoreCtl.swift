@@ -112,32 +112,7 @@ extension Targets {
         case "stress-consumer": try StressWorkers.consumer(inv)
         case "schema": try schema(inv)
         case "migrate": try migrate(inv)
-        case "recount":
-            let derived = try inv.container().recomputeDerived()
-            let fixed = try inv.container().recountKeptCounts()
-            let identified = try inv.container().assignMissingGlobalIDs()
-            inv.output.record(
-                .object([
-                    ("recounted", .number(Double(fixed.count))),
-                    ("global_ids", .number(Double(identified))),
-                    (
-                        "fixed",
-                        .array(
-                            fixed.map {
-                                .object([
-                                    ("count", .string($0.name)), ("was", $0.was.map { .number(Double($0)) } ?? .null),
-                                    ("now", .number(Double($0.now))),
-                                ])
-                            })
-                    ),
-                    (
-                        "derived",
-                        .array(
-                            derived.map {
-                                .object([("attribute", .string($0.name)), ("objects", .number(Double($0.objects)))])
-                            })
-                    ),
-                ]))
+        case "recount": try recount(inv)
         case "reset-consumer":
             let name = inv.arguments.positionals[0]
             let removed = try inv.registry().remove(name)
@@ -146,6 +121,42 @@ extension Targets {
         default:
             throw UsageError("unknown command '\(inv.command)'")
         }
+    }
+
+    /// `storectl recount`: counts kept counts again, computes derived values again and gives
+    /// objects without one a global id; prints what it fixed.
+    static func recount(_ inv: Invocation) throws {
+        // Each step is one pass over the tables in SQL: the line says which runs, of three.
+        let progress = Progress("recounting")
+        progress.update(text: "derived values (step 1 of 3)")
+        let derived = try inv.container().recomputeDerived()
+        progress.update(text: "kept counts (step 2 of 3)")
+        let fixed = try inv.container().recountKeptCounts()
+        progress.update(text: "global ids (step 3 of 3)")
+        let identified = try inv.container().assignMissingGlobalIDs()
+        progress.finish()
+        inv.output.record(
+            .object([
+                ("recounted", .number(Double(fixed.count))),
+                ("global_ids", .number(Double(identified))),
+                (
+                    "fixed",
+                    .array(
+                        fixed.map {
+                            .object([
+                                ("count", .string($0.name)), ("was", $0.was.map { .number(Double($0)) } ?? .null),
+                                ("now", .number(Double($0.now))),
+                            ])
+                        })
+                ),
+                (
+                    "derived",
+                    .array(
+                        derived.map {
+                            .object([("attribute", .string($0.name)), ("objects", .number(Double($0.objects)))])
+                        })
+                ),
+            ]))
     }
 
     static func history(_ inv: Invocation) throws {

@@ -79,6 +79,9 @@ enum MirrorCommand {
                 container: inv.container(), registry: inv.registry(), connection: try PostgresConnection(conninfo))
             if inv.arguments.has("verify") { return try verify(inv, mirror) }
             if inv.arguments.has("retry-quarantined") { _ = try mirror.retryQuarantined() }
+            let progress = Progress("uploading every object")
+            mirror.fullUploadProgress = { progress.update($0, of: $1) }
+            defer { progress.finish() }
             let round = try mirror.round()
             inv.output.record(round.json)
             try failIfQuarantined(round)
