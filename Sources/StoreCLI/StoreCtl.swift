@@ -376,9 +376,14 @@ extension Targets {
         var registry: TokenRegistry?
         var problem: String?
         do { registry = try inv.registry() } catch let error as StoreError { problem = error.message }
-        let progress = VerifyProgress()
-        let checks = StoreVerifier.verify(container: container, registry: registry, registryProblem: problem) {
-            progress.starting($0)
+        let progress = PhaseProgress("verifying")
+        let done = Protected(0)
+        let checks = StoreVerifier.verify(container: container, registry: registry, registryProblem: problem) { name in
+            let n = done.withLock { n in
+                defer { n += 1 }
+                return n
+            }
+            progress.update("\(n) checks done, \(name)")
         }
         progress.finish()
         inv.output.table(
@@ -457,19 +462,4 @@ extension Targets {
         }
         if explicit == nil { try? FileManager.default.removeItem(atPath: work) }
     }
-}
-
-/// `storectl verify`'s progress: the check running, of how many done (a verify of a large store
-/// reads every table), on stderr when it is a terminal.
-final class VerifyProgress: @unchecked Sendable {
-    private let progress = Progress("verifying")
-    private let lock = NSLock()
-    private var done = 0
-    func starting(_ name: String) {
-        lock.withLock {
-            progress.update(text: "\(done) checks done, \(name)")
-            done += 1
-        }
-    }
-    func finish() { progress.finish() }
 }

@@ -177,7 +177,13 @@ public final class Invocation {
         guard !group.isEmpty else { throw UsageError("--group needs a directory") }
         var options = Container.Options()
         if durable { options.synchronous = .full }
-        let c = try Container(group: group, model: try model(), options: options)
+        // A migration run by this open shows its phases (when stderr is a terminal).
+        let progress = PhaseProgress("migrating")
+        let model = try model()
+        let c = try Container.$migrationProgress.withValue({ phase, of, name in
+            progress.update("\(name) (phase \(phase) of \(of))")
+        }) { try Container(group: group, model: model, options: options) }
+        progress.finish()
         try ReadLater.registerHooks(c)
         // Every commit of a target wakes the observers of every process.
         try ChangeSignal.attach(to: c)
@@ -319,4 +325,14 @@ public final class Invocation {
         let token = try result.token ?? container().currentToken()
         output.record(.object([("id", .string(id.description))] + extra + [("token", .string(token.description))]))
     }
+}
+
+/// A progress line updated from a closure the library may hold (`@Sendable`): the line behind a
+/// lock, shown as ``Progress`` shows it.
+final class PhaseProgress: @unchecked Sendable {
+    private let progress: Progress
+    private let lock = NSLock()
+    init(_ label: String) { progress = Progress(label) }
+    func update(_ text: String) { lock.withLock { progress.update(text: text) } }
+    func finish() { lock.withLock { progress.finish() } }
 }

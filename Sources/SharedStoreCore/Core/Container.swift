@@ -239,6 +239,17 @@ public final class Container: Sendable {
         }
     }
 
+    /// Told each phase of a migration that an open run while it is bound runs, as it starts
+    /// (renames, new columns, indexes, derived values, kept counts…: `phase` of `of`, by name),
+    /// so that a long migration can show where it is. Called on the opening thread, inside the
+    /// migration's transaction. For example:
+    /// ```swift
+    /// let container = try Container.$migrationProgress.withValue({ phase, of, name in
+    ///     print("migrating: \(name) (\(phase) of \(of))")
+    /// }) { try Container(group: dir, model: model) }
+    /// ```
+    @TaskLocal public static var migrationProgress: (@Sendable (_ phase: Int, _ of: Int, _ name: String) -> Void)?
+
     /// The store's state once it is at `model`'s version: made, adopted from format 2, or
     /// migrated (``MigrationRunner``) — each in its own write transaction.
     private static func openSchema(
@@ -247,7 +258,8 @@ public final class Container: Sendable {
     ) throws -> StoreFormat.State {
         let found = try found ?? StoreFormat.inspect(c, model: model, path: path)
         let runner = MigrationRunner(
-            c: c, model: model, steps: migrations, duplicates: options.duplicatesWhenMigrating, path: path)
+            c: c, model: model, steps: migrations, duplicates: options.duplicatesWhenMigrating, path: path,
+            progress: Container.migrationProgress)
         switch found {
         case nil:
             switch try StoreFormat.create(c, model: model, path: path) {

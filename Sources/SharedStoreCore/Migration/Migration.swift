@@ -72,6 +72,16 @@ struct MigrationRunner {
     let steps: [MigrationStep]
     let duplicates: DuplicateResolution
     let path: String
+    /// Told each phase of the migration as it starts (``Container/Options/migrationProgress``).
+    var progress: (@Sendable (_ phase: Int, _ of: Int, _ name: String) -> Void)? = nil
+
+    /// The phases ``apply(_:from:)`` reports, in order.
+    static let phases = [
+        "renames", "global ids", "indexes that go", "columns and tables that go", "new tables and columns",
+        "duplicates", "indexes", "custom steps", "derived values", "kept counts",
+    ]
+
+    private func phase(_ n: Int) { progress?(n + 1, Self.phases.count, Self.phases[n]) }
 
     /// The plan from `state` to the model, with its checks of the stored objects run.
     func plan(_ state: StoreFormat.State) throws -> (MigrationPlan, MigrationPlanner) {
@@ -159,6 +169,7 @@ struct MigrationRunner {
     /// counts. Returns the object changes to record (only resolving duplicates makes any).
     private func apply(_ planner: MigrationPlanner, from state: StoreFormat.State) throws -> [RecordedChange] {
         try SchemaSQL.prepareMigration(c)
+        phase(0)
         for action in planner.actions {
             switch action {
             case .renameTable(let from, let to, _): try SchemaSQL.renameTable(c, from, to)
@@ -166,8 +177,11 @@ struct MigrationRunner {
             default: break
             }
         }
+        phase(1)
         try addGlobalIDs()
+        phase(2)
         try SchemaSQL.reconcileIndexes(c, model: model, phase: .drop)
+        phase(3)
         for action in planner.actions {
             switch action {
             case .dropColumn(let table, let column, _): try SchemaSQL.dropColumn(c, table, column)
@@ -175,7 +189,9 @@ struct MigrationRunner {
             default: break
             }
         }
+        phase(4)
         try create(planner)
+        phase(5)
         var resolver = DuplicateResolver(c: c, model: model, resolution: duplicates)
         var recount = Set<String>()
         if duplicates != .refuse {
@@ -185,12 +201,15 @@ struct MigrationRunner {
                 if try resolver.resolve(entity: entity, columns: columns) > 0 { recount.insert(entity) }
             }
         }
+        phase(6)
         try SchemaSQL.reconcileIndexes(c, model: model, phase: .create)
+        phase(7)
         let db = MigrationDatabase(c: c)
         for step in steps.sorted(by: { $0.version < $1.version })
         where step.version > state.version && step.version <= model.version {
             try step.body(db)
         }
+        phase(8)
         for action in planner.actions {
             switch action {
             case .recompute(let entity, let attribute):
@@ -198,6 +217,14 @@ struct MigrationRunner {
             default: break
             }
         }
+        phase(9)
+        try keptCounts(planner, recount: recount)
+        return resolver.changes
+    }
+
+    /// The kept counts the plan adds or removes, and every count of the entities whose
+    /// duplicates were resolved.
+    private func keptCounts(_ planner: MigrationPlanner, recount: Set<String>) throws {
         for action in planner.actions {
             switch action {
             case .recount(let entity, let count): try SchemaSQL.recount(c, model: model, entity: entity, count: count)
@@ -210,7 +237,6 @@ struct MigrationRunner {
                 try SchemaSQL.recount(c, model: model, entity: entity, count: k.name)
             }
         }
-        return resolver.changes
     }
 
     /// Gives the objects of a store of format 2 or 3 their global ids (format 4), before
