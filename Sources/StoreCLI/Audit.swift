@@ -136,6 +136,8 @@ struct Audit {
     func consumers(_ container: Container, _ registry: TokenRegistry) throws -> [AuditFinding] {
         var findings: [AuditFinding] = []
         let newest = try container.currentToken().value
+        // Counted once for all the consumers (a count of the history table).
+        let retained = try container.historyCount()
         for c in try registry.consumers() {
             let idle = now.timeIntervalSince(c.updatedAt)
             if c.isEvicted {
@@ -146,7 +148,7 @@ struct Audit {
                             + "\(ISO8601.string(c.updatedAt)) (\(days(idle)))",
                         fix: "run \(c.name) (it reloads in full), or remove it: storectl reset-consumer \(c.name)"))
             } else if idle > idleAfter {
-                let lag = try lagOf(c, container, newest: newest)
+                let lag = try lagOf(c, container, newest: newest, retained: retained)
                 let state =
                     c.token == nil
                     ? "never synced; it holds all history back"
@@ -160,7 +162,7 @@ struct Audit {
                         fix: "run it, or evict it (history-cleaner --evict-after SECONDS) or remove it "
                             + "(storectl reset-consumer \(Self.quoted(c.name)))"))
             }
-            if c.name == "Mirror", !c.isEvicted, let lag = try lagOf(c, container, newest: newest) {
+            if c.name == "Mirror", !c.isEvicted, let lag = try lagOf(c, container, newest: newest, retained: retained) {
                 if lag > mirrorLag {
                     findings.append(
                         AuditFinding(
@@ -183,10 +185,10 @@ struct Audit {
 
     /// How many retained transactions `c` has not merged (all of them when it never synced; nil
     /// for a token of another store or past the newest).
-    func lagOf(_ c: TokenRegistry.Consumer, _ container: Container, newest: Int64) throws -> Int? {
-        guard let t = c.token else { return try container.historyCount() }
+    func lagOf(_ c: TokenRegistry.Consumer, _ container: Container, newest: Int64, retained: Int) throws -> Int? {
+        guard let t = c.token else { return retained }
         guard t.storeID == container.storeID, t.value <= newest else { return nil }
-        return try container.historyCount() - container.historyCount(through: t.value)
+        return try retained - container.historyCount(through: t.value)
     }
 
     /// `text` as one word for a shell (quoted when it holds anything but letters, digits and
@@ -375,6 +377,8 @@ enum SQLLogReader {
     /// Calls `body` with each line of the regular file at `path` (without its newline); returns
     /// why it cannot be read, or nil.
     static func lines(of path: String, _ body: (String) -> Void) -> String? {
+        // A file the user names on the command line, never one of the group's: a link given on
+        // purpose is followed (only a regular file is read).
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return String(cString: strerror(errno)) }
         defer { close(fd) }

@@ -238,6 +238,8 @@ extension Targets {
     /// The lines of the regular file at `path` (nil when it cannot be read): a count of its
     /// newline bytes, read in chunks of 1 MiB.
     static func lineCount(_ path: String) -> Int? {
+        // A file the user names on the command line, never one of the group's: a link given on
+        // purpose is followed (only a regular file is read).
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return nil }
         defer { close(fd) }

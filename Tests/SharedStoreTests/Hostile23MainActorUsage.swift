@@ -5,12 +5,12 @@ import SharedStore
 import Testing
 
 /// Hostile review 23: typed live queries from @MainActor code; the build must show no warning.
-@MainActor final class Hostile23ViewModel {
+@MainActor @Observable final class Hostile23ViewModel {
     typealias Article = ReadLater.Records.Article
     var items: [Article] = []
     var observed: [Article] = []
-    var task: Task<Void, Never>?
-    var observation: Task<Void, Error>?
+    @ObservationIgnored var task: Task<Void, Never>?
+    @ObservationIgnored var observation: Task<Void, Error>?
     let query: LiveQuery<Article>
     let observedQuery: LiveQuery<Article>
     let model: LiveRecordsModel<Article>
@@ -48,7 +48,7 @@ import Testing
     }
 }
 
-@Suite struct Hostile23MainActorTests {
+@Suite(.timeLimit(.minutes(1))) struct Hostile23MainActorTests {
     @MainActor @Test func viewModelFollows() async throws {
         let group = TemporaryGroup()
         let container = try group.open(ReadLater.Records.model)
@@ -61,12 +61,9 @@ import Testing
                     title: "t\(k)", url: "https://x.example/\(k)", createdAt: Date(timeIntervalSince1970: Double(k))))
         }
         try w.save()
-        let deadline = Date().addingTimeInterval(10)
-        while vm.items.count != 5 && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        await waitObserving { vm.items.count == 5 }
         #expect(vm.items.map(\.title) == ["t7", "t6", "t5", "t4", "t3"])
-        while (vm.observed.count != 5 || vm.model.records.count != 5) && Date() < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        await waitObserving { vm.observed.count == 5 && vm.model.records.count == 5 }
         #expect(vm.observed.map(\.title) == ["t7", "t6", "t5", "t4", "t3"])
         #expect(vm.model.records.map(\.title) == ["t7", "t6", "t5", "t4", "t3"])
         vm.task?.cancel()

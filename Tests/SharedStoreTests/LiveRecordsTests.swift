@@ -88,15 +88,7 @@ import Testing
     /// Waits until `model` holds `count` records, the way a view does: Observation calls back,
     /// then the value is read (the test's time limit is the deadline).
     @MainActor static func observe(_ model: LiveRecordsModel<Article>, until count: Int) async throws {
-        while model.records.count < count {
-            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                withObservationTracking {
-                    _ = model.records
-                } onChange: {
-                    done.resume()
-                }
-            }
-        }
+        await waitObserving { model.records.count >= count }
     }
 
     /// A `@MainActor` model observed through Observation follows the store under strict

@@ -1,6 +1,8 @@
 import Foundation
+import Observation
 import ReadLater
 import SharedStore
+import SharedStoreSupport
 import Testing
 
 extension Tag {
@@ -330,5 +332,37 @@ func expectStoreError(
         }
     } catch {
         Issue.record("expected StoreError .\(code), got \(error)", sourceLocation: sourceLocation)
+    }
+}
+
+/// Waits until `condition` holds, woken by Observation whenever something it reads changes (the
+/// way a view waits), never by polling; the test's time limit is the deadline. The condition
+/// is read inside the tracking, so a change between two reads is never missed.
+@MainActor func waitObserving(_ condition: @escaping @MainActor () -> Bool) async {
+    while true {
+        let done: Bool = await withCheckedContinuation { continuation in
+            let once = ResumeOnce(continuation)
+            let holds = withObservationTracking {
+                condition()
+            } onChange: {
+                once.resume(false)
+            }
+            if holds { once.resume(true) }
+        }
+        if done { return }
+    }
+}
+
+/// Resumes a continuation once, whichever of two callers comes first.
+final class ResumeOnce: Sendable {
+    private let continuation: CheckedContinuation<Bool, Never>
+    private let done = Protected(false)
+    init(_ continuation: CheckedContinuation<Bool, Never>) { self.continuation = continuation }
+    func resume(_ value: Bool) {
+        let first = done.withLock { done in
+            defer { done = true }
+            return !done
+        }
+        if first { continuation.resume(returning: value) }
     }
 }

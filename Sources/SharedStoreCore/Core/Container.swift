@@ -217,7 +217,7 @@ public final class Container: Sendable {
         guard FileManager.default.fileExists(atPath: path) else {
             throw StoreError(.fileAccess, "no store at \(GroupDirectory.shown(path)) (a read-only open makes none)")
         }
-        func open() throws -> SQLiteConnection {
+        func connection() throws -> SQLiteConnection {
             try StoreError.wrap(path: path) {
                 let c = try SQLiteConnection(
                     path: path, readOnly: true, create: false, busyTimeoutMilliseconds: timeout)
@@ -225,9 +225,9 @@ public final class Container: Sendable {
                 return c
             }
         }
-        let w = try open()
+        let w = try connection()
         switch try StoreFormat.inspect(w, model: model, path: path) {
-        case .ready(let state)?: return (w, try open(), state)
+        case .ready(let state)?: return (w, try connection(), state)
         case nil:
             throw StoreError(
                 .fileAccess, "\(GroupDirectory.shown(path)) holds no store yet (a read-only open makes none)")

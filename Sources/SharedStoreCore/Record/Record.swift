@@ -119,18 +119,30 @@ extension ObjectContext {
             updates[id] = pending
         }
         guard !changed.isEmpty || !relinked.isEmpty else { return }
-        if registered[id] == nil, !deleteSet.contains(id), try !storeHolds(id) {
-            // Deleted by another writer since the record read it: what the record read is this
-            // context's read, and the save resolves the deletion by the merge policy (a conflict,
-            // the object back, or left deleted), as for an object the context read itself.
-            registered.record([base])
-        }
+        try readForRecord(id, base: base)
         try update(id, changed, relationships: relinked)
         // Each property is checked against what the record read (a plain update's, against
         // what the context read).
         for name in Array(changed.keys) + Array(relinked.keys) {
             updates[id]?.bases[name] = base
             updates[id]?.fromRecord[name] = source
+        }
+    }
+
+    /// What this context reads of `id` before updating it from a record read as `base`: the
+    /// object as the store holds it now, or `base` when another writer deleted it.
+    private func readForRecord(_ id: ObjectID, base: Snapshot) throws {
+        if registered[id] == nil, !deleteSet.contains(id), id.storeID == container.storeID {
+            // The object as the store holds it now is this context's read (one read, which the
+            // update then needs not make). Deleted by another writer since the record read
+            // it: what the record read is the context's read, and the save resolves the deletion
+            // by the merge policy (a conflict, the object back, or left deleted), as for an
+            // object the context read itself.
+            do {
+                _ = try object(with: id)
+            } catch let error as StoreError where error.code == .objectNotFound {
+                registered.record([base])
+            }
         }
     }
 

@@ -258,12 +258,6 @@ public final class ObjectContext {
     /// The entity of `id` when it can name a stored object of this store.
     ///
     /// - Throws: `.objectNotFound` for a temporary id or one of another store.
-    /// Whether the store holds the object `id` names now.
-    func storeHolds(_ id: ObjectID) throws -> Bool {
-        let entity = try storedEntity(id)
-        return try readStore { s in try s.exists(entity, id.primaryKey) }
-    }
-
     func storedEntity(_ id: ObjectID) throws -> Entity {
         guard id.storeID == container.storeID, !id.isTemporary else {
             throw StoreError(.objectNotFound, "\(id) is not a stored object of this store")
