@@ -39,6 +39,31 @@ grep -q "held back by consumer Widget" "$work/audit.out" && ok "the evidence nam
     || fail "no holder: $(cat "$work/audit.out")"
 expect_risk consumer-idle "a consumer idle past the limit" --idle-after 0
 
+# History made faster than it is cleaned: the widget merges each round before the next, the cleaner
+# runs after every round, and each round is larger than the last. A rate, from the cleaner's runs.
+g3="$work/growing"; mkdir -m 700 "$g3"
+n=0
+for round in 1 2 3 4 5; do
+    widget show --group "$g3" --json >/dev/null
+    for i in $(seq 1 $((round * 2))); do
+        n=$((n + 1))
+        share-extension share --group "$g3" --url "https://g.example/$n" --title "g$n" --json >/dev/null
+    done
+    history-cleaner --group "$g3" --json >/dev/null
+done
+expect_risk history-growing "history made faster than it is cleaned" --group "$g3" --history-limit 2
+grep -q "transactions were made" "$work/audit.out" && grep -q "held back by consumer Widget" "$work/audit.out" \
+    && ok "the evidence gives the rates and the consumer holding it" || fail "$(cat "$work/audit.out")"
+# Cleaned as fast as it is made (every round merged before the cleaner runs): no trend.
+g4="$work/steady"; mkdir -m 700 "$g4"
+for round in 1 2 3 4; do
+    share-extension share --group "$g4" --url "https://s.example/$round" --title "s$round" --json >/dev/null
+    widget show --group "$g4" --json >/dev/null
+    history-cleaner --group "$g4" --json >/dev/null
+done
+[ "$(risks --group "$g4" --history-limit 1)" = 0 ] && ok "history cleaned as fast as it is made: no finding" \
+    || fail "a steady group: $(cat "$work/audit.out")"
+
 # An evicted consumer that never came back.
 history-cleaner --evict-after 0 --json >/dev/null
 expect_risk consumer-evicted "an evicted consumer" --idle-after 100000

@@ -113,6 +113,7 @@ struct Audit {
                         + "what every consumer merged")
             ]
         }
+        if let growing = try growth(container, retained: retained, holder: oldest) { return [growing] }
         var request = HistoryRequest()
         request.limit = 1
         guard let first = try container.fetchHistory(request).first,
@@ -128,6 +129,38 @@ struct Audit {
                 fix: "history grows faster than it is cleaned: run history-cleaner more often, and evict consumers "
                     + "that stopped (history-cleaner --evict-after SECONDS)")
         ]
+    }
+
+    /// History made faster than it is cleaned, from the cleaner's logged runs
+    /// (``Container/cleanerRuns()``): since the oldest run kept, more transactions were made than
+    /// deleted, and the last run left more retained than the first.
+    func growth(_ container: Container, retained: Int, holder: TokenRegistry.Consumer?) throws -> AuditFinding? {
+        let runs = try container.cleanerRuns()
+        guard runs.count >= 3, let first = runs.first, let last = runs.last else { return nil }
+        let newest = try container.currentToken().value
+        let made = newest - first.newest
+        let cleaned = last.through - first.through
+        // (Only past the history limit, checked before: a few transactions more is no trend.)
+        guard made > cleaned, last.retained > first.retained else { return nil }
+        let span = max(now.timeIntervalSince1970 - first.time, 1)
+        let since = ISO8601.string(Date(timeIntervalSince1970: first.time))
+        return AuditFinding(
+            risk: "history-growing",
+            evidence: "over the cleaner's last \(runs.count) runs (since \(since)), \(made) transactions were made "
+                + "(\(Self.rate(made, span))) and \(cleaned) deleted "
+                + "(\(Self.rate(cleaned, span))): history left after a run grew from \(first.retained) to "
+                + "\(last.retained), \(retained) retained now"
+                + (holder.map { ", held back by consumer \(TextSafety.visible($0.name))" } ?? ""),
+            fix: "history grows faster than it is cleaned: sync the consumer that lags more often, run history-cleaner "
+                + "after it, and evict consumers that stopped (history-cleaner --evict-after SECONDS)")
+    }
+
+    /// `n` events over `seconds` as a rate a person reads: per second, minute or hour.
+    static func rate(_ n: Int64, _ seconds: Double) -> String {
+        let perSecond = Double(n) / seconds
+        if perSecond >= 1 { return String(format: "%.1f/s", perSecond) }
+        if perSecond * 60 >= 1 { return String(format: "%.1f/min", perSecond * 60) }
+        return String(format: "%.1f/h", perSecond * 3600)
     }
 
     // MARK: - Consumers

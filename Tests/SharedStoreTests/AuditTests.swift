@@ -1,6 +1,7 @@
 import Foundation
 import ReadLater
 import SharedStore
+import SharedStoreSQLite
 import Testing
 
 /// Issue 24, point 2: `storectl audit` names what it finds in a group directory, as a process
@@ -55,6 +56,47 @@ import Testing
         #expect(status == 1)
         let found = findings.first { $0["risk"] as? String == "mirror-behind" }
         #expect((found?["evidence"] as? String)?.contains("5 transactions") == true, "\(findings)")
+    }
+
+    /// The cleaner logs each run in the store (when, through which token, the newest then), keeps
+    /// the newest 32, and a value another program wrote that does not parse is read as no run;
+    /// the audit's rate of growth reads that log.
+    @Test func theCleanerLogsItsRunsForTheRateHistoryIsCleanedAt() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let registry = try TokenRegistry(group: group.path)
+        try registry.register("Widget")
+        let context = container.newContext(author: "A")
+        for n in 0..<40 {
+            try context.insert(Article(title: "c\(n)", url: "https://c.example/\(n)"))
+            try context.save()
+            // The widget merges all but the newest n/8 transactions, then the cleaner runs.
+            let newest = try container.currentToken()
+            try registry.advance(
+                "Widget", to: HistoryToken(storeID: newest.storeID, value: newest.value - Int64(n / 8)))
+            _ = try HistoryCleaner.clean(container: container, registry: registry)
+        }
+        let runs = try container.cleanerRuns()
+        #expect(runs.count == CleanerRun.kept)
+        #expect(runs.last?.newest == (try container.currentToken().value))
+        #expect(runs.last?.retained == 4 && runs.first?.retained == 1, "\(runs)")
+        #expect(zip(runs, runs.dropFirst()).allSatisfy { $0.time <= $1.time && $0.through <= $1.through })
+        var (status, findings) = try audit(group, ["--history-limit", "2"])
+        let growing = findings.first { $0["risk"] as? String == "history-growing" }
+        #expect(status == 1 && growing != nil, "\(findings)")
+        #expect((growing?["evidence"] as? String)?.contains("grew from 1 to 4") == true, "\(findings)")
+        // Planted values: none parse, or out of order and range; the audit still runs.
+        for planted in [
+            "garbage", "1 2", "nan 1 2", "5 9 3;4 1 2", "-1 0 0", String(repeating: "1 1 1;", count: 2000),
+            "1e400 1 2", "1 -5 2", "3 1 2;1 1 2",
+        ] {
+            try SQLiteConnection(path: group.storePath, busyTimeoutMilliseconds: 1000).execute(
+                "UPDATE ss_meta SET value = '\(planted)' WHERE key = 'cleaner_runs'")
+            let read = try container.cleanerRuns()
+            #expect(read.count <= 1, "\(planted.prefix(20)): \(read)")
+            (status, findings) = try audit(group, ["--history-limit", "2"])
+            #expect(status <= 1 && !findings.contains { $0["risk"] as? String == "history-growing" })
+        }
     }
 
     /// The bytes of every file of `group`, by name.

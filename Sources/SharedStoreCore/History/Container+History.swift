@@ -94,7 +94,22 @@ extension Container {
         }
         try s.setMeta(.historyDeletedThrough, String(through))
         try s.setMeta(.historyDeletedTime, String(time))
+        if chunk.count < size {
+            // The run is over: it is logged, for the rate history is cleaned at.
+            let run = CleanerRun(time: Date().timeIntervalSince1970, through: through, newest: newest)
+            let runs = CleanerRun.parse(try s.meta(.cleanerRuns)).suffix(CleanerRun.kept - 1) + [run]
+            try s.setMeta(.cleanerRuns, runs.map(\.text).joined(separator: ";"))
+        }
         return (chunk.count, chunk.live + marker)
+    }
+
+    /// The cleaner's last runs, oldest first (at most ``CleanerRun/kept``): how far each deleted
+    /// history, and the newest token then. A value another program wrote that does not parse is
+    /// left out.
+    ///
+    /// - Throws: ``StoreError`` when the store cannot be read.
+    public func cleanerRuns() throws -> [CleanerRun] {
+        try read { s in CleanerRun.parse(try s.meta(.cleanerRuns)) }
     }
 
     /// How many transactions are retained (through `token`, or all), the floor excluded.

@@ -23,4 +23,7 @@ enum MetaKey: String, CaseIterable {
     /// The token lease: `THROUGH BOOT`, the highest token a save may take before the lease is
     /// extended, and the boot it was taken in (``Container/leaseSpan``).
     case tokenLease = "token_lease"
+    /// The cleaner's last runs, `TIME THROUGH NEWEST` each, separated by `;` (oldest first, at
+    /// most ``CleanerRun/kept``): how fast history is made and cleaned.
+    case cleanerRuns = "cleaner_runs"
 }
