@@ -150,7 +150,8 @@ final class TopSampler {
         } catch let error as StoreError where error.code == .modelOutdated {
             container = try reopen()
             if let d = try Container.describeStore(group: group) { description = (d.version, d.format) }
-            lastToken = try container.currentToken().value
+            // Tokens go on across a migration: the saves since the last sample (the migration's
+            // own transaction among them) are counted as any others.
             return try take()
         }
     }
