@@ -286,13 +286,11 @@ class Run:
             say(f"seed {self.seed}: boot {self.boot}: {r.stderr.strip()}")
             self.run(["widget", "show", "--json"])
             r = self.run(["storectl", "verify", "--json"])
-        failed = [json.loads(l) for l in r.stdout.splitlines() if l.strip() and not json.loads(l)["ok"]]
-        # Before they sync, consumers whose position the loss took are named with their repair (they
-        # reload at their next sync); anything else is a damage.
-        damage = [f for f in failed if not (f["check"] == "registry" and "reloads in full at its next sync" in
-                                            f["detail"])]
-        if r.returncode != 0 and (damage or not failed):
-            raise Failure(f"storectl verify after power loss {self.boot}: {damage or r.stderr.strip()}")
+        # verify only reads: before any target opened the store, a registry ahead of a store that
+        # lost its last commits is named with its repair (a target's open moves the tokens past it),
+        # as are consumers whose position the loss took (they reload at their next sync).
+        self.verify_names_only_repairs(r, ("reloads in full at its next sync",
+                                           "any target that opens the group moves the tokens past it"))
         # Every target runs again: the consumers merge or reload (the mirror is one).
         commands = [["main-app", "sync", "--json"], ["widget", "show", "--json"], ["history-cleaner", "--json"]]
         if self.args.mirror:
@@ -301,6 +299,17 @@ class Run:
             r = self.run(cmd)
             if r.returncode != 0:
                 raise Failure(f"{' '.join(cmd[:2])} after power loss {self.boot}: {r.stderr.strip()}")
+        # After a target's open, the store is past every token the registry saw; only consumers
+        # that have not synced yet (the stress run's) may still be named.
+        r = self.run(["storectl", "verify", "--json"])
+        self.verify_names_only_repairs(r, ("reloads in full at its next sync",))
+
+    def verify_names_only_repairs(self, r, repairs):
+        """A failed `storectl verify` may name only the registry's expected repairs."""
+        failed = [json.loads(l) for l in r.stdout.splitlines() if l.strip() and not json.loads(l)["ok"]]
+        damage = [f for f in failed if not (f["check"] == "registry" and any(p in f["detail"] for p in repairs))]
+        if r.returncode != 0 and (damage or not failed):
+            raise Failure(f"storectl verify after power loss {self.boot}: {damage or r.stderr.strip()}")
 
     def check(self):
         say(f"seed {self.seed}: the stress run goes on for 3 s, then checks everything")

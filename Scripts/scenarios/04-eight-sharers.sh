@@ -3,7 +3,7 @@
 . "$(dirname "$0")/lib.sh"
 setup
 
-storectl stats --json >/dev/null   # create the store before the race
+main-app list --json >/dev/null   # create the store before the race
 pids=()
 for p in $(seq 1 8); do
     ( for i in $(seq 1 50); do

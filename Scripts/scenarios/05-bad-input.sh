@@ -74,6 +74,10 @@ if cmp -s "$junk/Store.sqlite" "$work/junk.copy"; then ok "the junk file is unto
 ro="$work/ro"
 SHAREDSTORE_GROUP="$ro" share-extension share --url https://ro.example --title ro --json >/dev/null
 SHAREDSTORE_GROUP="$ro" storectl stats --json >"$work/ro.before"
+# storectl only reads, and a reader leaves SQLite's empty -wal and -shm as they were made; with
+# them there the files could still be written. The last writer's close removes them.
+SHAREDSTORE_GROUP="$ro" widget show --json >/dev/null
+[ -e "$ro/Store.sqlite-wal" ] && fail "the widget's close left the WAL" || ok "no WAL is left: the directory alone decides"
 # The other user runs copies of the binaries from a world-readable directory: the checkout itself
 # may lie under a directory only its owner can enter (as CI's may).
 bins="$(mktemp -d)"; chmod 755 "$bins"

@@ -37,13 +37,23 @@ public struct Command: Sendable {
     public let summary: String
     public let positionals: [String]
     public let options: [Option]
+    /// Flags every command of the tool takes that this one does not (`storectl top` reads only:
+    /// no `--durable`, no `--model-version`): refused, and left out of its help and completion.
+    public let notTaking: Set<String>
 
-    public init(_ name: String, _ summary: String, positionals: [String] = [], options: [Option] = []) {
+    public init(
+        _ name: String, _ summary: String, positionals: [String] = [], options: [Option] = [],
+        notTaking: Set<String> = []
+    ) {
         self.name = name
         self.summary = summary
         self.positionals = positionals
         self.options = options
+        self.notTaking = notTaking
     }
+
+    /// The flags every command takes that this one takes too.
+    public func common(_ all: [Option]) -> [Option] { all.filter { !notTaking.contains($0.name) } }
 
     public var usageLine: String {
         var parts = [name]
@@ -70,7 +80,8 @@ public struct Arguments {
     ///   wrong number of positional arguments.
     public init(_ arguments: [String], command: Command, tool: String, common: [Option] = []) throws {
         self.command = command
-        let known = Dictionary((command.options + common).map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        let known = Dictionary(
+            (command.options + command.common(common)).map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         let label = command.name.isEmpty ? tool : "\(tool) \(command.name)"
         var i = 0
         var onlyPositionals = false
@@ -95,6 +106,9 @@ public struct Arguments {
                 name = String(name[..<eq])
             }
             guard let option = known[name] else {
+                if command.notTaking.contains(name) {
+                    throw UsageError("'\(label)' does not take --\(name); see '\(label) --help'")
+                }
                 throw UsageError("unknown flag '--\(name)' for '\(label)'; see '\(label) --help'")
             }
             guard !flags.contains(name), values[name] == nil else {

@@ -3,15 +3,21 @@ import Foundation
 // MARK: - Completion and manual pages, from the same definitions the parser parses with
 
 extension CommandLineParser {
-    /// A bash completion function for the tool: its commands as the first word, then each
-    /// command's flags and the common ones; a flag's value completes as a file or directory name
-    /// when its name says it is one (`FILE`, `DIR`), else as nothing. Sourced, with others, from
-    /// `storectl completions bash`.
+    /// A bash completion function for the tool: its commands as the first word (after any flags
+    /// every command takes), then each command's flags and the common ones it takes; a flag's
+    /// value completes as a file or directory name when its name says it is one (`FILE`, `DIR`),
+    /// else as nothing. Sourced, with others, from `storectl completions bash`.
     public func bashCompletion(positionalWords: [String: [String]] = [:]) -> String {
         let function = "_sharedstore_" + tool.map { $0.isLetter || $0.isNumber ? $0 : "_" }.map(String.init).joined()
         let single = commands.count == 1 && commands.first?.name.isEmpty == true
         var lines = [
             "\(function)() {", "    local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"${COMP_WORDS[COMP_CWORD-1]}\"",
+            // bash splits `--option=value` at '=' (COMP_WORDBREAKS): the option is then the word
+            // before the '='.
+            "    if [ \"$cur\" = \"=\" ]; then cur=\"\"",
+            "    elif [ \"$prev\" = \"=\" ] && [ \"$COMP_CWORD\" -ge 2 ]; then",
+            "        prev=\"${COMP_WORDS[COMP_CWORD-2]}\"",
+            "    fi",
         ]
         let options = commands.flatMap(\.options) + common
         let dirs = Set(options.filter { $0.valueName == "DIR" }.map { "--" + $0.name })
@@ -32,18 +38,12 @@ extension CommandLineParser {
             lines.append("        \(others.sorted().joined(separator: "|"))) COMPREPLY=(); return ;;")
         }
         lines.append("    esac")
-        let commonFlags = common.map { "--" + $0.name }.joined(separator: " ")
         if single, let only = commands.first {
-            lines.append("    " + completion(of: only, commonFlags: commonFlags, positionalWords: positionalWords))
+            lines.append("    " + completion(of: only, positionalWords: positionalWords))
         } else {
-            let names = commands.map(\.name).filter { !$0.isEmpty }
-            lines.append("    if [ \"$COMP_CWORD\" -eq 1 ]; then")
-            lines.append("        COMPREPLY=($(compgen -W \"\(names.joined(separator: " "))\" -- \"$cur\")); return")
-            lines.append("    fi")
-            lines.append("    case \"${COMP_WORDS[1]}\" in")
+            lines += commandWord()
             for c in commands where !c.name.isEmpty {
-                let words = completion(of: c, commonFlags: commonFlags, positionalWords: positionalWords)
-                lines.append("        \(c.name)) \(words) ;;")
+                lines.append("        \(c.name)) \(completion(of: c, positionalWords: positionalWords)) ;;")
             }
             lines.append("        *) COMPREPLY=() ;;")
             lines.append("    esac")
@@ -51,6 +51,30 @@ extension CommandLineParser {
         lines.append("}")
         lines.append("complete -F \(function) \(tool)")
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Finds the command word past the flags every command takes (and their values, split at '='
+    /// or not); before it, completes the command names, or those flags.
+    private func commandWord() -> [String] {
+        let valued = common.filter { $0.valueName != nil }.map { "--" + $0.name }.joined(separator: "|")
+        let names = commands.map(\.name).filter { !$0.isEmpty }.joined(separator: " ")
+        let commonFlags = common.map { "--" + $0.name }.joined(separator: " ")
+        return [
+            "    local i=1 cmd=\"\"",
+            "    while [ \"$i\" -lt \"$COMP_CWORD\" ]; do",
+            "        case \"${COMP_WORDS[i]}\" in",
+            "            \(valued)) if [ \"${COMP_WORDS[i+1]}\" = \"=\" ]; then i=$((i+3)); else i=$((i+2)); fi ;;",
+            "            --*) i=$((i+1)) ;;",
+            "            *) cmd=\"${COMP_WORDS[i]}\"; break ;;",
+            "        esac",
+            "    done",
+            "    if [ -z \"$cmd\" ]; then",
+            "        if [[ \"$cur\" == -* ]]; then COMPREPLY=($(compgen -W \"\(commonFlags)\" -- \"$cur\"))",
+            "        else COMPREPLY=($(compgen -W \"\(names)\" -- \"$cur\")); fi",
+            "        return",
+            "    fi",
+            "    case \"$cmd\" in",
+        ]
     }
 
     /// `--option=value` completes its value as `--option value` does.
@@ -78,8 +102,8 @@ extension CommandLineParser {
 
     /// The completion of one command's words: its flags, and its positional (a file, a
     /// directory, or the words it takes).
-    private func completion(of c: Command, commonFlags: String, positionalWords: [String: [String]]) -> String {
-        let flags = (c.options.map { "--" + $0.name } + [commonFlags]).joined(separator: " ")
+    private func completion(of c: Command, positionalWords: [String: [String]]) -> String {
+        let flags = (c.options + c.common(common)).map { "--" + $0.name }.joined(separator: " ")
         // A word not starting with "-" is a positional: a file, or the words it takes.
         guard let positional = c.positionals.first else {
             return "COMPREPLY=($(compgen -W \"\(flags)\" -- \"$cur\"))"
@@ -121,7 +145,11 @@ extension CommandLineParser {
             for o in only.options { out += [".TP", ".B \(Self.roff(o.display))", Self.roff(o.help)] }
         }
         out.append(".SH COMMON OPTIONS")
-        for o in common { out += [".TP", ".B \(Self.roff(o.display))", Self.roff(o.help)] }
+        for o in common {
+            out += [".TP", ".B \(Self.roff(o.display))", Self.roff(o.help)]
+            let refusing = commands.filter { $0.notTaking.contains(o.name) }.map(\.name)
+            if !refusing.isEmpty { out += [".br", Self.roff("Not taken by: \(refusing.joined(separator: ", ")).")] }
+        }
         out += [
             ".SH EXIT STATUS", ".TP", ".B 0", "success.", ".TP", ".B 1",
             "the operation failed; one line starting with error: on standard error names the problem.", ".TP", ".B 2",

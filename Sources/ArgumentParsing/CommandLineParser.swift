@@ -33,8 +33,11 @@ public struct CommandLineParser: Sendable {
         if let single = commands.first, commands.count == 1, single.name.isEmpty {
             command = single
         } else {
+            // Flags every command takes may come first (`storectl --group DIR stats`), as git's do.
+            let leading = leadingCommonFlags(rest)
+            rest.removeFirst(leading.count)
             guard let word = rest.first, !word.hasPrefix("-") else {
-                if rest.contains("--help") || rest.isEmpty && interactive { return .help(nil) }
+                if words.contains("--help") || words.isEmpty && interactive { return .help(nil) }
                 throw UsageError(
                     "'\(tool)' needs a command: \(commands.map(\.name).joined(separator: ", ")); see '\(tool) --help'")
             }
@@ -44,10 +47,26 @@ public struct CommandLineParser: Sendable {
                 )
             }
             command = found
-            rest.removeFirst()
+            rest = leading + rest.dropFirst()
         }
         let arguments = try Arguments(rest, command: command, tool: tool, common: common)
         return arguments.has("help") ? .help(command) : .run(arguments)
+    }
+
+    /// The words before the command that are flags every command takes, with their values
+    /// (`--group DIR`, `--group=DIR`, `--json`); `--help` is left for the command word's check.
+    func leadingCommonFlags(_ words: [String]) -> [String] {
+        var i = 0
+        while i < words.count, words[i].hasPrefix("--"), words[i] != "--", words[i] != "--help" {
+            let name = words[i].dropFirst(2).split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+            guard let option = common.first(where: { $0.name == name }) else { break }
+            i += 1
+            // A value in the next word, unless given inline; a missing one is the command's error.
+            if option.valueName != nil, !words[i - 1].contains("="), i < words.count, !words[i].hasPrefix("--") {
+                i += 1
+            }
+        }
+        return Array(words.prefix(i))
     }
 
     /// The position (1-based) of the first argument of this process that is not valid UTF-8
@@ -64,13 +83,14 @@ public struct CommandLineParser: Sendable {
     public func help(_ command: Command?) -> String {
         var text = ""
         if let command {
-            let commonUsage = common.filter { $0.name != "help" }.map { "[\($0.display)]" }.joined(separator: " ")
+            let commonUsage = command.common(common).filter { $0.name != "help" }.map { "[\($0.display)]" }.joined(
+                separator: " ")
             text += "usage: \(tool) \(command.usageLine) \(commonUsage)\n\n\(command.summary)\n\n"
-            for o in command.options + common {
+            for o in command.options + command.common(common) {
                 text += "  \(o.display.padding(toLength: 26, withPad: " ", startingAt: 0)) \(o.help)\n"
             }
         } else {
-            text += "\(tool): \(summary)\n\nusage: \(tool) COMMAND [flags]\n\ncommands:\n"
+            text += "\(tool): \(summary)\n\nusage: \(tool) [common flags] COMMAND [flags]\n\ncommands:\n"
             for c in commands { text += "  \(c.usageLine)\n      \(c.summary)\n" }
             text +=
                 "\ncommon flags: \(common.map(\.display).joined(separator: ", ")) ('\(tool) COMMAND --help' "

@@ -31,6 +31,29 @@ public enum StoreVerifier {
         $starting.withValue(progress) { checks(container, registry, registryProblem) }
     }
 
+    /// Every check of a store that has no registry file yet, as a command that only looks finds
+    /// it (it opens none: opening makes one). The registry check fails only when the store had
+    /// consumers before (the file was deleted: they reload in full).
+    package static func verifyWithoutRegistry(container: Container, progress: (@Sendable (String) -> Void)?)
+        -> [VerifyCheck]
+    {
+        $starting.withValue(progress) {
+            var checks = storeChecks(container)
+            checks.append(
+                check("registry") {
+                    guard try container.registryWasInUse() else {
+                        return (true, "no token registry yet: no consumer has synced")
+                    }
+                    return (
+                        false,
+                        "tokens.lmdb is gone, but it held this store's consumers before: they reload in full at their "
+                            + "next sync; run 'storectl repair-registry' to start an empty registry"
+                    )
+                })
+            return checks + rest(container)
+        }
+    }
+
     /// Told the name of each check as it starts, while ``verify(container:registry:registryProblem:progress:)`` runs.
     @TaskLocal private static var starting: (@Sendable (String) -> Void)?
 

@@ -2,6 +2,10 @@ import Foundation
 import ReadLater
 import SharedStore
 
+/// The flags every command takes that a command which only reads does not: it opens the store at
+/// its own model version and writes nothing, so it has nothing to make durable.
+let inspecting: Set<String> = ["model-version", "durable"]
+
 extension Targets {
     /// `storectl`: inspect and operate a group directory. Not a consumer: it never syncs.
     public static let storectl = Tool(
@@ -15,10 +19,14 @@ extension Targets {
                     .value("exclude-author", "A", "skip this author's transactions"),
                     .value("entity", "E", "only changes of this entity"),
                     .value("limit", "N", "at most N transactions"),
-                ]),
-            Command("tokens", "every consumer's token, when it last synced and how far behind it is"),
-            Command("stats", "objects, transactions, changes and file sizes"),
-            Command("verify", "check the invariants that can be checked at rest; exit 0 only when all hold"),
+                ], notTaking: inspecting),
+            Command(
+                "tokens", "every consumer's token, when it last synced and how far behind it is",
+                notTaking: inspecting),
+            Command("stats", "objects, transactions, changes and file sizes", notTaking: inspecting),
+            Command(
+                "verify", "check the invariants that can be checked at rest; exit 0 only when all hold",
+                notTaking: inspecting),
             Command(
                 "top",
                 "a live view of the group directory, redrawn every interval: saves per second by author, each "
@@ -27,7 +35,7 @@ extension Targets {
                 options: [
                     .value("interval", "S", "seconds between samples (default 1)"),
                     .value("count", "N", "stop after N samples"),
-                ]),
+                ], notTaking: inspecting),
             Command(
                 "audit",
                 "look for the risks of a group directory (history never cleaned, idle consumers, a large WAL, files "
@@ -41,8 +49,10 @@ extension Targets {
                     .value("wal-limit", "MIB", "a WAL larger than this is a risk (default 64)"),
                     .value("mirror-lag", "N", "unpushed transactions past which the mirror lags (default 1000)"),
                     .value("sql-log", "FILE", "an SQL debug log (SHAREDSTORE_SQL_DEBUG=1's stderr): its full scans"),
-                ]),
-            Command("schema", "the store's model version and schema, one line per entity (nothing is migrated)"),
+                ], notTaking: inspecting),
+            Command(
+                "schema", "the store's model version and schema, one line per entity (nothing is migrated)",
+                notTaking: inspecting),
             Command(
                 "migrate",
                 "bring the store to --model-version (default: the newest); prints the steps, one line each",
@@ -53,11 +63,12 @@ extension Targets {
                     + "(after a tool that does not keep them wrote the store)"),
             Command(
                 "reset-consumer", "remove a consumer from the registry (it reloads in full next time)",
-                positionals: ["NAME"]),
+                positionals: ["NAME"], notTaking: ["model-version"]),
             Command(
                 "repair-registry",
                 "move a damaged tokens.lmdb aside and start an empty registry (every consumer reloads in full)",
-                options: [.flag("force", "move the registry aside even when it is healthy")]),
+                options: [.flag("force", "move the registry aside even when it is healthy")],
+                notTaking: ["model-version"]),
             Command(
                 "stress",
                 "writers, consumers and a cleaner as real processes, killed at random; then every invariant is checked",
@@ -160,7 +171,7 @@ extension Targets {
     }
 
     static func history(_ inv: Invocation) throws {
-        let container = try inv.container()
+        let container = try inv.inspect().container
         var request = HistoryRequest()
         if let after = inv.arguments.value("after") { request.start = .after(try inv.token(after)) }
         if let author = inv.arguments.value("author") { request.authors = [author] }
@@ -214,11 +225,13 @@ extension Targets {
     }
 
     static func tokens(_ inv: Invocation) throws {
-        let container = try inv.container()
+        let (container, registry, problem) = try inv.inspect()
+        // A registry that cannot be read is an error naming it; none yet is no consumer.
+        if let problem { throw StoreError(.registryDamaged, problem) }
         let retained = try container.historyCount()
         let newest = try container.currentToken().value
         let lost = try container.lostTokenRanges()
-        let rows = try inv.registry().consumers().map { c -> JSONValue in
+        let rows = try (registry?.consumers() ?? []).map { c -> JSONValue in
             // The lag in transactions; a consumer that must reload in full has no lag to count.
             let lag: JSONValue
             if c.isEvicted {
@@ -335,7 +348,7 @@ extension Targets {
     }
 
     static func stats(_ inv: Invocation) throws {
-        let container = try inv.container()
+        let container = try inv.inspect().container
         let context = container.newContext()
         let objects = try container.model.entities.map { e in
             (e.name, JSONValue.number(Double(try context.count(FetchRequest(e.name)))))
@@ -372,19 +385,22 @@ extension Targets {
     }
 
     static func verify(_ inv: Invocation) throws {
-        let container = try inv.container()
-        var registry: TokenRegistry?
-        var problem: String?
-        do { registry = try inv.registry() } catch let error as StoreError { problem = error.message }
+        let (container, registry, problem) = try inv.inspect()
         let progress = PhaseProgress("verifying")
         let done = Protected(0)
-        let checks = StoreVerifier.verify(container: container, registry: registry, registryProblem: problem) { name in
+        let tell: @Sendable (String) -> Void = { name in
             let n = done.withLock { n in
                 defer { n += 1 }
                 return n
             }
             progress.update("\(n) checks done, \(name)")
         }
+        // No registry file: none was made yet (no target that reads ran), or one that held
+        // consumers was deleted, which the verifier names.
+        let checks =
+            registry == nil && problem == nil
+            ? StoreVerifier.verifyWithoutRegistry(container: container, progress: tell)
+            : StoreVerifier.verify(container: container, registry: registry, registryProblem: problem, progress: tell)
         progress.finish()
         inv.output.table(
             checks.map {

@@ -258,6 +258,7 @@ public final class Invocation {
         options.readOnly = true
         let container = try Container(
             group: group, model: try ReadLater.model(version: max(stored.version, 1)), options: options)
+        openedContainer = container
         // A registry is opened only when there is one to open: opening makes a missing one.
         let path = (group as NSString).appendingPathComponent(TokenRegistry.fileName)
         var st = stat()
@@ -267,10 +268,17 @@ public final class Invocation {
             return (container, nil, "cannot inspect \(path): \(String(cString: strerror(errno)))")
         }
         guard st.st_mode & S_IFMT == S_IFREG, st.st_size > 0 else {
-            return (container, nil, "\(path) is empty or not a regular file: every consumer reloads in full")
+            return (
+                container, nil,
+                "token registry \(TextSafety.visible(path)) is damaged (empty, or not a regular file); run "
+                    + "'storectl repair-registry' to move it aside and start an empty one (every consumer then reloads "
+                    + "in full)"
+            )
         }
         do {
-            return (container, try registry(), nil)
+            let r = try TokenRegistry(group: group)
+            openedRegistry = r
+            return (container, r, nil)
         } catch let error as StoreError {
             return (container, nil, error.message)
         }
@@ -278,6 +286,8 @@ public final class Invocation {
 
     public func registry() throws -> TokenRegistry {
         if let r = openedRegistry { return r }
+        // A command that only looks never makes a registry (opening one makes a missing file).
+        guard !readsOnly else { throw StoreError(.fileAccess, "no token registry in \(group)") }
         let r = try TokenRegistry(group: group, durability: durable ? .powerLoss : .processCrash)
         openedRegistry = r
         return r

@@ -22,11 +22,13 @@ enum Conventions {
     static let completions = Command(
         "completions",
         "a bash completion script for every executable (source it, or put it in "
-            + "/etc/bash_completion.d)", positionals: ["SHELL"])
+            + "/etc/bash_completion.d)", positionals: ["SHELL"],
+        notTaking: ["group", "model-version", "durable", "json"])
     static let manpage = Command(
         "manpage",
         "the manual page (man 1, groff) of an executable: main-app, share-extension, widget, "
-            + "history-cleaner or storectl", positionals: ["TOOL"])
+            + "history-cleaner or storectl", positionals: ["TOOL"],
+        notTaking: ["group", "model-version", "durable", "json"])
 
     static func runCompletions(_ inv: Invocation) throws {
         let shell = inv.arguments.positionals[0]

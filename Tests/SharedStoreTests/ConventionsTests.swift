@@ -38,11 +38,24 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let file = dir.appendingPathComponent("sharedstore.bash").path
         try script.write(toFile: file, atomically: true, encoding: .utf8)
+        let sub = dir.appendingPathComponent("sub-xyz").path
+        try FileManager.default.createDirectory(atPath: sub, withIntermediateDirectories: true)
+        // bash splits `--group=DIR` at '=' into three words; flags every command takes may come
+        // before the command; a command is offered only the flags it takes.
         let probe = """
             . '\(file)'
             COMP_WORDS=(storectl au); COMP_CWORD=1; _sharedstore_storectl; echo "${COMPREPLY[*]}"
             COMP_WORDS=(storectl audit --sql); COMP_CWORD=2; _sharedstore_storectl; echo "${COMPREPLY[*]}"
             COMP_WORDS=(history-cleaner --ev); COMP_CWORD=1; _sharedstore_history_cleaner; echo "${COMPREPLY[*]}"
+            COMP_WORDS=(storectl --group /tmp sta); COMP_CWORD=3; _sharedstore_storectl; echo "${COMPREPLY[*]}"
+            COMP_WORDS=(storectl --group = /tmp --json sta); COMP_CWORD=5; _sharedstore_storectl; echo "${COMPREPLY[*]}"
+            COMP_WORDS=(storectl --group = '\(dir.path)/sub-x'); COMP_CWORD=3; _sharedstore_storectl
+            echo "${COMPREPLY[*]}"
+            COMP_WORDS=(storectl --js); COMP_CWORD=1; _sharedstore_storectl; echo "${COMPREPLY[*]}"
+            COMP_WORDS=(storectl top --d); COMP_CWORD=2; _sharedstore_storectl; echo "[${COMPREPLY[*]}]"
+            COMP_WORDS=(storectl stats --model); COMP_CWORD=2; _sharedstore_storectl; echo "[${COMPREPLY[*]}]"
+            COMP_WORDS=(main-app add --model); COMP_CWORD=2; _sharedstore_main_app; echo "${COMPREPLY[*]}"
+            COMP_WORDS=(storectl completions --j); COMP_CWORD=2; _sharedstore_storectl; echo "[${COMPREPLY[*]}]"
             """
         let bash = Process()
         bash.executableURL = URL(fileURLWithPath: "/bin/bash")
@@ -52,7 +65,40 @@ import Testing
         try bash.run()
         let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         bash.waitUntilExit()
-        #expect(text.split(separator: "\n").map(String.init) == ["audit", "--sql-log", "--evict-after"], "\(text)")
+        #expect(
+            text.split(separator: "\n").map(String.init) == [
+                "audit", "--sql-log", "--evict-after", "stats", "stats", sub, "--json", "[]", "[]", "--model-version",
+                "[]",
+            ], "\(text)")
+    }
+
+    /// A command refuses a flag every other command takes when it has no use for it (saying so),
+    /// leaves it out of its help, and those flags may come before the command.
+    @Test func flagsACommandHasNoUseForAreRefusedAndCommonFlagsMayComeFirst() throws {
+        let group = TemporaryGroup()
+        _ = try group.open()
+        for (command, flag) in [
+            ("top", "--durable"), ("audit", "--model-version=2"), ("stats", "--durable"), ("verify", "--durable"),
+            ("tokens", "--model-version=1"), ("history", "--durable"), ("schema", "--model-version=3"),
+        ] {
+            let (status, _) = try storectl([command, flag, "--group", group.path])
+            #expect(status == 2, "\(command) \(flag)")
+            let (_, help) = try storectl([command, "--help"])
+            #expect(!help.contains(flag.split(separator: "=")[0]), "\(command) --help: \(help)")
+        }
+        let (status, help) = try storectl(["completions", "--help"])
+        #expect(status == 0 && !help.contains("--group") && !help.contains("--json"), "\(help)")
+        #expect(try storectl(["completions", "bash", "--json"]).0 == 2)
+        #expect(try storectl(["manpage", "storectl", "--group", group.path]).0 == 2)
+        // Before the command, with its value in the next word or after '='.
+        var (first, out) = try storectl(["--group", group.path, "--json", "stats"])
+        #expect(first == 0 && json(out)["objects"] != nil, "\(out)")
+        (first, out) = try storectl(["--group=\(group.path)", "tokens", "--json"])
+        #expect(first == 0, "\(out)")
+        #expect(try storectl(["--json", "--durable", "top", "--group", group.path]).0 == 2)
+        #expect(try storectl(["--group"]).0 == 2)
+        #expect(try storectl(["--nothing", "stats"]).0 == 2)
+        #expect(try storectl(["--group", group.path, "--group", group.path, "stats"]).0 == 2)
     }
 
     @Test func theManualPagesCoverEveryCommandAndOption() throws {

@@ -8,19 +8,28 @@ import Testing
     /// Every target started at the same moment on a group nobody opened yet: one of them makes
     /// the store, the others find it made or in the making, and none fails. (storectl read the
     /// store's model version from a file another process had just created, empty: "no such
-    /// table: ss_meta".)
+    /// table: ss_meta".) storectl's `stats` and `tokens` only look: they make no store, so they
+    /// either read the one made or say there is none yet, and never fail otherwise.
     @Test(.tags(.multiProcess)) func targetsStartedAtOnceOnANewGroupAllSucceed() throws {
         for round in 0..<6 {
             let group = TemporaryGroup()
             let g = ["--group", group.path, "--json"]
+            let lookers = [["stats"], ["tokens"]].map { Looker("storectl", $0 + g) }
             try runAtOnce(
                 (0..<3).map { k in
                     ("share-extension", ["share", "--url", "https://\(round).example/\(k)", "--title", "\(k)"] + g)
-                } + [
-                    ("storectl", ["stats"] + g), ("storectl", ["tokens"] + g), ("widget", ["show"] + g),
-                    ("main-app", ["list"] + g),
-                ])
+                } + [("widget", ["show"] + g), ("main-app", ["list"] + g)])
+            for looker in lookers {
+                let (status, error) = looker.finish()
+                #expect(status == 0 || status == 1 && error.contains("no store"), "\(looker.arguments): \(error)")
+            }
         }
+        // Looking makes nothing: no store, no registry.
+        let empty = TemporaryGroup()
+        let stats = Looker("storectl", ["stats", "--group", empty.path])
+        let (status, error) = stats.finish()
+        #expect(status == 1 && error.contains("no store in"), "\(error)")
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: empty.path)) ?? []).isEmpty)
     }
 
     @Test(.tags(.multiProcess)) func twoProcessesWritingAtOnceLeaveEverySaveOnceInCommitOrder() throws {
@@ -48,5 +57,31 @@ import Testing
             #expect(titles == (0..<count).map { "\(author)-\($0)" })
         }
         #expect(try container.newContext().count(FetchRequest("Article")) == 2 * count)
+    }
+}
+
+/// A process whose standard error is kept (its output is dropped): a command expected to fail
+/// with a message, or to succeed.
+final class Looker {
+    let arguments: [String]
+    private let process = Process()
+    private let error = Pipe()
+    private var started = true
+
+    init(_ name: String, _ arguments: [String]) {
+        self.arguments = arguments
+        process.executableURL = Child.directory.appendingPathComponent(name)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = error
+        do { try process.run() } catch { started = false }
+    }
+
+    /// Its exit status and standard error, once it ended (-1 when it could not start).
+    func finish() -> (Int32, String) {
+        guard started else { return (-1, "could not start") }
+        let data = error.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 }
