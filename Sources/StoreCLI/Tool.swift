@@ -180,9 +180,9 @@ public final class Invocation {
         // A migration run by this open shows its phases (when stderr is a terminal).
         let progress = PhaseProgress("migrating")
         let model = try model()
-        let c = try Container.$migrationProgress.withValue({ phase, of, name in
-            progress.update("\(name) (phase \(phase) of \(of))")
-        }) { try Container(group: group, model: model, options: options) }
+        let c = try Container.$migrationProgress.withValue({ progress.update($0) }) {
+            try Container(group: group, model: model, options: options)
+        }
         progress.finish()
         try ReadLater.registerHooks(c)
         // Every commit of a target wakes the observers of every process.
@@ -342,7 +342,28 @@ public final class Invocation {
 final class PhaseProgress: @unchecked Sendable {
     private let progress: Progress
     private let lock = NSLock()
+    /// The phase being told, and when its rows started (for their rate).
+    private var phase = 0
+    private var phaseStart = Date()
     init(_ label: String) { progress = Progress(label) }
     func update(_ text: String) { lock.withLock { progress.update(text: text) } }
     func finish() { lock.withLock { progress.finish() } }
+
+    /// A migration's phase, with the rows it has done of its table, their rate and the time
+    /// left when it counts them.
+    func update(_ p: MigrationProgress) {
+        lock.withLock {
+            if p.phase != phase {
+                phase = p.phase
+                phaseStart = Date()
+            }
+            var text = "\(p.name) (phase \(p.phase) of \(p.phases))"
+            guard let total = p.total, total > 0 else { return progress.update(text: text) }
+            let elapsed = Date().timeIntervalSince(phaseStart)
+            let rate = elapsed > 0 ? Double(p.done) / elapsed : 0
+            text += String(format: ": %d/%d rows (%.0f%%)", p.done, total, Double(p.done) * 100 / Double(total))
+            if rate > 0 { text += ", \(Progress.rate(rate))/s" }
+            progress.update(text: text, left: rate > 0 && p.done < total ? Double(total - p.done) / rate : nil)
+        }
+    }
 }

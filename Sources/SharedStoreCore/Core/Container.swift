@@ -240,15 +240,17 @@ public final class Container: Sendable {
     }
 
     /// Told each phase of a migration that an open run while it is bound runs, as it starts
-    /// (renames, new columns, indexes, derived values, kept counts…: `phase` of `of`, by name),
-    /// so that a long migration can show where it is. Called on the opening thread, inside the
-    /// migration's transaction. For example:
+    /// (renames, new columns, indexes, derived values, kept counts…: ``MigrationProgress/phase``
+    /// of ``MigrationProgress/phases``, by name), and, in a phase that goes over a table's rows
+    /// (derived values, global ids), how many of them are done, a few times a second, so that a
+    /// long migration can show where it is and how much is left. Called on the opening thread,
+    /// inside the migration's transaction. For example:
     /// ```swift
-    /// let container = try Container.$migrationProgress.withValue({ phase, of, name in
-    ///     print("migrating: \(name) (\(phase) of \(of))")
+    /// let container = try Container.$migrationProgress.withValue({ p in
+    ///     print("migrating: \(p.name) (\(p.phase) of \(p.phases)), \(p.done) of \(p.total ?? 0) rows")
     /// }) { try Container(group: dir, model: model) }
     /// ```
-    @TaskLocal public static var migrationProgress: (@Sendable (_ phase: Int, _ of: Int, _ name: String) -> Void)?
+    @TaskLocal public static var migrationProgress: (@Sendable (MigrationProgress) -> Void)?
 
     /// The store's state once it is at `model`'s version: made, adopted from format 2, or
     /// migrated (``MigrationRunner``) — each in its own write transaction.

@@ -53,6 +53,30 @@ public struct MigrationPlan: Sendable, Hashable {
     public var isRefused: Bool { !refusals.isEmpty }
 }
 
+/// Where a migration is (``Container/migrationProgress``): its phase, and within a phase that
+/// goes over a table's rows (derived values, global ids), how many of them are done.
+public struct MigrationProgress: Sendable, Hashable {
+    /// The phase, from 1.
+    public var phase: Int
+    /// How many phases a migration has.
+    public var phases: Int
+    /// The phase's name: "renames", "indexes", "derived values"…
+    public var name: String
+    /// The rows of the table the phase goes over that are done (0 as the phase starts).
+    public var done: Int
+    /// The rows of that table; nil for a phase that does not count them.
+    public var total: Int?
+
+    /// Creates a report.
+    public init(phase: Int, phases: Int, name: String, done: Int = 0, total: Int? = nil) {
+        self.phase = phase
+        self.phases = phases
+        self.name = name
+        self.done = done
+        self.total = total
+    }
+}
+
 /// Who a migration's history transaction is by, and its context name.
 public enum MigrationHistory {
     /// The author of a migration's history transaction: consumers that exclude it skip migrations.
@@ -72,8 +96,9 @@ struct MigrationRunner {
     let steps: [MigrationStep]
     let duplicates: DuplicateResolution
     let path: String
-    /// Told each phase of the migration as it starts (``Container/Options/migrationProgress``).
-    var progress: (@Sendable (_ phase: Int, _ of: Int, _ name: String) -> Void)? = nil
+    /// Told each phase of the migration as it starts, and the rows a phase over a table has done
+    /// (``Container/migrationProgress``).
+    var progress: (@Sendable (MigrationProgress) -> Void)? = nil
 
     /// The phases ``apply(_:from:)`` reports, in order.
     static let phases = [
@@ -81,7 +106,19 @@ struct MigrationRunner {
         "duplicates", "indexes", "custom steps", "derived values", "kept counts",
     ]
 
-    private func phase(_ n: Int) { progress?(n + 1, Self.phases.count, Self.phases[n]) }
+    private func phase(_ n: Int) {
+        progress?(MigrationProgress(phase: n + 1, phases: Self.phases.count, name: Self.phases[n]))
+    }
+
+    /// What phase `n` tells of the rows it has done, or nil when nobody listens.
+    private func rows(_ n: Int) -> SchemaSQL.RowProgress? {
+        guard let progress else { return nil }
+        return { done, total in
+            progress(
+                MigrationProgress(
+                    phase: n + 1, phases: Self.phases.count, name: Self.phases[n], done: done, total: total))
+        }
+    }
 
     /// The plan from `state` to the model, with its checks of the stored objects run.
     func plan(_ state: StoreFormat.State) throws -> (MigrationPlan, MigrationPlanner) {
@@ -213,7 +250,7 @@ struct MigrationRunner {
         for action in planner.actions {
             switch action {
             case .recompute(let entity, let attribute):
-                try SchemaSQL.recomputeDerived(c, model: model, entity: entity, attribute: attribute)
+                try SchemaSQL.recomputeDerived(c, model: model, entity: entity, attribute: attribute, rows: rows(8))
             default: break
             }
         }
@@ -243,7 +280,7 @@ struct MigrationRunner {
     /// anything else.
     private func addGlobalIDs() throws {
         let tables = try SchemaSQL.tableSet(c)
-        try SchemaSQL.addGlobalIDs(c, tables: model.entities.map(\.name).filter(tables.contains))
+        try SchemaSQL.addGlobalIDs(c, tables: model.entities.map(\.name).filter(tables.contains), rows: rows(1))
     }
 
     private func create(_ planner: MigrationPlanner) throws {

@@ -395,14 +395,14 @@ extension SchemaSQL {
     /// Computes derived attribute `attribute` of `entity` again for every object; returns how
     /// many objects held another value.
     @discardableResult
-    static func recomputeDerived(_ c: SQLiteConnection, model: Model, entity: String, attribute: String) throws -> Int {
+    static func recomputeDerived(
+        _ c: SQLiteConnection, model: Model, entity: String, attribute: String, rows: RowProgress? = nil
+    ) throws -> Int {
         let e = try model.entity(entity)
         guard let a = e.attribute(named: attribute), let expr = derivedExpression(model, e, a) else { return 0 }
         let col = SQLMapping.quote(a.name)
-        try c.execute(
-            "UPDATE \(SQLMapping.quote(e.name)) AS \(SelectFrame.alias) SET \(col) = \(expr) "
-                + "WHERE \(SelectFrame.column(col)) IS NOT \(expr)")
-        return c.changes
+        return try updateInRanges(
+            c, e.name, set: "\(col) = \(expr)", where: "\(SelectFrame.column(col)) IS NOT \(expr)", rows: rows)
     }
 
     /// How many objects of `e` hold a derived attribute `a` that computing it again would change.

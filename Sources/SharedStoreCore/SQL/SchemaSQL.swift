@@ -143,7 +143,7 @@ enum SchemaSQL {
 
     /// Gives every table of `tables` that lacks it the global id column and an id for each of
     /// its rows (a store of format 2 or 3 becoming format 4). Idempotent.
-    static func addGlobalIDs(_ c: SQLiteConnection, tables: [String]) throws {
+    static func addGlobalIDs(_ c: SQLiteConnection, tables: [String], rows: RowProgress? = nil) throws {
         for table in tables {
             let q = SQLMapping.quote(table)
             let has =
@@ -151,8 +151,48 @@ enum SchemaSQL {
                 .firstRow([.text(table), .text(StoreColumn.globalID)]) { _ in true } ?? false
             if !has {
                 try c.execute("ALTER TABLE \(q) ADD COLUMN \(StoreColumn.globalID) BLOB")
-                try c.execute("UPDATE \(q) SET \(StoreColumn.globalID) = ss_new_gid()")
+                _ = try updateInRanges(c, table, set: "\(StoreColumn.globalID) = ss_new_gid()", rows: rows)
             }
+        }
+    }
+
+    /// Told, while a statement goes over a table in ranges, how many of its rows are done of all.
+    typealias RowProgress = (_ done: Int, _ total: Int) -> Void
+
+    /// `UPDATE table AS t0 SET assignment [WHERE condition]`, run over ranges of the row id
+    /// (in the caller's transaction), telling `rows` after each range how far it got: a
+    /// statement over a million rows shows its progress. Without `rows`, one statement. Returns
+    /// the rows changed.
+    static func updateInRanges(
+        _ c: SQLiteConnection, _ table: String, set assignment: String, where condition: String? = nil,
+        rows: RowProgress?
+    ) throws -> Int {
+        let update = "UPDATE \(SQLMapping.quote(table)) AS \(SelectFrame.alias) SET \(assignment)"
+        let pk = SelectFrame.column(StoreColumn.primaryKey)
+        guard let rows,
+            let (low, high, count) = try c.cached(
+                "SELECT min(\(StoreColumn.primaryKey)), max(\(StoreColumn.primaryKey)), count(*) FROM "
+                    + SQLMapping.quote(table)
+            ).firstRow([], { ($0.int64(0), $0.int64(1), Int($0.int64(2))) }),
+            count > 0, case (let span, false) = high.subtractingReportingOverflow(low)
+        else {
+            try c.execute(update + (condition.map { " WHERE \($0)" } ?? ""))
+            return c.changes
+        }
+        // Ranges of 65,536 ids, and never more than about 256 of them (ids far apart).
+        let step = max(65_536, span / 256 + 1)
+        var changed = 0
+        var from = low
+        while true {
+            let to = high - from > step ? from + step : high
+            try c.cached(update + " WHERE \(pk) >= ? AND \(pk) <= ?" + (condition.map { " AND (\($0))" } ?? ""))
+                .execute([.integer(from), .integer(to)])
+            changed += c.changes
+            // The rows done, as the share of the ids gone over (ids are dense in most tables).
+            let share = span == 0 ? 1 : Double(to - low) / Double(span)
+            rows(to == high ? count : min(count, Int(Double(count) * share)), count)
+            if to == high { return changed }
+            from = to + 1
         }
     }
 
