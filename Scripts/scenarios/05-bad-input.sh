@@ -81,7 +81,7 @@ SHAREDSTORE_GROUP="$ro" widget show --json >/dev/null
 # The other user runs copies of the binaries from a world-readable directory: the checkout itself
 # may lie under a directory only its owner can enter (as CI's may).
 bins="$(mktemp -d)"; chmod 755 "$bins"
-cp "$BIN/share-extension" "$BIN/main-app" "$bins/"; chmod 755 "$bins"/*
+cp "$BIN/share-extension" "$BIN/main-app" "$BIN/storectl" "$bins/"; chmod 755 "$bins"/*
 if [ "$(id -u)" -eq 0 ]; then
     chmod 755 "$work"; chown -R 65534:65534 "$ro"; chmod 500 "$ro"
     as=(setpriv --reuid=65534 --regid=65534 --clear-groups env SHAREDSTORE_GROUP="$ro")
@@ -90,6 +90,18 @@ else
 fi
 expect_error 1 "read-only group directory (write)" "${as[@]}" "$bins/share-extension" share --url https://x.example --title x
 expect_error 1 "read-only group directory (read)" "${as[@]}" "$bins/main-app" list
+# storectl only looks: a group it may only read is read as the file is (said), and nothing changes.
+[ "$(id -u)" -eq 0 ] && chmod 400 "$ro"/*
+sums="$(md5sum "$ro"/* | sort)"
+status=0; "${as[@]}" "$bins/storectl" stats --json >"$work/ro.stats" 2>"$work/ro.err" || status=$?
+assert_eq "$status" 0 "storectl stats reads a group it may not write"
+grep -q "cannot be written by this user" "$work/ro.err" && ok "and says it reads the file as it is" \
+    || fail "no warning: $(cat "$work/ro.err")"
+"${as[@]}" "$bins/storectl" audit --json >"$work/ro.audit" 2>/dev/null || true
+grep -q "repair-registry" "$work/ro.audit" && fail "audit advises a repair of a registry it may not read: $(cat "$work/ro.audit")" \
+    || ok "audit advises no repair of a registry it may only read"
+assert_eq "$(md5sum "$ro"/* | sort)" "$sums" "looking changed no file of the read-only group"
+[ "$(id -u)" -eq 0 ] && chmod 600 "$ro"/*
 rm -rf "$bins"
 chmod 700 "$ro"; [ "$(id -u)" -eq 0 ] && chown -R 0:0 "$ro"
 assert_eq "$(SHAREDSTORE_GROUP="$ro" storectl stats --json | jq_ 'j["objects"]')" "$(jq_ 'j["objects"]' <"$work/ro.before")" "the read-only store is as it was"

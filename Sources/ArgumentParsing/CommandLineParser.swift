@@ -37,9 +37,10 @@ public struct CommandLineParser: Sendable {
             let leading = leadingCommonFlags(rest)
             rest.removeFirst(leading.count)
             guard let word = rest.first, !word.hasPrefix("-") else {
-                if words.contains("--help") || words.isEmpty && interactive { return .help(nil) }
-                throw UsageError(
-                    "'\(tool)' needs a command: \(commands.map(\.name).joined(separator: ", ")); see '\(tool) --help'")
+                if words.contains("--help") || words.isEmpty && interactive {
+                    return .help(commands.first { c in words.contains(c.name) })
+                }
+                throw beforeCommand(leading: leading, next: rest.first)
             }
             guard let found = commands.first(where: { $0.name == word }) else {
                 throw UsageError(
@@ -51,6 +52,35 @@ public struct CommandLineParser: Sendable {
         }
         let arguments = try Arguments(rest, command: command, tool: tool, common: common)
         return arguments.has("help") ? .help(command) : .run(arguments)
+    }
+
+    /// The usage error of words that do not reach a command: a flag that is not one every command
+    /// takes (or is only some command's), a common flag without its value, or no command at all.
+    private func beforeCommand(leading: [String], next: String?) -> UsageError {
+        let names = commands.map(\.name).joined(separator: ", ")
+        if let next {
+            let name = next.dropFirst(2).split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+            if !next.hasPrefix("--") || next == "--" {
+                return UsageError("unexpected '\(next)' before the command (flags start with --; commands: \(names))")
+            }
+            if let owner = commands.first(where: { c in c.options.contains { $0.name == name } }) {
+                return UsageError("flag '--\(name)' goes after the command: '\(tool) \(owner.name) --\(name) …'")
+            }
+            return UsageError("unknown flag '--\(name)' for '\(tool)'; see '\(tool) --help'")
+        }
+        if let last = leading.last, let option = common.first(where: { "--" + $0.name == last }),
+            let valueName = option.valueName
+        {
+            return UsageError("flag '\(last)' needs a value (\(valueName))")
+        }
+        if leading.count >= 2, commands.contains(where: { $0.name == leading.last }),
+            let option = common.first(where: { "--" + $0.name == leading[leading.count - 2] }), option.valueName != nil
+        {
+            return UsageError(
+                "'\(tool)' needs a command: '\(leading[leading.count - 1])' was taken as the value of "
+                    + "\(leading[leading.count - 2])")
+        }
+        return UsageError("'\(tool)' needs a command: \(names); see '\(tool) --help'")
     }
 
     /// The words before the command that are flags every command takes, with their values

@@ -12,9 +12,11 @@ package final class FileRangeLock: @unchecked Sendable {
     let path: String
     private static let offset: off_t = 0
 
-    /// Opens `path` (created 0600 when missing, never through a symlink).
-    package init(path: String) throws {
-        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o600)
+    /// Opens `path` (created 0600 when missing, never through a symlink); `readOnly`: opened
+    /// for reading only, never made (an environment that only reads takes no writer lock).
+    package init(path: String, readOnly: Bool = false) throws {
+        let mode = readOnly ? O_RDONLY : O_RDWR | O_CREAT
+        let fd = open(path, mode | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o600)
         guard fd >= 0 else { throw LMDBError(code: errno, call: "open", path: path) }
         self.fd = fd
         self.path = path

@@ -94,7 +94,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
     }
 
     private init(path: String, flags: LMDBEnvironmentFlags, busyTimeout: Double, names: [String], mapSize: Int) throws {
-        writerLock = try FileRangeLock(path: path)
+        writerLock = try FileRangeLock(path: path, readOnly: flags.contains(.readOnly))
         self.flags = flags
         syncFlags = Protected(flags.intersection([.noSync, .noMetaSync]))
         self.busyTimeout = busyTimeout

@@ -211,6 +211,7 @@ public enum StoreVerifier {
                     "the registry is empty, but it held this store's consumers before (a 0-byte or deleted "
                         + "tokens.lmdb started anew): run 'storectl repair-registry'")
             }
+            var ahead: [String] = []
             for c in consumers {
                 guard let t = c.token else { continue }
                 if t.storeID != container.storeID {
@@ -221,17 +222,17 @@ public enum StoreVerifier {
                             + "(tokens \(range.lowerBound)…\(range.upperBound)); it reloads in full at its next sync "
                             + "(or run 'storectl reset-consumer \(c.name)')")
                 } else if t.value > current {
-                    problems.append(
-                        "\(c.name) is ahead of the store (\(t.value) > \(current)): the store was put back to an older "
-                            + "copy or lost its last commits; any target that opens the group moves the tokens past it")
+                    ahead.append("\(c.name) (\(t.value))")
                 }
             }
+            // Said once, with every consumer it concerns: a store that lost its last commits.
             let high = try registry.highWater(storeID: container.storeID)
-            if high > current {
+            if high > current || !ahead.isEmpty {
                 problems.append(
-                    "the registry has seen token \(high), the store's newest is \(current): the store was put "
-                        + "back to an "
-                        + "older copy; any target that opens the group moves the tokens past it")
+                    "the registry has seen token \(max(high, current)), the store's newest is \(current)"
+                        + (ahead.isEmpty ? "" : ", and consumers are ahead of it: \(ahead.joined(separator: ", "))")
+                        + ": the store was put back to an older copy or lost its last commits; any target that opens "
+                        + "the group moves the tokens past it")
             }
             let evicted = consumers.filter(\.isEvicted).map(\.name)
             return (

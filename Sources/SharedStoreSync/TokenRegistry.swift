@@ -76,18 +76,34 @@ public final class TokenRegistry: Sendable {
     /// - Throws: `.fileAccess` when the directory or a file cannot be used (a symlink, a FIFO,
     ///   a directory others can write), `.registryDamaged` for a damaged `tokens.lmdb`
     ///   (``TokenRegistry/repair(group:force:)`` moves it aside).
-    public init(group: String, durability: Durability = .processCrash, busyTimeout: TimeInterval = 5) throws {
+    ///
+    /// - Parameter readOnly: opens an existing registry to read it only (LMDB's `MDB_RDONLY`): no
+    ///   file or database is made, and a registry file the user may only read is read; every
+    ///   write fails with `.fileAccess`.
+    public init(
+        group: String, durability: Durability = .processCrash, busyTimeout: TimeInterval = 5, readOnly: Bool = false
+    ) throws {
         guard busyTimeout.isFinite, busyTimeout >= 0 else {
             throw StoreError(.invalidArgument, "busy timeout must be a finite number of seconds, not \(busyTimeout)")
         }
-        try GroupDirectory.prepare(group)
         let path = Self.path(group: group)
         self.path = path
         // LMDB opens both files with plain open(2): each must be a regular file, made 0600 here.
-        try GroupDirectory.prepareFile(path)
-        try GroupDirectory.prepareFile(path + "-lock")
+        if readOnly {
+            try GroupDirectory.check(group)
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw StoreError(.fileAccess, "no token registry at \(TextSafety.visible(path))")
+            }
+            try GroupDirectory.checkFile(path)
+            try GroupDirectory.checkFile(path + "-lock")
+        } else {
+            try GroupDirectory.prepare(group)
+            try GroupDirectory.prepareFile(path)
+            try GroupDirectory.prepareFile(path + "-lock")
+        }
         var flags: LMDBEnvironmentFlags = [.noSubdirectory]
         if durability == .processCrash { flags.insert(.noMetaSync) }
+        if readOnly { flags.insert(.readOnly) }
         environment = try Self.wrap(path) {
             try LMDBEnvironment.shared(
                 path: path, flags: flags, busyTimeout: min(busyTimeout, 3600),

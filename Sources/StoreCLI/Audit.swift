@@ -132,24 +132,27 @@ struct Audit {
     }
 
     /// History made faster than it is cleaned, from the cleaner's logged runs
-    /// (``Container/cleanerRuns()``): since the oldest run kept, more transactions were made than
-    /// deleted, and the last run left more retained than the first.
+    /// (``Container/cleanerRuns()``): what each run left retained rose in at least three steps,
+    /// and in at least twice as many steps as it fell (one backlog cleared since does not hide a
+    /// steady rise; one write between a sync and a clean is no trend). Runs logged in the future
+    /// (a clock that was wrong) are left out.
     func growth(_ container: Container, retained: Int, holder: TokenRegistry.Consumer?) throws -> AuditFinding? {
-        let runs = try container.cleanerRuns()
-        guard runs.count >= 3, let first = runs.first, let last = runs.last else { return nil }
-        let newest = try container.currentToken().value
-        let made = newest - first.newest
+        let runs = try container.cleanerRuns().filter { $0.time <= now.timeIntervalSince1970 + 60 }
+        guard runs.count >= 4, let first = runs.first, let last = runs.last else { return nil }
+        let steps = zip(runs, runs.dropFirst())
+        let rose = steps.count { $1.retained > $0.retained }
+        let fell = steps.count { $1.retained < $0.retained }
+        guard rose >= 3, rose >= 2 * fell, last.retained > first.retained else { return nil }
+        let made = try container.currentToken().value - first.newest
         let cleaned = last.through - first.through
-        // (Only past the history limit, checked before: a few transactions more is no trend.)
-        guard made > cleaned, last.retained > first.retained else { return nil }
         let span = max(now.timeIntervalSince1970 - first.time, 1)
         let since = ISO8601.string(Date(timeIntervalSince1970: first.time))
         return AuditFinding(
             risk: "history-growing",
-            evidence: "over the cleaner's last \(runs.count) runs (since \(since)), \(made) transactions were made "
-                + "(\(Self.rate(made, span))) and \(cleaned) deleted "
-                + "(\(Self.rate(cleaned, span))): history left after a run grew from \(first.retained) to "
-                + "\(last.retained), \(retained) retained now"
+            evidence: "over the cleaner's last \(runs.count) runs (since \(since)), the history each run left rose in "
+                + "\(rose) of \(runs.count - 1) steps, from \(first.retained) to \(last.retained) (\(retained) retained "
+                + "now); \(made) transactions were made (\(Self.rate(made, span))) and \(cleaned) deleted "
+                + "(\(Self.rate(cleaned, span)))"
                 + (holder.map { ", held back by consumer \(TextSafety.visible($0.name))" } ?? ""),
             fix: "history grows faster than it is cleaned: sync the consumer that lags more often, run history-cleaner "
                 + "after it, and evict consumers that stopped (history-cleaner --evict-after SECONDS)")
@@ -271,21 +274,31 @@ struct Audit {
 
     /// What `storectl verify` finds, one finding per failed check.
     func verify(_ container: Container, _ registry: TokenRegistry?, _ problem: String?) -> [AuditFinding] {
-        // The files' modes are the audit's own check (files-not-private).
-        StoreVerifier.verify(container: container, registry: registry, registryProblem: problem).filter {
-            !$0.ok && $0.name != "files" && $0.name != "mirror-quarantine"
-                && !($0.name == "registry" && registry == nil && problem == nil)
-        }
-        .map { check in
-            AuditFinding(risk: "verify-\(check.name)", evidence: check.detail, fix: Self.fix(forVerify: check.name))
+        // No registry file: none was made yet, or one that held consumers is gone (verify says
+        // which, as storectl verify does).
+        let checks =
+            registry == nil && problem == nil
+            ? StoreVerifier.verifyWithoutRegistry(container: container, progress: nil)
+            : StoreVerifier.verify(container: container, registry: registry, registryProblem: problem)
+        // The files' modes are the audit's own check (files-not-private), as is the quarantine.
+        return checks.filter { !$0.ok && $0.name != "files" && $0.name != "mirror-quarantine" }.map { check in
+            AuditFinding(
+                risk: "verify-\(check.name)", evidence: check.detail,
+                fix: Self.fix(forVerify: check.name, detail: check.detail))
         }
     }
 
-    /// What to do about a check of `storectl verify` that failed.
-    static func fix(forVerify check: String) -> String {
+    /// What to do about a check of `storectl verify` that failed, as its detail calls for.
+    static func fix(forVerify check: String, detail: String = "") -> String {
         switch check {
         case "kept-counts", "derived":
             return "storectl recount (a tool that does not keep them, such as sqlite3, wrote the store)"
+        case "registry" where detail.contains("cannot read") || detail.contains("ermission denied"):
+            return "run the audit as the user the group belongs to (the registry is not damaged by this)"
+        case "registry" where !detail.contains("repair-registry"):
+            return "run the consumers named: any target's open first moves the store's tokens past the registry's, "
+                + "and each consumer reloads in full at its next sync; remove one that is gone for good with "
+                + "storectl reset-consumer NAME"
         case "registry", "registry-readers":
             return "storectl repair-registry (every consumer reloads in full after it)"
         case "sqlite-integrity":

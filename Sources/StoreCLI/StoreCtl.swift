@@ -227,7 +227,7 @@ extension Targets {
     static func tokens(_ inv: Invocation) throws {
         let (container, registry, problem) = try inv.inspect()
         // A registry that cannot be read is an error naming it; none yet is no consumer.
-        if let problem { throw StoreError(.registryDamaged, problem) }
+        if let problem { throw StoreError(problem.hasPrefix("cannot read") ? .fileAccess : .registryDamaged, problem) }
         let retained = try container.historyCount()
         let newest = try container.currentToken().value
         let lost = try container.lostTokenRanges()

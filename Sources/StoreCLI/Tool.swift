@@ -275,10 +275,25 @@ public final class Invocation {
                     + "in full)"
             )
         }
+        if container.readsFileAsItIs {
+            warn(
+                "\(group) cannot be written by this user: Store.sqlite is read as the file is, without SQLite's "
+                    + "locks (a writer working now is not seen)")
+        }
         do {
-            let r = try TokenRegistry(group: group)
+            let r = try TokenRegistry(group: group, readOnly: true)
             openedRegistry = r
             return (container, r, nil)
+        } catch let error as StoreError
+            where error.code == .fileAccess
+            && (error.message.contains("Permission denied") || error.message.contains("Read-only file system"))
+        {
+            return (
+                container, nil,
+                "cannot read the token registry \(TextSafety.visible(path)) as this user: LMDB writes its lock file "
+                    + "(tokens.lmdb-lock) even to read, unless the file system is read-only (\(error.message)); it is "
+                    + "not damaged by this"
+            )
         } catch let error as StoreError {
             return (container, nil, error.message)
         }

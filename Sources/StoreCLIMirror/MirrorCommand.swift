@@ -34,8 +34,9 @@ enum Conventions {
         let shell = inv.arguments.positionals[0]
         guard shell == "bash" else { throw UsageError("completions: unknown shell '\(shell)' (bash)") }
         let words = ["SHELL": ["bash"], "TOOL": Targets.executables.map(\.name)]
-        let script = Targets.executables.map { $0.parser.bashCompletion(positionalWords: words) }
-            .joined(separator: "\n")
+        let script = Targets.executables.enumerated().map { n, tool in
+            tool.parser.bashCompletion(positionalWords: words, helpers: n == 0)
+        }.joined(separator: "\n")
         Output.writeStandardOutput(Array(("# SharedStore's executables (storectl completions bash)\n" + script).utf8))
     }
 

@@ -84,7 +84,8 @@ import Testing
         var (status, findings) = try audit(group, ["--history-limit", "2"])
         let growing = findings.first { $0["risk"] as? String == "history-growing" }
         #expect(status == 1 && growing != nil, "\(findings)")
-        #expect((growing?["evidence"] as? String)?.contains("grew from 1 to 4") == true, "\(findings)")
+        #expect(
+            (growing?["evidence"] as? String)?.contains("rose in 3 of 31 steps, from 1 to 4") == true, "\(findings)")
         // Planted values: none parse, or out of order and range; the audit still runs.
         for planted in [
             "garbage", "1 2", "nan 1 2", "5 9 3;4 1 2", "-1 0 0", String(repeating: "1 1 1;", count: 2000),
@@ -97,6 +98,54 @@ import Testing
             (status, findings) = try audit(group, ["--history-limit", "2"])
             #expect(status <= 1 && !findings.contains { $0["risk"] as? String == "history-growing" })
         }
+    }
+
+    /// Rounds of saves, each followed by the widget merging all but the newest `lag` and a
+    /// clean: what each clean leaves is `lag`.
+    func rounds(_ container: Container, _ registry: TokenRegistry, lags: [Int64]) throws {
+        let context = container.newContext(author: "A")
+        for lag in lags {
+            for _ in 0..<max(lag, 1) {
+                try context.insert(Article(title: "r", url: "https://r.example/\(UUID().uuidString)"))
+                try context.save()
+            }
+            let newest = try container.currentToken()
+            try registry.advance("Widget", to: HistoryToken(storeID: newest.storeID, value: newest.value - lag))
+            _ = try HistoryCleaner.clean(container: container, registry: registry)
+        }
+    }
+
+    func growing(_ group: TemporaryGroup, limit: Int = 1) throws -> Bool {
+        try audit(group, ["--history-limit", "\(limit)"]).1.contains { $0["risk"] as? String == "history-growing" }
+    }
+
+    /// The trend is read over every run kept, not two of them: a backlog cleared before a steady
+    /// rise does not hide it; one write between a sync and a clean is no trend; and a run logged
+    /// in the future (a clock that was wrong once) neither hides the runs after it nor counts.
+    @Test func historyGrowingReadsTheTrendOfEveryRunWhateverTheClockSaid() throws {
+        // A weekend's backlog, cleared, then a consumer that stopped merging.
+        var group = TemporaryGroup()
+        var container = try group.open()
+        var registry = try TokenRegistry(group: group.path)
+        try registry.register("Widget")
+        try rounds(container, registry, lags: [20, 0, 3, 8, 13, 18])
+        #expect(try growing(group), "\((try? container.cleanerRuns()) ?? [])")
+        // Healthy: now and then one write lands between the sync and the clean.
+        group = TemporaryGroup()
+        container = try group.open()
+        registry = try TokenRegistry(group: group.path)
+        try registry.register("Widget")
+        try rounds(container, registry, lags: [0, 0, 1, 0, 0, 1, 0, 1])
+        #expect(try !growing(group))
+        // A run from the future, then real growth: found.
+        try SQLiteConnection(path: group.storePath, busyTimeoutMilliseconds: 1000).execute(
+            "UPDATE ss_meta SET value = '1900000000.0 3 3' WHERE key = 'cleaner_runs'")
+        try rounds(container, registry, lags: [2, 4, 6, 8, 10])
+        #expect(try growing(group), "\((try? container.cleanerRuns()) ?? [])")
+        // Planted far in the future and alone: no rate from it.
+        try SQLiteConnection(path: group.storePath, busyTimeoutMilliseconds: 1000).execute(
+            "UPDATE ss_meta SET value = '1e308 1 2;1e10 1 3;1e10 1 4;1e10 1 5;1e10 1 9' WHERE key = 'cleaner_runs'")
+        #expect(try !growing(group))
     }
 
     /// The bytes of every file of `group`, by name.

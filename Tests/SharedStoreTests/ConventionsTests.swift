@@ -40,6 +40,8 @@ import Testing
         try script.write(toFile: file, atomically: true, encoding: .utf8)
         let sub = dir.appendingPathComponent("sub-xyz").path
         try FileManager.default.createDirectory(atPath: sub, withIntermediateDirectories: true)
+        let spaced = dir.appendingPathComponent("my groups").path
+        try FileManager.default.createDirectory(atPath: spaced, withIntermediateDirectories: true)
         // bash splits `--group=DIR` at '=' into three words; flags every command takes may come
         // before the command; a command is offered only the flags it takes.
         let probe = """
@@ -56,6 +58,11 @@ import Testing
             COMP_WORDS=(storectl stats --model); COMP_CWORD=2; _sharedstore_storectl; echo "[${COMPREPLY[*]}]"
             COMP_WORDS=(main-app add --model); COMP_CWORD=2; _sharedstore_main_app; echo "${COMPREPLY[*]}"
             COMP_WORDS=(storectl completions --j); COMP_CWORD=2; _sharedstore_storectl; echo "[${COMPREPLY[*]}]"
+            COMP_WORDS=(storectl --json c); COMP_CWORD=2; _sharedstore_storectl; echo "[${COMPREPLY[*]}]"
+            COMP_WORDS=(storectl --durable st); COMP_CWORD=2; _sharedstore_storectl; echo "${COMPREPLY[*]}"
+            COMP_WORDS=(storectl --group g stats --); COMP_CWORD=4; _sharedstore_storectl; echo "${COMPREPLY[*]}"
+            COMP_WORDS=(storectl --group '\(dir.path)/my g'); COMP_CWORD=2; _sharedstore_storectl
+            echo "${#COMPREPLY[@]} ${COMPREPLY[0]}"
             """
         let bash = Process()
         bash.executableURL = URL(fileURLWithPath: "/bin/bash")
@@ -68,7 +75,7 @@ import Testing
         #expect(
             text.split(separator: "\n").map(String.init) == [
                 "audit", "--sql-log", "--evict-after", "stats", "stats", sub, "--json", "[]", "[]", "--model-version",
-                "[]",
+                "[]", "[]", "stress stress-writer stress-consumer", "--json --help", "1 \(spaced)",
             ], "\(text)")
     }
 
@@ -96,8 +103,21 @@ import Testing
         (first, out) = try storectl(["--group=\(group.path)", "tokens", "--json"])
         #expect(first == 0, "\(out)")
         #expect(try storectl(["--json", "--durable", "top", "--group", group.path]).0 == 2)
-        #expect(try storectl(["--group"]).0 == 2)
-        #expect(try storectl(["--nothing", "stats"]).0 == 2)
+        // Words that never reach a command: the error names the word.
+        for (words, said) in [
+            (["--group"], "flag '--group' needs a value (DIR)"), (["--bogus", "stats"], "unknown flag '--bogus'"),
+            (["--group", group.path, "--bogus", "stats"], "unknown flag '--bogus'"),
+            (["-g", group.path, "stats"], "unexpected '-g' before the command"),
+            (["--interval", "1", "top"], "flag '--interval' goes after the command: 'storectl top --interval"),
+            (["--group", "stats"], "'stats' was taken as the value of --group"),
+        ] {
+            let looker = Looker("storectl", words)
+            let (status, error) = looker.finish()
+            #expect(
+                status == 2 && error.contains(said) && error.split(separator: "\n").count == 1, "\(words): \(error)")
+        }
+        let (helped, text) = try storectl(["--help", "stats"])
+        #expect(helped == 0 && text.contains("usage: storectl stats"), "\(text)")
         #expect(try storectl(["--group", group.path, "--group", group.path, "stats"]).0 == 2)
     }
 

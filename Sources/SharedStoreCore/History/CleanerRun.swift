@@ -27,18 +27,35 @@ public struct CleanerRun: Sendable, Equatable {
     /// The run as stored: `TIME THROUGH NEWEST`.
     var text: String { "\(time) \(through) \(newest)" }
 
-    /// The runs of a stored value, oldest first. An entry that does not parse, or is out of
-    /// order or out of range, is left out (another program may have written the value).
+    /// The runs of a stored value, oldest first. An entry that does not parse or is out of
+    /// range is left out (another program may have written the value); a run earlier than the
+    /// one before it, or with tokens below it (a clock set back, a store put back to a copy), starts
+    /// the log again from it, so that one wrong time never hides the runs after it.
     static func parse(_ value: String?) -> [CleanerRun] {
         guard let value, value.utf8.count <= 64 * kept else { return [] }
         var runs: [CleanerRun] = []
         for entry in value.split(separator: ";") {
             let f = entry.split(separator: " ")
-            guard f.count == 3, let time = Double(f[0]), time.isFinite, time >= 0, let through = Int64(f[1]),
-                let newest = Int64(f[2]), through >= 0, newest >= through, time >= (runs.last?.time ?? 0)
+            guard f.count == 3, let time = Double(f[0]), time.isFinite, time >= 0, time < latest,
+                let through = Int64(f[1]), let newest = Int64(f[2]), through >= 0, newest >= through
             else { continue }
-            runs.append(CleanerRun(time: time, through: through, newest: newest))
+            let run = CleanerRun(time: time, through: through, newest: newest)
+            if let last = runs.last, run.time < last.time || run.through < last.through || run.newest < last.newest {
+                runs = []
+            }
+            runs.append(run)
         }
         return Array(runs.suffix(kept))
+    }
+
+    /// Times from here on (the year 5138) are no clock's: such a run is left out.
+    static let latest: Double = 1e11
+
+    /// The log with `run` added: a run earlier than the last one logged (the clock went back)
+    /// starts it again.
+    static func appending(_ run: CleanerRun, to runs: [CleanerRun]) -> [CleanerRun] {
+        guard let last = runs.last, run.time >= last.time, run.through >= last.through, run.newest >= last.newest
+        else { return [run] }
+        return Array(runs.suffix(kept - 1)) + [run]
     }
 }

@@ -97,7 +97,7 @@ extension Container {
         if chunk.count < size {
             // The run is over: it is logged, for the rate history is cleaned at.
             let run = CleanerRun(time: Date().timeIntervalSince1970, through: through, newest: newest)
-            let runs = CleanerRun.parse(try s.meta(.cleanerRuns)).suffix(CleanerRun.kept - 1) + [run]
+            let runs = CleanerRun.appending(run, to: CleanerRun.parse(try s.meta(.cleanerRuns)))
             try s.setMeta(.cleanerRuns, runs.map(\.text).joined(separator: ";"))
         }
         return (chunk.count, chunk.live + marker)

@@ -78,7 +78,7 @@ extension Container {
         }
         try GroupDirectory.check(group)
         for suffix in ["", "-wal", "-shm", "-journal"] { try GroupDirectory.checkFile(path + suffix) }
-        let c = try StoreError.wrap(path: path) {
+        var c = try StoreError.wrap(path: path) {
             try SQLiteConnection(path: path, readOnly: true, create: false, busyTimeoutMilliseconds: 5000)
         }
         // A hot journal (left by a crash or power loss while the store was being made, or
@@ -86,6 +86,17 @@ extension Container {
         // applies it, and its first read fails. Said plainly, with what to do. (A journal another
         // process is writing right now is not hot: the read waits for it.)
         do {
+            _ = try StoreError.wrap(path: path) { try SchemaSQL.tableNames(c) }
+        } catch let error as StoreError
+            where error.resultCode?.primary == .readOnly && !FileManager.default.fileExists(atPath: path + "-wal")
+            && !FileManager.default.fileExists(atPath: path + "-journal")
+        {
+            // A WAL reader makes the -shm it reads through; one who may not (a group of another
+            // user, a read-only mount) and finds no WAL reads the file as it is.
+            c = try StoreError.wrap(path: path) {
+                try SQLiteConnection(
+                    path: immutableURI(path), readOnly: true, create: false, busyTimeoutMilliseconds: 5000)
+            }
             _ = try StoreError.wrap(path: path) { try SchemaSQL.tableNames(c) }
         } catch {
             var st = stat()
