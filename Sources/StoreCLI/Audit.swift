@@ -150,9 +150,9 @@ struct Audit {
         return AuditFinding(
             risk: "history-growing",
             evidence: "over the cleaner's last \(runs.count) runs (since \(since)), the history each run left rose in "
-                + "\(rose) of \(runs.count - 1) steps, from \(first.retained) to \(last.retained) (\(retained) retained "
-                + "now); \(made) transactions were made (\(Self.rate(made, span))) and \(cleaned) deleted "
-                + "(\(Self.rate(cleaned, span)))"
+                + "\(rose) of \(runs.count - 1) steps, from \(first.retained) to \(last.retained) "
+                + "(\(retained) retained now); \(made) transactions were made (\(Self.rate(made, span))) and "
+                + "\(cleaned) deleted (\(Self.rate(cleaned, span)))"
                 + (holder.map { ", held back by consumer \(TextSafety.visible($0.name))" } ?? ""),
             fix: "history grows faster than it is cleaned: sync the consumer that lags more often, run history-cleaner "
                 + "after it, and evict consumers that stopped (history-cleaner --evict-after SECONDS)")
