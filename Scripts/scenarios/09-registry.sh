@@ -83,4 +83,32 @@ case "$(cat "$work/clean.err")" in "error: "*"busy"*"process $holder"*) ok "with
 kill -9 "$holder"; wait "$holder" 2>/dev/null || true
 main-app sync --json >/dev/null
 verify_store
+
+# A process frozen inside a store write (another program's): verify, which only looks, names it
+# once it held the write lock past the busy timeout.
+background "$work/sqlhold.out" python3 -c "
+import sqlite3, sys, time
+c = sqlite3.connect('$g/Store.sqlite', isolation_level=None)
+c.execute('BEGIN IMMEDIATE')
+print('holding', flush=True)
+time.sleep(60)"
+writer=$last_pid
+wait_for_line "$work/sqlhold.out" holding
+status=0; timeout 30 storectl verify --json >"$work/lock.out" 2>/dev/null || status=$?
+assert_eq "$status" 1 "verify fails while another process holds the write lock"
+assert_eq "$(jq_ '[l["ok"] for l in lines if l["check"] == "store-lock"]' <"$work/lock.out")" "[false]" "its store-lock check fails"
+grep -q "held by pid $writer" "$work/lock.out" && ok "naming the process" || fail "$(grep store-lock "$work/lock.out")"
+kill -9 "$writer"; wait "$writer" 2>/dev/null || true
+verify_store
+
+# tokens.lmdb deleted after consumers synced: one repair starts a registry marked repaired, after
+# which verify passes and every consumer reloads in full.
+rm -f "$reg" "$reg-lock"
+if storectl verify --json >/dev/null 2>&1; then fail "verify passes with tokens.lmdb deleted"; else ok "verify fails with tokens.lmdb deleted"; fi
+storectl repair-registry --json >/dev/null 2>"$work/repair3.err"
+grep -q "started a new token registry" "$work/repair3.err" && ok "repair-registry says it started a new one" \
+    || fail "repair-registry: $(cat "$work/repair3.err")"
+storectl verify --json >/dev/null 2>&1 && ok "one repair-registry puts a deleted registry right" \
+    || fail "verify after one repair: $(storectl verify 2>&1 | tail -3)"
+assert_eq "$(main-app sync --json | tail -1 | jq_ '[j["expired"], j["reloaded"]]')" "[true, true]" "main-app reloads in full"
 finish

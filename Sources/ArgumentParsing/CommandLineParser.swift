@@ -37,8 +37,15 @@ public struct CommandLineParser: Sendable {
             let leading = leadingCommonFlags(rest)
             rest.removeFirst(leading.count)
             guard let word = rest.first, !word.hasPrefix("-") else {
-                if words.contains("--help") || words.isEmpty && interactive {
-                    return .help(commands.first { c in words.contains(c.name) })
+                if rest.first == "--help" || words.isEmpty && interactive {
+                    // Help with the command named after it, if any (a word that is none is an error).
+                    guard let named = rest.dropFirst().first(where: { !$0.hasPrefix("-") }) else { return .help(nil) }
+                    guard let command = commands.first(where: { $0.name == named }) else {
+                        throw UsageError(
+                            "unknown command '\(named)' for '\(tool)'; commands: "
+                                + commands.map(\.name).joined(separator: ", "))
+                    }
+                    return .help(command)
                 }
                 throw beforeCommand(leading: leading, next: rest.first)
             }

@@ -14,6 +14,8 @@ package struct LMDBEnvironmentFlags: OptionSet, Sendable {
     package static let noThreadLocalStorage = LMDBEnvironmentFlags(rawValue: UInt32(MDB_NOTLS))
     /// MDB_RDONLY
     package static let readOnly = LMDBEnvironmentFlags(rawValue: UInt32(MDB_RDONLY))
+    /// MDB_NOLOCK: no lock file, no reader table (a reader that may not write the lock file).
+    package static let noLock = LMDBEnvironmentFlags(rawValue: UInt32(MDB_NOLOCK))
 }
 
 /// Flags of `mdb_dbi_open` (not environment flags: MDB_CREATE shares its value with

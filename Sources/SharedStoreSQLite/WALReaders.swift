@@ -54,6 +54,24 @@ public enum WALReaders {
         return readers.sorted { ($0.slot, $0.pid) < ($1.slot, $1.pid) }
     }
 
+    /// The other process holding the store's write lock now (SQLite's WAL write lock, byte 120
+    /// of the WAL index), as `fcntl(F_GETLK)` reports it without taking it; nil when it is free,
+    /// or when there is no WAL index.
+    public static func writer(storePath: String) -> Int32? {
+        let fd = open(storePath + "-shm", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return nil }
+        var lock = flock()
+        lock.l_type = Int16(F_WRLCK)
+        lock.l_whence = Int16(SEEK_SET)
+        lock.l_start = 120
+        lock.l_len = 1
+        guard fcntl(fd, F_GETLK, &lock) == 0, lock.l_type != Int16(F_UNLCK) else { return nil }
+        return lock.l_pid
+    }
+
     /// The other processes that have the store at `storePath` open: every SQLite connection in
     /// WAL mode holds a lock on its WAL index (`-shm`), which `/proc/locks` lists (this process's
     /// own aside; those of another PID namespace are not listed). Sorted, each once.

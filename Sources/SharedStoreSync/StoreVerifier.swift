@@ -46,8 +46,9 @@ public enum StoreVerifier {
                     }
                     return (
                         false,
-                        "tokens.lmdb is gone, but it held this store's consumers before: they reload in full at their "
-                            + "next sync; run 'storectl repair-registry' to start an empty registry"
+                        "tokens.lmdb is gone, but it held this store's consumers before: targets that read refuse an "
+                            + "empty registry until 'storectl repair-registry' starts one (every consumer then reloads "
+                            + "in full)"
                     )
                 })
             return checks + rest(container)

@@ -74,8 +74,16 @@ extension TokenRegistry {
         let path = path(group: group)
         var st = stat()
         guard lstat(path, &st) == 0 else {
-            _ = try TokenRegistry(group: group)
-            return RegistryRepair(moved: nil, consumersLost: 0, damage: nil)
+            // None to move aside: a new one is made. When the store had consumers (the file was
+            // deleted), it is marked repaired, so that they reload in full instead of every
+            // target refusing an empty registry beside a store that had them.
+            let fresh = try TokenRegistry(group: group)
+            guard let lost = lostBeside(group: group) else {
+                return RegistryRepair(moved: nil, consumersLost: 0, damage: nil)
+            }
+            try fresh.markRepaired(at: Date())
+            try fresh.makeDurable()
+            return RegistryRepair(moved: nil, consumersLost: 0, damage: "tokens.lmdb was missing: \(lost)")
         }
         let damage =
             (st.st_mode & S_IFMT == S_IFREG)

@@ -104,12 +104,33 @@ public final class TokenRegistry: Sendable {
         var flags: LMDBEnvironmentFlags = [.noSubdirectory]
         if durability == .processCrash { flags.insert(.noMetaSync) }
         if readOnly { flags.insert(.readOnly) }
-        environment = try Self.wrap(path) {
-            try LMDBEnvironment.shared(
-                path: path, flags: flags, busyTimeout: min(busyTimeout, 3600),
-                databases: [Self.db, Self.storesDB, Self.metaDB])
+        let open = { (flags: LMDBEnvironmentFlags) in
+            try Self.wrap(path) {
+                try LMDBEnvironment.shared(
+                    path: path, flags: flags, busyTimeout: min(busyTimeout, 3600),
+                    databases: [Self.db, Self.storesDB, Self.metaDB])
+            }
+        }
+        do {
+            environment = try open(flags)
+        } catch let error as StoreError where readOnly && error.code == .fileAccess && !Self.lockWritable(path) {
+            // LMDB writes its lock file even to read: a reader who may not (another user's group,
+            // a read-only mount) reads the file as it is, without the reader table (MDB_NOLOCK;
+            // the file was checked page by page first). A writer working now is not seen.
+            environment = try open(flags.union(.noLock))
         }
     }
+
+    /// Whether this process may open `path`'s lock file for writing (or make it).
+    private static func lockWritable(_ path: String) -> Bool {
+        let lock = path + "-lock"
+        return FileManager.default.fileExists(atPath: lock)
+            ? access(lock, W_OK) == 0 : access((path as NSString).deletingLastPathComponent, W_OK) == 0
+    }
+
+    /// Whether this registry is read without LMDB's lock file (``init(group:durability:busyTimeout:readOnly:)``
+    /// on a lock file this user may not write): as the file is, a writer working now unseen.
+    public var readsFileAsItIs: Bool { environment.flags.contains(.noLock) }
 
     /// `tokens.lmdb` of `group`, spelled one way: LMDB must not be opened twice in a process, and
     /// `dir`, `./dir` and a symlink to it name the same file.

@@ -89,11 +89,13 @@ struct Audit {
     /// History never cleaned, or older than `idleAfter` while it piles up past `historyLimit`.
     func history(_ container: Container, _ registry: TokenRegistry?) throws -> [AuditFinding] {
         let retained = try container.historyStatistics().transactions
-        guard retained > 0, retained >= historyLimit else { return [] }
-        let deletedThrough = try container.historyDeletedThrough()
         let oldest = try registry.flatMap { r in
             try r.consumers().filter { !$0.isEvicted }.min { ($0.token?.value ?? 0) < ($1.token?.value ?? 0) }
         }
+        // A trend is judged by how much it rose, whatever is retained at this moment.
+        if let growing = try growth(container, retained: retained, holder: oldest) { return [growing] }
+        guard retained > 0, retained >= historyLimit else { return [] }
+        let deletedThrough = try container.historyDeletedThrough()
         if deletedThrough == 0, let holder = oldest, (holder.token?.value ?? 0) == 0 {
             return [
                 AuditFinding(
@@ -113,7 +115,6 @@ struct Audit {
                         + "what every consumer merged")
             ]
         }
-        if let growing = try growth(container, retained: retained, holder: oldest) { return [growing] }
         var request = HistoryRequest()
         request.limit = 1
         guard let first = try container.fetchHistory(request).first,
@@ -132,25 +133,34 @@ struct Audit {
     }
 
     /// History made faster than it is cleaned, from the cleaner's logged runs
-    /// (``Container/cleanerRuns()``): what each run left retained rose in at least three steps,
-    /// and in at least twice as many steps as it fell (one backlog cleared since does not hide a
-    /// steady rise; one write between a sync and a clean is no trend). Runs logged in the future
-    /// (a clock that was wrong) are left out.
+    /// (``Container/cleanerRuns()``): the trend of what each run left retained, the median of the
+    /// slopes between every two runs (one backlog cleared, or one write between a sync and a
+    /// clean, does not move it), rose over the runs kept by at least the history limit and by at
+    /// least half of what they left on average. Runs logged in the future (a clock that was
+    /// wrong) are left out.
     func growth(_ container: Container, retained: Int, holder: TokenRegistry.Consumer?) throws -> AuditFinding? {
         let runs = try container.cleanerRuns().filter { $0.time <= now.timeIntervalSince1970 + 60 }
-        guard runs.count >= 4, let first = runs.first, let last = runs.last else { return nil }
-        let steps = zip(runs, runs.dropFirst())
-        let rose = steps.count { $1.retained > $0.retained }
-        let fell = steps.count { $1.retained < $0.retained }
-        guard rose >= 3, rose >= 2 * fell, last.retained > first.retained else { return nil }
+        guard runs.count >= 4, let first = runs.first, let last = runs.last, last.time > first.time else {
+            return nil
+        }
+        var slopes: [Double] = []
+        for (i, a) in runs.enumerated() {
+            for b in runs[(i + 1)...] where b.time > a.time {
+                slopes.append((Double(b.retained) - Double(a.retained)) / (b.time - a.time))
+            }
+        }
+        slopes.sort()
+        let rise = slopes[slopes.count / 2] * (last.time - first.time)
+        let mean = runs.reduce(0.0) { $0 + Double($1.retained) } / Double(runs.count)
+        guard rise >= Double(max(historyLimit, 1)), rise >= mean / 2 else { return nil }
         let made = try container.currentToken().value - first.newest
         let cleaned = last.through - first.through
         let span = max(now.timeIntervalSince1970 - first.time, 1)
         let since = ISO8601.string(Date(timeIntervalSince1970: first.time))
         return AuditFinding(
             risk: "history-growing",
-            evidence: "over the cleaner's last \(runs.count) runs (since \(since)), the history each run left rose in "
-                + "\(rose) of \(runs.count - 1) steps, from \(first.retained) to \(last.retained) "
+            evidence: "over the cleaner's last \(runs.count) runs (since \(since)), the history each run left rose by "
+                + "about \(String(format: "%.0f", rise)) on its trend, from \(first.retained) to \(last.retained) "
                 + "(\(retained) retained now); \(made) transactions were made (\(Self.rate(made, span))) and "
                 + "\(cleaned) deleted (\(Self.rate(cleaned, span)))"
                 + (holder.map { ", held back by consumer \(TextSafety.visible($0.name))" } ?? ""),
@@ -294,7 +304,8 @@ struct Audit {
         case "kept-counts", "derived":
             return "storectl recount (a tool that does not keep them, such as sqlite3, wrote the store)"
         case "registry" where detail.contains("cannot read") || detail.contains("ermission denied"):
-            return "run the audit as the user the group belongs to (the registry is not damaged by this)"
+            return "give this user read access to tokens.lmdb, or run the audit as a user who has it (the registry "
+                + "is not damaged by this)"
         case "registry" where !detail.contains("repair-registry"):
             return "run the consumers named: any target's open first moves the store's tokens past the registry's, "
                 + "and each consumer reloads in full at its next sync; remove one that is gone for good with "

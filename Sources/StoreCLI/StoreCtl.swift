@@ -112,7 +112,11 @@ extension Targets {
         case "top": try top(inv)
         case "repair-registry":
             let report = try TokenRegistry.repair(group: inv.group, force: inv.arguments.has("force"))
-            if let damage = report.damage { inv.warn("moved the token registry aside: \(damage)") }
+            if let damage = report.damage {
+                inv.warn(
+                    (report.moved == nil ? "started a new token registry: " : "moved the token registry aside: ")
+                        + damage)
+            }
             inv.output.record(
                 .object([
                     ("moved", report.moved.map(JSONValue.string) ?? .null),

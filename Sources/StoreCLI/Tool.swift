@@ -283,6 +283,9 @@ public final class Invocation {
         do {
             let r = try TokenRegistry(group: group, readOnly: true)
             openedRegistry = r
+            if r.readsFileAsItIs {
+                warn("tokens.lmdb-lock cannot be written by this user: the registry is read as the file is")
+            }
             return (container, r, nil)
         } catch let error as StoreError
             where error.code == .fileAccess

@@ -135,7 +135,7 @@ final class TopSampler {
         }
         let registryNow = FileIdentity(Self.registryPath(group))
         if registry == nil, registryNow != nil, registryFile == nil {
-            registry = try? TokenRegistry(group: group)
+            registry = try? TokenRegistry(group: group, readOnly: true)
             registryFile = registryNow
             registryProblem = registry == nil ? "the token registry cannot be opened" : nil
         } else if registry != nil, registryNow != registryFile {

@@ -110,6 +110,7 @@ import Testing
             (["-g", group.path, "stats"], "unexpected '-g' before the command"),
             (["--interval", "1", "top"], "flag '--interval' goes after the command: 'storectl top --interval"),
             (["--group", "stats"], "'stats' was taken as the value of --group"),
+            (["--bogus", "--help", "stats"], "unknown flag '--bogus'"), (["--help", "stat"], "unknown command 'stat'"),
         ] {
             let looker = Looker("storectl", words)
             let (status, error) = looker.finish()

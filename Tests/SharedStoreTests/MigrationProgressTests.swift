@@ -44,17 +44,23 @@ import Testing
         let far = try context.insert(
             "Article", ["title": "Far", "url": "https://m.example/far", "createdAt": .date(Date())])
         try context.save()
+        let low = try context.insert(
+            "Article", ["title": "Low", "url": "https://m.example/low", "createdAt": .date(Date())])
+        try context.save()
         try SQLiteConnection(path: group.storePath, busyTimeoutMilliseconds: 1000).execute(
             "UPDATE Article SET Z_PK = 9223372036854775000 WHERE Z_PK = \(far.primaryKey)")
+        try SQLiteConnection(path: group.storePath, busyTimeoutMilliseconds: 1000).execute(
+            "UPDATE Article SET Z_PK = -9223372036854775000 WHERE Z_PK = \(low.primaryKey)")
         let seen = Protected<[MigrationProgress]>([])
         let migrated = try Container.$migrationProgress.withValue({ p in seen.withLock { $0.append(p) } }) {
             try Container(group: group.path, model: ReadLater.model)
         }
         let derived = seen.withLock { $0 }.filter { $0.name == "derived values" && $0.total != nil }
         #expect(derived.count >= 3, "\(derived)")
-        #expect(derived.allSatisfy { $0.total == 150_001 && $0.done <= 150_001 })
+        #expect(derived.allSatisfy { $0.total == 150_002 && $0.done <= 150_002 })
         #expect(zip(derived, derived.dropFirst()).allSatisfy { $0.done <= $1.done })
-        #expect(derived.last?.done == 150_001)
+        #expect(derived.last?.done == 150_002)
+        #expect(derived.first?.done == 0)
         let checks = StoreVerifier.verify(container: migrated, registry: nil, registryProblem: "none here")
         #expect(checks.filter { !$0.ok }.map(\.name) == ["registry"], "\(checks.filter { !$0.ok })")
         let reader = migrated.newContext()

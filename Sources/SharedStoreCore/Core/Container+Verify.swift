@@ -155,8 +155,21 @@ extension Container {
         }
     }
 
-    /// Whether the write lock can be taken now (a frozen writer would hold it).
+    /// Whether another process holds the store's write lock past the busy timeout (a frozen
+    /// writer): asked of the kernel's locks on the WAL index, which never takes the lock, so a
+    /// read-only container sees it too. Throws `.busy` naming the process.
     package func checkWriteLock() throws {
-        try write(lease: false) { _ in }
+        guard !options.inMemory else { return }
+        let deadline = Monotonic.seconds() + options.busyTimeout
+        while let pid = WALReaders.writer(storePath: storePath) {
+            guard Monotonic.seconds() < deadline else {
+                let name = WALReaders.executable(of: pid).map(TextSafety.visible) ?? "?"
+                throw StoreError(
+                    .busy,
+                    "the store's write lock is held by pid \(pid) (\(name)) past the busy timeout "
+                        + "(\(options.busyTimeout) s): every write waits for it")
+            }
+            usleep(10_000)
+        }
     }
 }

@@ -159,40 +159,48 @@ enum SchemaSQL {
     /// Told, while a statement goes over a table in ranges, how many of its rows are done of all.
     typealias RowProgress = (_ done: Int, _ total: Int) -> Void
 
-    /// `UPDATE table AS t0 SET assignment [WHERE condition]`, run over ranges of the row id
-    /// (in the caller's transaction), telling `rows` after each range how far it got: a
-    /// statement over a million rows shows its progress. Without `rows`, one statement. Returns
-    /// the rows changed.
+    /// `UPDATE table AS t0 SET assignment [WHERE condition]`, run over ranges of 65,536 rows in
+    /// the order of their ids (in the caller's transaction), telling `rows` after each range how
+    /// many are done: a statement over a million rows shows its progress. Without `rows`, one
+    /// statement. Returns the rows changed.
     static func updateInRanges(
         _ c: SQLiteConnection, _ table: String, set assignment: String, where condition: String? = nil,
         rows: RowProgress?
     ) throws -> Int {
-        let update = "UPDATE \(SQLMapping.quote(table)) AS \(SelectFrame.alias) SET \(assignment)"
-        let pk = SelectFrame.column(StoreColumn.primaryKey)
-        guard let rows,
-            let (low, high, count) = try c.cached(
-                "SELECT min(\(StoreColumn.primaryKey)), max(\(StoreColumn.primaryKey)), count(*) FROM "
-                    + SQLMapping.quote(table)
-            ).firstRow([], { ($0.int64(0), $0.int64(1), Int($0.int64(2))) }),
-            count > 0, case (let span, false) = high.subtractingReportingOverflow(low)
+        let q = SQLMapping.quote(table)
+        let update = "UPDATE \(q) AS \(SelectFrame.alias) SET \(assignment)"
+        let also = condition.map { " AND (\($0))" } ?? ""
+        guard let rows, let count = try c.cached("SELECT count(*) FROM \(q)").firstRow([], { Int($0.int64(0)) }),
+            count > 0
         else {
             try c.execute(update + (condition.map { " WHERE \($0)" } ?? ""))
             return c.changes
         }
-        // Ranges of 65,536 ids, and never more than about 256 of them (ids far apart).
-        let step = max(65_536, span / 256 + 1)
+        let size = 65_536
+        let key = StoreColumn.primaryKey
+        let pk = SelectFrame.column(key)
+        rows(0, count)
         var changed = 0
-        var from = low
+        var done = 0
+        // The last id of the range before (nil: none yet, the first range starts at the lowest).
+        var after: Int64?
         while true {
-            let to = high - from > step ? from + step : high
-            try c.cached(update + " WHERE \(pk) >= ? AND \(pk) <= ?" + (condition.map { " AND (\($0))" } ?? ""))
-                .execute([.integer(from), .integer(to)])
+            let from: SQLValue = .integer(after ?? Int64.min)
+            let above = after == nil ? ">=" : ">"
+            // The id that ends the next range of `size` rows (nil: the rest of the table is less).
+            let end = try c.cached("SELECT \(key) FROM \(q) WHERE \(key) \(above) ? ORDER BY \(key) LIMIT 1 OFFSET ?")
+                .firstRow([from, .integer(Int64(size - 1))]) { $0.int64(0) }
+            if let end {
+                try c.cached(update + " WHERE \(pk) \(above) ? AND \(pk) <= ?" + also).execute([from, .integer(end)])
+                done += size
+            } else {
+                try c.cached(update + " WHERE \(pk) \(above) ?" + also).execute([from])
+                done = count
+            }
             changed += c.changes
-            // The rows done, as the share of the ids gone over (ids are dense in most tables).
-            let share = span == 0 ? 1 : Double(to - low) / Double(span)
-            rows(to == high ? count : min(count, Int(Double(count) * share)), count)
-            if to == high { return changed }
-            from = to + 1
+            rows(min(done, count), count)
+            guard let end else { return changed }
+            after = end
         }
     }
 
