@@ -28,7 +28,7 @@ public enum StoreVerifier {
         container: Container, registry: TokenRegistry?, registryProblem: String? = nil,
         progress: (@Sendable (String) -> Void)?
     ) -> [VerifyCheck] {
-        $starting.withValue(progress) { checks(container, registry, registryProblem) }
+        $starting.withValue(progress.map(CheckListener.init)) { checks(container, registry, registryProblem) }
     }
 
     /// Every check of a store that has no registry file yet, as a command that only looks finds
@@ -37,7 +37,7 @@ public enum StoreVerifier {
     package static func verifyWithoutRegistry(container: Container, progress: (@Sendable (String) -> Void)?)
         -> [VerifyCheck]
     {
-        $starting.withValue(progress) {
+        $starting.withValue(progress.map(CheckListener.init)) {
             var checks = storeChecks(container)
             checks.append(
                 check("registry") {
@@ -55,8 +55,16 @@ public enum StoreVerifier {
         }
     }
 
-    /// Told the name of each check as it starts, while ``verify(container:registry:registryProblem:progress:)`` runs.
-    @TaskLocal private static var starting: (@Sendable (String) -> Void)?
+    /// Told the name of each check as it starts, while ``verify(container:registry:registryProblem:progress:)`` runs
+    /// (an object: a task-local of a function type crashes release builds of Swift 6.3 on Linux
+    /// once the optimizer specializes its binding into another module).
+    @TaskLocal private static var starting: CheckListener?
+
+    /// The `progress` handler of a verify.
+    private final class CheckListener: Sendable {
+        let tell: @Sendable (String) -> Void
+        init(_ tell: @escaping @Sendable (String) -> Void) { self.tell = tell }
+    }
 
     private static func checks(_ container: Container, _ registry: TokenRegistry?, _ registryProblem: String?)
         -> [VerifyCheck]
@@ -256,7 +264,7 @@ public enum StoreVerifier {
 
     /// One check: a failure to run it is a failed check naming the error.
     private static func check(_ name: String, _ body: () throws -> (Bool, String)) -> VerifyCheck {
-        starting?(name)
+        starting?.tell(name)
         do {
             let (ok, detail) = try body()
             return VerifyCheck(name: name, ok: ok, detail: detail)

@@ -180,7 +180,7 @@ public final class Invocation {
         // A migration run by this open shows its phases (when stderr is a terminal).
         let progress = PhaseProgress("migrating")
         let model = try model()
-        let c = try Container.$migrationProgress.withValue({ progress.update($0) }) {
+        let c = try Container.withMigrationProgress({ progress.update($0) }) {
             try Container(group: group, model: model, options: options)
         }
         progress.finish()

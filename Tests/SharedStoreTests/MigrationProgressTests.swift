@@ -15,7 +15,7 @@ import Testing
         _ = try context.insert("Article", ["title": "t", "url": "https://m.example/1", "createdAt": .date(Date())])
         try context.save()
         let seen = Protected<[String]>([])
-        _ = try Container.$migrationProgress.withValue({ p in
+        _ = try Container.withMigrationProgress({ p in
             if p.total == nil { seen.withLock { $0.append("\(p.phase)/\(p.phases) \(p.name)") } }
         }) { try Container(group: group.path, model: ReadLater.model) }
         let phases = seen.withLock { $0 }
@@ -23,7 +23,7 @@ import Testing
         #expect(phases.first == "1/10 renames" && phases.last == "10/10 kept counts", "\(phases)")
         // An open that migrates nothing tells nothing.
         seen.withLock { $0 = [] }
-        _ = try Container.$migrationProgress.withValue({ p in seen.withLock { $0.append(p.name) } }) {
+        _ = try Container.withMigrationProgress({ p in seen.withLock { $0.append(p.name) } }) {
             try Container(group: group.path, model: ReadLater.model)
         }
         #expect(seen.withLock { $0 }.isEmpty)
@@ -52,7 +52,7 @@ import Testing
         try SQLiteConnection(path: group.storePath, busyTimeoutMilliseconds: 1000).execute(
             "UPDATE Article SET Z_PK = -9223372036854775000 WHERE Z_PK = \(low.primaryKey)")
         let seen = Protected<[MigrationProgress]>([])
-        let migrated = try Container.$migrationProgress.withValue({ p in seen.withLock { $0.append(p) } }) {
+        let migrated = try Container.withMigrationProgress({ p in seen.withLock { $0.append(p) } }) {
             try Container(group: group.path, model: ReadLater.model)
         }
         let derived = seen.withLock { $0 }.filter { $0.name == "derived values" && $0.total != nil }

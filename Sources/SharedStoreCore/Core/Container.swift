@@ -264,18 +264,30 @@ public final class Container: Sendable {
     /// group, a read-only mount), so a writer working now is not seen.
     package var readsFileAsItIs: Bool { reader.withConnection { $0.path.hasPrefix("file:") } }
 
-    /// Told each phase of a migration that an open run while it is bound runs, as it starts
-    /// (renames, new columns, indexes, derived values, kept counts…: ``MigrationProgress/phase``
-    /// of ``MigrationProgress/phases``, by name), and, in a phase that goes over a table's rows
-    /// (derived values, global ids), how many of them are done, a few times a second, so that a
-    /// long migration can show where it is and how much is left. Called on the opening thread,
-    /// inside the migration's transaction. For example:
+    /// Runs `body` (an open of a store, say) with `handler` told each phase of a migration an
+    /// open in it runs, as it starts (renames, new columns, indexes, derived values, kept
+    /// counts…: ``MigrationProgress/phase`` of ``MigrationProgress/phases``, by name), and, in a
+    /// phase that goes over a table's rows (derived values, global ids), how many of them are
+    /// done, a few times a second, so that a long migration can show where it is and how much is
+    /// left. `handler` is called on the opening thread, inside the migration's transaction. For
+    /// example:
     /// ```swift
-    /// let container = try Container.$migrationProgress.withValue({ p in
+    /// let container = try Container.withMigrationProgress({ p in
     ///     print("migrating: \(p.name) (\(p.phase) of \(p.phases)), \(p.done) of \(p.total ?? 0) rows")
     /// }) { try Container(group: dir, model: model) }
     /// ```
-    @TaskLocal public static var migrationProgress: (@Sendable (MigrationProgress) -> Void)?
+    ///
+    /// (The handler is held in a task-local value as an object: a task-local of a function
+    /// type crashes release builds of Swift 6.3 on Linux once the optimizer specializes its
+    /// binding into another module.)
+    public static func withMigrationProgress<T>(
+        _ handler: @escaping @Sendable (MigrationProgress) -> Void, _ body: () throws -> T
+    ) rethrows -> T {
+        try $migrationProgress.withValue(MigrationListener(handler), operation: body)
+    }
+
+    /// The handler of ``withMigrationProgress(_:_:)`` while it runs.
+    @TaskLocal static var migrationProgress: MigrationListener?
 
     /// The store's state once it is at `model`'s version: made, adopted from format 2, or
     /// migrated (``MigrationRunner``) — each in its own write transaction.
@@ -286,7 +298,7 @@ public final class Container: Sendable {
         let found = try found ?? StoreFormat.inspect(c, model: model, path: path)
         let runner = MigrationRunner(
             c: c, model: model, steps: migrations, duplicates: options.duplicatesWhenMigrating, path: path,
-            progress: Container.migrationProgress)
+            progress: Container.migrationProgress?.tell)
         switch found {
         case nil:
             switch try StoreFormat.create(c, model: model, path: path) {

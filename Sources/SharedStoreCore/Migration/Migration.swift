@@ -53,7 +53,7 @@ public struct MigrationPlan: Sendable, Hashable {
     public var isRefused: Bool { !refusals.isEmpty }
 }
 
-/// Where a migration is (``Container/migrationProgress``): its phase, and within a phase that
+/// Where a migration is (``Container/withMigrationProgress(_:_:)``): its phase, and within a phase that
 /// goes over a table's rows (derived values, global ids), how many of them are done.
 public struct MigrationProgress: Sendable, Hashable {
     /// The phase, from 1.
@@ -77,6 +77,13 @@ public struct MigrationProgress: Sendable, Hashable {
     }
 }
 
+/// A handler of ``MigrationProgress`` bound by ``Container/withMigrationProgress(_:_:)`` (an
+/// object: see there why).
+final class MigrationListener: Sendable {
+    let tell: @Sendable (MigrationProgress) -> Void
+    init(_ tell: @escaping @Sendable (MigrationProgress) -> Void) { self.tell = tell }
+}
+
 /// Who a migration's history transaction is by, and its context name.
 public enum MigrationHistory {
     /// The author of a migration's history transaction: consumers that exclude it skip migrations.
@@ -97,7 +104,7 @@ struct MigrationRunner {
     let duplicates: DuplicateResolution
     let path: String
     /// Told each phase of the migration as it starts, and the rows a phase over a table has done
-    /// (``Container/migrationProgress``).
+    /// (``Container/withMigrationProgress(_:_:)``).
     var progress: (@Sendable (MigrationProgress) -> Void)? = nil
 
     /// The phases ``apply(_:from:)`` reports, in order.
