@@ -38,14 +38,7 @@ public struct CommandLineParser: Sendable {
             rest.removeFirst(leading.count)
             guard let word = rest.first, !word.hasPrefix("-") else {
                 if rest.first == "--help" || words.isEmpty && interactive {
-                    // Help with the command named after it, if any (a word that is none is an error).
-                    guard let named = rest.dropFirst().first(where: { !$0.hasPrefix("-") }) else { return .help(nil) }
-                    guard let command = commands.first(where: { $0.name == named }) else {
-                        throw UsageError(
-                            "unknown command '\(named)' for '\(tool)'; commands: "
-                                + commands.map(\.name).joined(separator: ", "))
-                    }
-                    return .help(command)
+                    return try helpBeforeCommand(leading: leading, tail: Array(rest.dropFirst()))
                 }
                 throw beforeCommand(leading: leading, next: rest.first)
             }
@@ -59,6 +52,27 @@ public struct CommandLineParser: Sendable {
         }
         let arguments = try Arguments(rest, command: command, tool: tool, common: common)
         return arguments.has("help") ? .help(command) : .run(arguments)
+    }
+
+    /// `--help` before the command: help with the command named after it (past the flags every
+    /// command takes), once every other word parses for it; a word that is no command, or a flag
+    /// that does not parse, is the usage error naming it.
+    private func helpBeforeCommand(leading: [String], tail: [String]) throws -> Parsed {
+        let skipped = leadingCommonFlags(tail)
+        let after = tail.dropFirst(skipped.count)
+        guard let named = after.first else {
+            // The flags alone must parse (as flags every command takes).
+            _ = try Arguments(leading + ["--help"] + skipped, command: Command("", ""), tool: tool, common: common)
+            return .help(nil)
+        }
+        if named.hasPrefix("-") { throw beforeCommand(leading: leading + skipped, next: named) }
+        guard let command = commands.first(where: { $0.name == named }) else {
+            throw UsageError(
+                "unknown command '\(named)' for '\(tool)'; commands: " + commands.map(\.name).joined(separator: ", "))
+        }
+        _ = try Arguments(
+            leading + ["--help"] + skipped + after.dropFirst(), command: command, tool: tool, common: common)
+        return .help(command)
     }
 
     /// The usage error of words that do not reach a command: a flag that is not one every command

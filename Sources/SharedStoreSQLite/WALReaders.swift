@@ -72,6 +72,14 @@ public enum WALReaders {
         return lock.l_pid
     }
 
+    /// Whether process `pid` is stopped (SIGSTOP, a debugger), from `/proc/PID/stat`; nil when
+    /// that cannot be read.
+    public static func isStopped(_ pid: Int32) -> Bool? {
+        guard let text = readAll("/proc/\(pid)/stat"), let close = text.lastIndex(of: ")") else { return nil }
+        let state = text[text.index(after: close)...].drop { $0 == " " }.first
+        return state == "T" || state == "t"
+    }
+
     /// The other processes that have the store at `storePath` open: every SQLite connection in
     /// WAL mode holds a lock on its WAL index (`-shm`), which `/proc/locks` lists (this process's
     /// own aside; those of another PID namespace are not listed). Sorted, each once.

@@ -78,12 +78,15 @@ extension TokenRegistry {
             // deleted), it is marked repaired, so that they reload in full instead of every
             // target refusing an empty registry beside a store that had them.
             let fresh = try TokenRegistry(group: group)
-            guard let lost = lostBeside(group: group) else {
+            guard lostBeside(group: group) != nil else {
                 return RegistryRepair(moved: nil, consumersLost: 0, damage: nil)
             }
             try fresh.markRepaired(at: Date())
             try fresh.makeDurable()
-            return RegistryRepair(moved: nil, consumersLost: 0, damage: "tokens.lmdb was missing: \(lost)")
+            return RegistryRepair(
+                moved: nil, consumersLost: 0,
+                damage:
+                    "tokens.lmdb was missing, though the store had consumers: they reload in full at their next sync")
         }
         let damage =
             (st.st_mode & S_IFMT == S_IFREG)

@@ -92,8 +92,8 @@ struct Audit {
         let oldest = try registry.flatMap { r in
             try r.consumers().filter { !$0.isEvicted }.min { ($0.token?.value ?? 0) < ($1.token?.value ?? 0) }
         }
-        // A trend is judged by how much it rose, whatever is retained at this moment.
-        if let growing = try growth(container, retained: retained, holder: oldest) { return [growing] }
+        // A trend is judged by its own rise (at least the limit), whatever is retained right now.
+        if retained > 0, let growing = try growth(container, retained: retained, holder: oldest) { return [growing] }
         guard retained > 0, retained >= historyLimit else { return [] }
         let deletedThrough = try container.historyDeletedThrough()
         if deletedThrough == 0, let holder = oldest, (holder.token?.value ?? 0) == 0 {
@@ -133,36 +133,29 @@ struct Audit {
     }
 
     /// History made faster than it is cleaned, from the cleaner's logged runs
-    /// (``Container/cleanerRuns()``): the trend of what each run left retained, the median of the
-    /// slopes between every two runs (one backlog cleared, or one write between a sync and a
-    /// clean, does not move it), rose over the runs kept by at least the history limit and by at
-    /// least half of what they left on average. Runs logged in the future (a clock that was
-    /// wrong) are left out.
+    /// (``Container/cleanerRuns()``): the least history a run left, in each third of the runs kept
+    /// (oldest first), rose from third to third, by at least the history limit in all. A consumer
+    /// that syncs every few runs (a saw that is cleaned down to its floor), one backlog cleared,
+    /// or a jump to a level that then holds, is no trend. Runs logged in the future (a clock that
+    /// was wrong) are left out.
     func growth(_ container: Container, retained: Int, holder: TokenRegistry.Consumer?) throws -> AuditFinding? {
         let runs = try container.cleanerRuns().filter { $0.time <= now.timeIntervalSince1970 + 60 }
-        guard runs.count >= 4, let first = runs.first, let last = runs.last, last.time > first.time else {
-            return nil
-        }
-        var slopes: [Double] = []
-        for (i, a) in runs.enumerated() {
-            for b in runs[(i + 1)...] where b.time > a.time {
-                slopes.append((Double(b.retained) - Double(a.retained)) / (b.time - a.time))
-            }
-        }
-        slopes.sort()
-        let rise = slopes[slopes.count / 2] * (last.time - first.time)
-        let mean = runs.reduce(0.0) { $0 + Double($1.retained) } / Double(runs.count)
-        guard rise >= Double(max(historyLimit, 1)), rise >= mean / 2 else { return nil }
-        let made = try container.currentToken().value - first.newest
-        let cleaned = last.through - first.through
+        guard runs.count >= 3, let first = runs.first, let last = runs.last else { return nil }
+        let third = runs.count / 3
+        let parts = [runs[..<third], runs[third..<(2 * third)], runs[(2 * third)...]]
+        let floors = parts.map { part in part.map(\.retained).min() ?? 0 }
+        guard floors[0] < floors[1], floors[1] < floors[2], floors[2] - floors[0] >= Int64(max(historyLimit, 1))
+        else { return nil }
+        let made = max(0, try container.currentToken().value - first.newest)
+        let cleaned = max(0, last.through - first.through)
         let span = max(now.timeIntervalSince1970 - first.time, 1)
         let since = ISO8601.string(Date(timeIntervalSince1970: first.time))
         return AuditFinding(
             risk: "history-growing",
-            evidence: "over the cleaner's last \(runs.count) runs (since \(since)), the history each run left rose by "
-                + "about \(String(format: "%.0f", rise)) on its trend, from \(first.retained) to \(last.retained) "
-                + "(\(retained) retained now); \(made) transactions were made (\(Self.rate(made, span))) and "
-                + "\(cleaned) deleted (\(Self.rate(cleaned, span)))"
+            evidence: "over the cleaner's last \(runs.count) runs (since \(since)), the least history a run left rose "
+                + "from \(floors[0]) to \(floors[1]) to \(floors[2]) (by thirds of the runs; \(retained) retained "
+                + "now, from \(first.retained) after the first run); \(made) transactions were made "
+                + "(\(Self.rate(made, span))) and \(cleaned) deleted (\(Self.rate(cleaned, span)))"
                 + (holder.map { ", held back by consumer \(TextSafety.visible($0.name))" } ?? ""),
             fix: "history grows faster than it is cleaned: sync the consumer that lags more often, run history-cleaner "
                 + "after it, and evict consumers that stopped (history-cleaner --evict-after SECONDS)")

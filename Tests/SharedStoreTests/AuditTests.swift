@@ -85,7 +85,7 @@ import Testing
         let growing = findings.first { $0["risk"] as? String == "history-growing" }
         #expect(status == 1 && growing != nil, "\(findings)")
         #expect(
-            (growing?["evidence"] as? String)?.contains("from 1 to 4") == true, "\(findings)")
+            (growing?["evidence"] as? String)?.contains("from 1 to 2 to 3") == true, "\(findings)")
         // Planted values: none parse, or out of order and range; the audit still runs.
         for planted in [
             "garbage", "1 2", "nan 1 2", "5 9 3;4 1 2", "-1 0 0", String(repeating: "1 1 1;", count: 2000),
@@ -146,7 +146,9 @@ import Testing
         // uptick at the end is not.
         func plant(_ retained: [Int]) throws {
             let start = Date().timeIntervalSince1970 - Double(retained.count) * 3600
-            let runs = retained.enumerated().map { i, r in "\(start + Double(i) * 3600) \(1000 * i) \(1000 * i + r)" }
+            let runs = retained.enumerated().map { i, r in
+                "\(start + Double(i) * 3600) \(10_000_000 * i) \(10_000_000 * i + r)"
+            }
             try SQLiteConnection(path: group.storePath, busyTimeoutMilliseconds: 1000).execute(
                 "UPDATE ss_meta SET value = '\(runs.joined(separator: ";"))' WHERE key = 'cleaner_runs'")
         }
@@ -154,6 +156,17 @@ import Testing
         #expect(try growing(group, limit: 100))
         try plant(Array(repeating: 0, count: 27) + [1, 2, 3])
         #expect(try !growing(group))
+        // A consumer that syncs every eighth run: a saw cleaned down to its floor each time.
+        try plant((0..<32).map { ($0 % 8) * 70_000 })
+        #expect(try !growing(group, limit: 1))
+        // One jump to a level that then holds, one backlog: no trend.
+        try plant(Array(repeating: 100, count: 16) + Array(repeating: 5000, count: 16))
+        #expect(try !growing(group, limit: 1000))
+        try plant([0, 0, 0, 0, 200_000, 200_000])
+        #expect(try !growing(group, limit: 1))
+        // Growth from a large base, by a fixed amount a run: found.
+        try plant((0..<32).map { 1_000_000 + 10_000 * $0 })
+        #expect(try growing(group, limit: 100_000))
         try plant([10, 20, 30, 40])
         #expect(try growing(group, limit: 20))
         #expect(try !growing(group, limit: 100))

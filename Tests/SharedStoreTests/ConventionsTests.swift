@@ -111,14 +111,20 @@ import Testing
             (["--interval", "1", "top"], "flag '--interval' goes after the command: 'storectl top --interval"),
             (["--group", "stats"], "'stats' was taken as the value of --group"),
             (["--bogus", "--help", "stats"], "unknown flag '--bogus'"), (["--help", "stat"], "unknown command 'stat'"),
+            (["--help", "stats", "--bogus"], "unknown flag '--bogus'"),
+            (["--group", "--help", "stats"], "flag '--group' needs a value"),
         ] {
             let looker = Looker("storectl", words)
             let (status, error) = looker.finish()
             #expect(
                 status == 2 && error.contains(said) && error.split(separator: "\n").count == 1, "\(words): \(error)")
         }
-        let (helped, text) = try storectl(["--help", "stats"])
-        #expect(helped == 0 && text.contains("usage: storectl stats"), "\(text)")
+        for words in [
+            ["--help", "stats"], ["--help", "--group", group.path, "stats"], ["--json", "--help", "stats"],
+        ] {
+            let (helped, text) = try storectl(words)
+            #expect(helped == 0 && text.contains("usage: storectl stats"), "\(words): \(text)")
+        }
         #expect(try storectl(["--group", group.path, "--group", group.path, "stats"]).0 == 2)
     }
 

@@ -164,9 +164,13 @@ extension Container {
         while let pid = WALReaders.writer(storePath: storePath) {
             guard Monotonic.seconds() < deadline else {
                 let name = WALReaders.executable(of: pid).map(TextSafety.visible) ?? "?"
+                let state =
+                    WALReaders.isStopped(pid) == true
+                    ? "stopped (SIGSTOP or a debugger): it holds the lock until it runs again"
+                    : "running: a long write transaction, or one frozen in it"
                 throw StoreError(
                     .busy,
-                    "the store's write lock is held by pid \(pid) (\(name)) past the busy timeout "
+                    "the store's write lock is held by pid \(pid) (\(name), \(state)) past the busy timeout "
                         + "(\(options.busyTimeout) s): every write waits for it")
             }
             usleep(10_000)
