@@ -179,8 +179,10 @@ import Testing
         let container = try TemporaryGroup().open(ReadLater.Records.model)
         let results = Protected<[BatchResult]>([])
         let errors = Protected<[String]>([])
+        let finished = DispatchSemaphore(value: 0)
         let threads = (0..<2).map { t in
             Thread {
+                defer { finished.signal() }
                 let context = container.newContext(author: "T\(t)")
                 do {
                     let arts = Self.articles(5000).map { a -> Article in
@@ -196,10 +198,9 @@ import Testing
             }
         }
         threads.forEach { $0.start() }
-        let deadline = Date().addingTimeInterval(120)
-        while results.withLock({ $0.count }) + errors.withLock({ $0.count }) < 2 && Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.05)
-        }
+        // Each thread says when it is done; the test waits for both, up to a deadline.
+        let deadline = DispatchTime.now() + .seconds(120)
+        for _ in threads { _ = finished.wait(timeout: deadline) }
         #expect(errors.withLock { $0 }.isEmpty, "\(errors.withLock { $0 })")
         let rs = results.withLock { $0 }
         #expect(rs.count == 2)

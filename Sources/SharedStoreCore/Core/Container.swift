@@ -209,61 +209,6 @@ public final class Container: Sendable {
         }
     }
 
-    /// ``Options/readOnly``: two read-only connections on a store that is at `model`'s version
-    /// and format already (read-only connections never checkpoint: the WAL stays).
-    private static func openReadOnlyStore(path: String, model: Model, timeout: Int32) throws
-        -> (SQLiteConnection, SQLiteConnection, StoreFormat.State)
-    {
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw StoreError(.fileAccess, "no store at \(GroupDirectory.shown(path)) (a read-only open makes none)")
-        }
-        func connection(asItIs: Bool = false) throws -> SQLiteConnection {
-            try StoreError.wrap(path: path) {
-                let c = try SQLiteConnection(
-                    path: asItIs ? Self.immutableURI(path) : path, readOnly: true, create: false,
-                    busyTimeoutMilliseconds: timeout)
-                try SchemaSQL.defineFunctions(c)
-                return c
-            }
-        }
-        var w = try connection()
-        var found: StoreFormat.Found?
-        do {
-            found = try StoreFormat.inspect(w, model: model, path: path)
-        } catch let error as StoreError
-            where error.resultCode?.primary == .readOnly && !FileManager.default.fileExists(atPath: path + "-wal")
-            && !FileManager.default.fileExists(atPath: path + "-journal")
-        {
-            // A WAL reader makes the -shm it reads through; one who may not (a group directory of
-            // another user, a read-only mount) and finds no WAL reads the file as it is.
-            w = try connection(asItIs: true)
-            found = try StoreFormat.inspect(w, model: model, path: path)
-        }
-        switch found {
-        case .ready(let state)?: return (w, try connection(asItIs: w.path.hasPrefix("file:")), state)
-        case nil:
-            throw StoreError(
-                .fileAccess, "\(GroupDirectory.shown(path)) holds no store yet (a read-only open makes none)")
-        case .older?, .legacy?:
-            throw StoreError(
-                .migrationRefused,
-                "\(GroupDirectory.shown(path)) needs a migration or a format upgrade to model \(model.version) "
-                    + "first; a read-only open changes nothing (open it at its own version, or run a target)")
-        }
-    }
-
-    /// `path` as an SQLite URI that opens it as an immutable file: no lock, no WAL, no -shm.
-    static func immutableURI(_ path: String) -> String {
-        let escaped = path.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "?", with: "%3f")
-            .replacingOccurrences(of: "#", with: "%23")
-        return "file:\(escaped)?immutable=1"
-    }
-
-    /// Whether this read-only container reads `Store.sqlite` as the file is, without SQLite's
-    /// locks and WAL: it could not make the -shm a reader needs and found no WAL (another user's
-    /// group, a read-only mount), so a writer working now is not seen.
-    package var readsFileAsItIs: Bool { reader.withConnection { $0.path.hasPrefix("file:") } }
-
     /// Runs `body` (an open of a store, say) with `handler` told each phase of a migration an
     /// open in it runs, as it starts (renames, new columns, indexes, derived values, kept
     /// counts…: ``MigrationProgress/phase`` of ``MigrationProgress/phases``, by name), and, in a

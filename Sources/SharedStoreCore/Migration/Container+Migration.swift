@@ -87,12 +87,7 @@ extension Container {
         // process is writing right now is not hot: the read waits for it.)
         do {
             _ = try StoreError.wrap(path: path) { try SchemaSQL.tableNames(c) }
-        } catch let error as StoreError
-            where error.resultCode?.primary == .readOnly && !FileManager.default.fileExists(atPath: path + "-wal")
-            && !FileManager.default.fileExists(atPath: path + "-journal")
-        {
-            // A WAL reader makes the -shm it reads through; one who may not (a group of another
-            // user, a read-only mount) and finds no WAL reads the file as it is.
+        } catch let error as StoreError where readsAsItIs(after: error, path: path) {
             c = try StoreError.wrap(path: path) {
                 try SQLiteConnection(
                     path: immutableURI(path), readOnly: true, create: false, busyTimeoutMilliseconds: 5000)
