@@ -111,6 +111,8 @@ extension Mirror {
         }
         cleanThrough = max(cleanThrough, floor)
         try container.setMirrorValue(FullUploadKeys.restoreThrough, 0)
+        // Its lost rows came back around what it held: once it settles, the log decides.
+        try container.setMirrorValue(MirrorKeys.reconcile, 1)
         pullBack = nil
     }
 
@@ -233,6 +235,9 @@ extension Mirror {
         add(merged)
         add(deletions)
         try upload(chunks, highWater: newest.value)
+        // What this store held was compared with the log as of its cursor: once it settles,
+        // it takes the log's state (``reconcileIfNeeded(settled:)``).
+        try container.setMirrorValue(MirrorKeys.reconcile, 1)
         try registry.reset(Self.consumer, to: newest)
         cleanThrough = max(cleanThrough, newest.value)
         comparedThrough = max(comparedThrough, newest.value)
@@ -285,6 +290,11 @@ extension Mirror {
     /// by the same importer every pull uses. A row that cannot be applied is left out, as a
     /// pull quarantines it.
     func serverState(through: Int64, then own: [MirrorTransaction] = []) throws -> [UUID: MirrorObject] {
+        try replayLog(through: through, then: own).mirrorExportEverything().objects
+    }
+
+    /// The server's log replayed as ``serverState(through:then:)`` says, into a store in memory.
+    func replayLog(through: Int64, then own: [MirrorTransaction]) throws -> Container {
         var options = Container.Options()
         options.inMemory = true
         // Only the objects' states count: no history is kept of the replay (it would grow with
@@ -300,7 +310,29 @@ extension Mirror {
             after = last.sequence
         }
         for t in own { replay(t, into: shadow) }
-        return try shadow.mirrorExportEverything().objects
+        return shadow
+    }
+
+    // MARK: - A settled store takes the log's state
+
+    /// When this store applied something in another order than the server's (an import met its
+    /// newer state, a full upload or a restore's pull-back ran: ``MirrorKeys/reconcile``) and the
+    /// round settled (nothing left to push or pull, nothing quarantined): makes every object
+    /// here the state the server's log gives it. A collision this store met in its own order,
+    /// around its unpushed changes, can differ from the one every other machine meets in the
+    /// server's order; the log decides. Costs one replay of the log (as `--verify`), only after
+    /// such rounds. Returns what it did (nil: nothing to do, or the store was not settled).
+    func reconcileIfNeeded(settled: Bool) throws -> MirrorReconcileResult? {
+        guard settled, !needsFullUpload, pullBack == nil, try container.mirrorValue(MirrorKeys.reconcile) == 1
+        else { return nil }
+        let own = try server.ownTransactions(of: container.storeID, after: scanned).filter {
+            !reclaim.contains($0.token)
+        }
+        let shadow = try replayLog(through: scanned, then: own)
+        let (_, state) = try shadow.mirrorExportEverything()
+        return try container.mirrorReconcile(
+            to: state, aliases: try shadow.mirrorAliases(), unpushedAfter: try pushedToken()?.value ?? 0,
+            author: Self.author, contextName: Self.contextName)
     }
 
     private func replay(_ t: MirrorTransaction, into shadow: Container) {

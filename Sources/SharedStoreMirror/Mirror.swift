@@ -16,6 +16,10 @@ public struct MirrorRound: Sendable, Hashable {
     /// The server, or why it could not be reached.
     public var server = ""
     public var error: String?
+    /// Objects this round made the state the server's log gives them, once it settled (a
+    /// collision met here in another order than the server's; see
+    /// ``Mirror/round()``).
+    public var reconciled = 0
     /// Rows that could not be applied here, or local changes that could not go up, still
     /// quarantined after the round (``Mirror/retryQuarantined()`` applies them again).
     package var quarantined: [MirrorQuarantine] = []
@@ -60,6 +64,7 @@ public struct MirrorRound: Sendable, Hashable {
             ("lag", lag.map { .number(Double($0)) } ?? .null), ("server", .string(server)),
         ]
         if let error { fields.append(("error", .string(error))) }
+        if reconciled > 0 { fields.append(("reconciled", .number(Double(reconciled)))) }
         if !quarantined.isEmpty { fields.append(("quarantined", .array(quarantined.map(\.json)))) }
         return .object(fields)
     }
@@ -105,7 +110,7 @@ public final class Mirror {
     var cleanThrough: Int64 = 0
     /// The server sequence read through: remote transactions up to it are applied, this store's
     /// own read past (in memory; the pull cursor in the store moves with each import).
-    private var scanned: Int64 = 0
+    var scanned: Int64 = 0
     /// The server sequence of this store's last upload of each object, after the pull cursor:
     /// a remote change of one of them ordered before it is older, and is not applied.
     var uploaded: [UUID: Int64] = [:]
@@ -194,11 +199,15 @@ public final class Mirror {
         if round.pulled > 0 { round.pushed += try push() }
         round.lag = try lag()
         round.quarantined = try container.quarantinedMirrorRows()
+        if let done = try reconcileIfNeeded(settled: round.lag == 0 && round.quarantined.isEmpty && !isCancelled()) {
+            round.reconciled = done.written
+            if done.written > 0 { round.pushed += try push() }
+        }
         return round
     }
 
     /// The local token the mirror has pushed through (nil: nothing yet).
-    private func pushedToken() throws -> HistoryToken? {
+    func pushedToken() throws -> HistoryToken? {
         guard let token = try registry.consumer(Self.consumer)?.token, token.storeID == container.storeID else {
             return nil
         }

@@ -56,6 +56,7 @@ extension Container {
             for change in changes { try importer.apply(change) }
             for state in newer { try importer.apply(state, again: true) }
             try importer.relate()
+            if importer.mayDiverge || !newer.isEmpty { try s.setMirrorValue(MirrorKeys.reconcile, 1) }
             if !again { try s.setMirrorValue(MirrorKeys.pullCursor, sequence) }
             let token = try importer.w.writeHistory(author: author, contextName: contextName)
             return MirrorImportResult(token: token, applied: true, foundUnpushed: !unpushed.gids.isEmpty)

@@ -99,22 +99,25 @@ extension Container {
     /// Every object's state, by global id, and the newest token, read in one transaction: what a
     /// full upload compares with the server's state, and `storectl mirror --verify` too.
     package func mirrorExportEverything() throws -> (newest: HistoryToken, objects: [UUID: MirrorObject]) {
-        try read { s in
-            var out: [UUID: MirrorObject] = [:]
-            var targets: [ObjectID: UUID] = [:]
-            for e in model.entities {
-                var after: Int64 = 0
-                while true {
-                    let keys = try s.primaryKeys(after: after, of: e, limit: 1000)
-                    for pk in keys {
-                        if let o = try exportObject(s, e, pk, &targets) { out[o.globalID] = o }
-                    }
-                    guard keys.count == 1000, let last = keys.last else { break }
-                    after = last
+        try read { s in (HistoryToken(storeID: storeID, value: try s.currentToken()), try exportEverything(s)) }
+    }
+
+    /// Every object's state, by global id, in transaction `s`.
+    func exportEverything(_ s: TransactionSQL) throws -> [UUID: MirrorObject] {
+        var out: [UUID: MirrorObject] = [:]
+        var targets: [ObjectID: UUID] = [:]
+        for e in model.entities {
+            var after: Int64 = 0
+            while true {
+                let keys = try s.primaryKeys(after: after, of: e, limit: 1000)
+                for pk in keys {
+                    if let o = try exportObject(s, e, pk, &targets) { out[o.globalID] = o }
                 }
+                guard keys.count == 1000, let last = keys.last else { break }
+                after = last
             }
-            return (HistoryToken(storeID: storeID, value: try s.currentToken()), out)
         }
+        return out
     }
 
     /// Every global id that names another object here after collisions, with the object it

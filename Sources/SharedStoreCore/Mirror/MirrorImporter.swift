@@ -16,13 +16,28 @@ struct MirrorImporter {
     /// The payload was made with an older model: names renamed since are read under their old
     /// names.
     var older = false
+    /// Whether this store holds a state newer than the transaction of any object.
+    let holdsNewer: Bool
+    /// Set when this store applied the transaction in another order than the server's: a change
+    /// of an entity with a uniqueness constraint met a store that holds newer states (whether
+    /// two objects collide here may differ from whether they collide in the server's order), or
+    /// a remote change of an object held newer here was put back or not applied. The store is
+    /// made the log's state once it settles
+    /// (``Container/mirrorReconcile(to:aliases:unpushedAfter:author:contextName:)``).
+    var mayDiverge = false
 
     init(s: TransactionSQL, sequence: Int64, unpushed: Set<UUID>, uploaded: [UUID: Int64]) {
         self.s = s
         self.sequence = sequence
         self.unpushed = unpushed
         self.uploaded = uploaded
+        holdsNewer = !unpushed.isEmpty || uploaded.values.contains { $0 > sequence }
         w = ChangeWriter(s, runsHooks: false)
+    }
+
+    /// Notes a change of `e` (see ``mayDiverge``).
+    mutating func noteChange(of e: Entity) {
+        if holdsNewer && !e.uniquenessConstraints.isEmpty { mayDiverge = true }
     }
 
     var model: Model { s.model }
@@ -76,13 +91,18 @@ struct MirrorImporter {
         case .delete(let entity, let remote):
             // An entity this model does not have (a newer machine's): nothing to delete.
             guard let e = self.entity(named: entity) else { return }
+            noteChange(of: e)
             let gid = try resolve(remote)
+            // A remote delete of an object this store holds newer is not applied: it ends as the
+            // server's order says only once this store's state went up.
+            if !again && isNewerHere(gid) { mayDiverge = true }
             guard again || !isNewerHere(gid), let pk = try key(e, gid) else { return }
             try w.delete(e, pks: [pk])
         case .merge(let entity, let loser, let winner):
             try applyMerge(entity, loser, winner)
         case .upsert(let object):
             guard let e = self.entity(named: object.entity) else { return }
+            noteChange(of: e)
             let gid = try resolve(object.globalID)
             let changes = try propertyChanges(e, object)
             let applied: Int64?
@@ -155,6 +175,7 @@ struct MirrorImporter {
     /// does not have takes over the loser's row.
     mutating func applyMerge(_ entity: String, _ loser: UUID, _ winner: UUID) throws {
         guard let e = self.entity(named: entity) else { return }
+        noteChange(of: e)
         let (l, w) = (try resolve(loser), try resolve(winner))
         guard l != w else { return }
         switch (try key(e, l), try key(e, w)) {

@@ -6,4 +6,11 @@ import SharedStoreSupport
 package enum MirrorKeys {
     /// The server sequence applied last.
     package static let pullCursor = "pull_cursor"
+    /// 1: an import met this store's newer state (an entity with a uniqueness constraint, where a
+    /// collision here may differ from the server's order, or an object it put its own state
+    /// back on), or a full upload or a restore's pull-back ran: the next
+    /// settled round makes the store the state the server's log gives it
+    /// (``Container/mirrorReconcile(to:aliases:unpushedAfter:author:contextName:)``). 2: that
+    /// failed; nothing is tried again before the next such import. 0 or absent: nothing to do.
+    package static let reconcile = "reconcile_needed"
 }

@@ -174,6 +174,16 @@ extension TransactionSQL {
         }.compactMap { pair in pair.0.flatMap { a in pair.1.map { (a, $0) } } }
     }
 
+    /// Makes the alias table `aliases` (each id and the object it names), and nothing else: a
+    /// mirror that settled takes the server log's aliases (``Container/mirrorReconcile``).
+    func replaceAliases(_ aliases: [UUID: UUID]) throws {
+        try c.cached("DELETE FROM ss_mirror_alias").execute()
+        let insert = try c.cached("INSERT INTO ss_mirror_alias(gid, target) VALUES (?, ?)")
+        for (gid, target) in aliases where gid != target {
+            try insert.execute([.blob(GlobalID.bytes(gid)), .blob(GlobalID.bytes(target))])
+        }
+    }
+
     func alias(of gid: UUID) throws -> UUID? {
         try c.cached("SELECT target FROM ss_mirror_alias WHERE gid = ?").firstRow([.blob(GlobalID.bytes(gid))]) {
             GlobalID.uuid($0.blob(0))
