@@ -290,55 +290,16 @@ extension Mirror {
     /// by the same importer every pull uses. A row that cannot be applied is left out, as a
     /// pull quarantines it.
     func serverState(through: Int64, then own: [MirrorTransaction] = []) throws -> [UUID: MirrorObject] {
-        try replayLog(through: through, then: own).mirrorExportEverything().objects
+        try replayLog(through: through, then: own).shadow.mirrorExportEverything().objects
     }
 
-    /// The server's log replayed as ``serverState(through:then:)`` says, into a store in memory.
-    func replayLog(through: Int64, then own: [MirrorTransaction]) throws -> Container {
-        var options = Container.Options()
-        options.inMemory = true
-        // Only the objects' states count: no history is kept of the replay (it would grow with
-        // the log, in memory).
-        options.historyTracking = false
-        let shadow = try Container(group: "", model: container.model, options: options)
-        try shadow.prepareMirroring()
-        var after: Int64 = 0
-        while after < through {
-            let rows = try server.log(after: after, through: through, limit: 1000)
-            for t in rows { replay(t, into: shadow) }
-            guard rows.count == 1000, let last = rows.last else { break }
-            after = last.sequence
-        }
-        for t in own { replay(t, into: shadow) }
-        return shadow
-    }
-
-    // MARK: - A settled store takes the log's state
-
-    /// When this store applied something in another order than the server's (an import met its
-    /// newer state, a full upload or a restore's pull-back ran: ``MirrorKeys/reconcile``) and the
-    /// round settled (nothing left to push or pull, nothing quarantined): makes every object
-    /// here the state the server's log gives it. A collision this store met in its own order,
-    /// around its unpushed changes, can differ from the one every other machine meets in the
-    /// server's order; the log decides. Costs one replay of the log (as `--verify`), only after
-    /// such rounds. Returns what it did (nil: nothing to do, or the store was not settled).
-    func reconcileIfNeeded(settled: Bool) throws -> MirrorReconcileResult? {
-        guard settled, !needsFullUpload, pullBack == nil, try container.mirrorValue(MirrorKeys.reconcile) == 1
-        else { return nil }
-        let own = try server.ownTransactions(of: container.storeID, after: scanned).filter {
-            !reclaim.contains($0.token)
-        }
-        let shadow = try replayLog(through: scanned, then: own)
-        let (_, state) = try shadow.mirrorExportEverything()
-        return try container.mirrorReconcile(
-            to: state, aliases: try shadow.mirrorAliases(), unpushedAfter: try pushedToken()?.value ?? 0,
-            author: Self.author, contextName: Self.contextName)
-    }
-
-    private func replay(_ t: MirrorTransaction, into shadow: Container) {
-        guard let (model, changes) = try? decode(t) else { return }
+    /// Applies row `t` to `shadow` as a pull would; returns its changes (none: it cannot be read).
+    @discardableResult
+    func replay(_ t: MirrorTransaction, into shadow: Container) -> [MirrorChange] {
+        guard let (model, changes) = try? decode(t) else { return [] }
         _ = try? shadow.mirrorImport(
             sequence: t.sequence, changes: changes, uploaded: [:], unpushedAfter: Int64.max, modelVersion: model,
             author: Self.author, contextName: Self.contextName)
+        return changes
     }
 }

@@ -17,9 +17,13 @@ public struct MirrorRound: Sendable, Hashable {
     public var server = ""
     public var error: String?
     /// Objects this round made the state the server's log gives them, once it settled (a
-    /// collision met here in another order than the server's; see
-    /// ``Mirror/round()``).
+    /// collision met here in another order than the server's; see ``Mirror/round()``).
     public var reconciled = 0
+    /// Objects that still differ from the log's state after that, other than this store's own
+    /// unpushed changes (`storectl mirror --verify` names them).
+    public var unreconciled = 0
+    /// Why the store could not take the log's state (nil: it could, or did not have to).
+    public var reconcileError: String?
     /// Rows that could not be applied here, or local changes that could not go up, still
     /// quarantined after the round (``Mirror/retryQuarantined()`` applies them again).
     package var quarantined: [MirrorQuarantine] = []
@@ -65,6 +69,8 @@ public struct MirrorRound: Sendable, Hashable {
         ]
         if let error { fields.append(("error", .string(error))) }
         if reconciled > 0 { fields.append(("reconciled", .number(Double(reconciled)))) }
+        if unreconciled > 0 { fields.append(("unreconciled", .number(Double(unreconciled)))) }
+        if let reconcileError { fields.append(("reconcile_error", .string(reconcileError))) }
         if !quarantined.isEmpty { fields.append(("quarantined", .array(quarantined.map(\.json)))) }
         return .object(fields)
     }
@@ -88,7 +94,7 @@ public struct MirrorRound: Sendable, Hashable {
 /// back, with the same global id. Two objects that collide on a uniqueness constraint become
 /// one, the smaller global id, on every machine.
 public final class Mirror {
-    public static let author = "Mirror"
+    public static let author = MirrorKeys.author
     public static let consumer = "Mirror"
     public static let contextName = "mirror.import"
 
@@ -129,6 +135,8 @@ public final class Mirror {
     /// A restored store pulling back its lost rows (see ``notePullBack(through:reused:)``):
     /// the sequence to pull through before anything is pushed, and the restore floor.
     var pullBack: (through: Int64, floor: Int64)?
+    /// When a reconciliation that has to be tried again may be (see ``reconcileIfNeeded(settled:)``).
+    var reconcileNotBefore = Date.distantPast
     /// One mirror per store at a time (a lock in the group directory, released by the kernel
     /// when the process dies): two would not know of each other's uploads.
     private let lock: FileRangeLock
@@ -199,11 +207,20 @@ public final class Mirror {
         if round.pulled > 0 { round.pushed += try push() }
         round.lag = try lag()
         round.quarantined = try container.quarantinedMirrorRows()
-        if let done = try reconcileIfNeeded(settled: round.lag == 0 && round.quarantined.isEmpty && !isCancelled()) {
+        // Settled as far as the server goes: this store's own unpushed changes are left alone.
+        let (done, failure) = try reconcileIfNeeded(settled: round.quarantined.isEmpty && !isCancelled() && settled())
+        if let done {
             round.reconciled = done.written
+            round.unreconciled = done.left - done.unpushed
             if done.written > 0 { round.pushed += try push() }
         }
+        round.reconcileError = failure
         return round
+    }
+
+    /// Whether nothing is left to pull (the server's rows after ``scanned`` are this store's own).
+    private func settled() throws -> Bool {
+        try server.count(after: scanned, excluding: container.storeID) == 0
     }
 
     /// The local token the mirror has pushed through (nil: nothing yet).

@@ -93,13 +93,22 @@ enum MirrorCommand {
         try follow(inv, conninfo: conninfo, seconds: try inv.arguments.seconds("for", in: 0...31_536_000))
     }
 
-    /// A round that leaves rows in quarantine fails (exit 1), naming how many.
+    /// A round that leaves rows in quarantine fails (exit 1), naming how many; so does one whose
+    /// store could not take the log's state, or still differs from it after doing so.
     static func failIfQuarantined(_ round: MirrorRound) throws {
         let count = round.quarantinedCount
         guard count == 0 else {
             throw MirrorError(
                 "\(count) mirrored row(s) quarantined (listed above; "
                     + "'storectl mirror --retry-quarantined' applies them again)")
+        }
+        if let problem = round.reconcileError {
+            throw MirrorError("this store could not take the state the server's log gives it: \(problem)")
+        }
+        guard round.unreconciled == 0 else {
+            throw MirrorError(
+                "\(round.unreconciled) object(s) still differ from the state the server's log gives them "
+                    + "('storectl mirror --verify' names them)")
         }
     }
 

@@ -99,13 +99,13 @@ struct MirrorReconcileTests {
         let extra = try context.insert("Category", [label: .string("Extra")])
         let article = try context.insert(
             "Article", ["title": "t", "url": "https://t.example", "createdAt": .date(Date())],
-            relationships: ["category": go])
+            relationships: ["category": extra])
         let saved = try context.save()
         let reader = container.newContext()
         let gid = { (id: ObjectID) throws -> UUID in try reader.globalID(of: saved.permanentID(for: id)) }
         let (gGo, gRust, gExtra, gArticle) = (try gid(go), try gid(rust), try gid(extra), try gid(article))
         var log = try container.mirrorExportEverything().objects
-        // The log: the two names swapped, the article in the other category, Extra merged away.
+        // The log: the two names swapped, the article in Rust, Extra merged away into Rust.
         log[gGo]?.values[label] = .string("Rust")
         log[gRust]?.values[label] = .string("Go")
         log[gArticle]?.toOne["category"] = gRust
@@ -113,21 +113,47 @@ struct MirrorReconcileTests {
         let newest = try container.currentToken().value
         let result = try #require(
             try container.mirrorReconcile(
-                to: log, aliases: [gExtra: gRust], unpushedAfter: newest, author: Mirror.author,
-                contextName: Mirror.contextName))
+                to: log, known: [gGo, gRust, gExtra, gArticle], aliases: [gExtra: gRust], unpushedAfter: newest,
+                author: Mirror.author, contextName: Mirror.contextName))
         #expect(result.left == 0)
         #expect(result.written == 4)
         let now = try container.mirrorExportEverything().objects
         #expect(now.mapValues(MirrorState.init) == log.mapValues(MirrorState.init))
         #expect(try container.mirrorAliases() == [gExtra: gRust])
+        #expect(try container.mirrorValue(MirrorKeys.reconcile) == 0)
         // The history of it is the mirror's: nothing to push.
         #expect(try container.historyCount(after: newest, excludingAuthor: Mirror.author) == 0)
         let checks = StoreVerifier.verify(container: container, registry: try TokenRegistry(group: group.path))
         #expect(checks.filter { !$0.ok }.isEmpty, "\(checks.filter { !$0.ok }.map(\.name))")
     }
 
-    /// A store with a change not pushed yet is not settled: nothing is written.
-    @Test func aStoreWithAnUnpushedChangeIsLeftAlone() throws {
+    /// A store with a change not pushed yet keeps it as it is (it goes up, and comes back as the
+    /// log's); so does an object the log never named. Neither is deleted.
+    @Test(arguments: ["unpushed", "never named"])
+    func whatTheLogCannotSpeakForIsLeftAlone(_ kind: String) throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        try container.prepareMirroring()
+        let label = ReadLater.categoryName(container.model)
+        let context = container.newContext(author: "MainApp")
+        let id = try context.insert("Category", [label: .string("Go")])
+        let saved = try context.save()
+        let gid = try container.newContext().globalID(of: saved.permanentID(for: id))
+        let pushedThrough = kind == "unpushed" ? 0 : try container.currentToken().value
+        let result = try #require(
+            try container.mirrorReconcile(
+                to: [:], known: kind == "unpushed" ? [gid] : [], aliases: [:], unpushedAfter: pushedThrough,
+                author: Mirror.author, contextName: Mirror.contextName))
+        #expect(result.written == 0 && result.left == 1)
+        #expect(result.unpushed == (kind == "unpushed" ? 1 : 0))
+        // Tried again once the change went up; an object nothing can speak for is not.
+        #expect(try container.mirrorValue(MirrorKeys.reconcile) == (kind == "unpushed" ? 1 : 2))
+        #expect(try container.mirrorExportEverything().objects.keys.sorted { $0.uuidString < $1.uuidString } == [gid])
+    }
+
+    /// History of changes not pushed was deleted (an eviction since the last push): nothing is
+    /// written, since nothing could tell those changes apart.
+    @Test func historyDeletedPastThePushedTokenLeavesTheStoreAlone() throws {
         let group = TemporaryGroup()
         let container = try group.open()
         try container.prepareMirroring()
@@ -135,11 +161,79 @@ struct MirrorReconcileTests {
         let context = container.newContext(author: "MainApp")
         _ = try context.insert("Category", [label: .string("Go")])
         try context.save()
+        _ = try container.deleteHistory(through: try container.currentToken())
         let before = try container.currentToken()
         #expect(
             try container.mirrorReconcile(
-                to: [:], aliases: [:], unpushedAfter: 0, author: Mirror.author, contextName: Mirror.contextName) == nil)
+                to: [:], known: [], aliases: [:], unpushedAfter: 0, author: Mirror.author,
+                contextName: Mirror.contextName) == nil)
         #expect(try container.currentToken() == before)
         #expect(try container.mirrorExportEverything().objects.count == 1)
+    }
+
+    /// An app may not save as the mirror, nor without history, on a mirrored store: such a save
+    /// would never go up, and the mirror puts the log's state over it. Elsewhere both work.
+    @Test func savesTheMirrorCouldNotSendAreRefusedOnAMirroredStore() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let label = ReadLater.categoryName(container.model)
+        let before = container.newContext(author: Mirror.author)
+        _ = try before.insert("Category", [label: .string("Before")])
+        try before.save()
+        try container.prepareMirroring()
+        let context = container.newContext(author: Mirror.author)
+        _ = try context.insert("Category", [label: .string("Go")])
+        #expect {
+            try context.save()
+        } throws: { error in
+            (error as? StoreError)?.code == .invalidArgument
+                && "\(error)".contains("author 'Mirror' is the mirror's own")
+        }
+        var options = Container.Options()
+        options.historyTracking = false
+        let untracked = try group.open(options: options)
+        let quiet = untracked.newContext(author: "MainApp")
+        _ = try quiet.insert("Category", [label: .string("Rust")])
+        #expect {
+            try quiet.save()
+        } throws: { error in
+            (error as? StoreError)?.code == .invalidArgument && "\(error)".contains("history tracking is off")
+        }
+        #expect(try container.mirrorExportEverything().objects.count == 1)
+    }
+
+    /// A model whose to-many is `deny`: an owner the log merged away goes after its pets moved to
+    /// the winner, so the rule finds nothing to refuse.
+    @Test func anObjectTheLogDeletedGoesAfterWhatReferredToItMoved() throws {
+        let model = try Model([
+            Entity(
+                "Owner", attributes: [Attribute("name", .string)],
+                relationships: [.toMany("pets", "Pet", inverse: "owner", deleteRule: .deny)],
+                uniquenessConstraints: [["name"]]),
+            Entity(
+                "Pet", attributes: [Attribute("name", .string)],
+                relationships: [.toOne("owner", "Owner", inverse: "pets", deleteRule: .nullify)]),
+        ])
+        let group = TemporaryGroup()
+        let container = try group.open(model)
+        try container.prepareMirroring()
+        let context = container.newContext(author: "MainApp")
+        let (x, y) = (try context.insert("Owner", ["name": "X"]), try context.insert("Owner", ["name": "Y"]))
+        let pet = try context.insert("Pet", ["name": "p"], relationships: ["owner": x])
+        let saved = try context.save()
+        let reader = container.newContext()
+        let gid = { (id: ObjectID) throws -> UUID in try reader.globalID(of: saved.permanentID(for: id)) }
+        let (gx, gy, gp) = (try gid(x), try gid(y), try gid(pet))
+        var log = try container.mirrorExportEverything().objects
+        log[gx] = nil
+        log[gp]?.toOne["owner"] = gy
+        let result = try #require(
+            try container.mirrorReconcile(
+                to: log, known: [gx, gy, gp], aliases: [gx: gy], unpushedAfter: try container.currentToken().value,
+                author: Mirror.author, contextName: Mirror.contextName))
+        #expect(result.left == 0)
+        #expect(
+            try container.mirrorExportEverything().objects.mapValues(MirrorState.init)
+                == log.mapValues(MirrorState.init))
     }
 }

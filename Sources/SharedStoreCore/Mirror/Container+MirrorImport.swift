@@ -56,7 +56,7 @@ extension Container {
             for change in changes { try importer.apply(change) }
             for state in newer { try importer.apply(state, again: true) }
             try importer.relate()
-            if importer.mayDiverge || !newer.isEmpty { try s.setMirrorValue(MirrorKeys.reconcile, 1) }
+            if importer.mayDiverge { try s.setMirrorValue(MirrorKeys.reconcile, 1) }
             if !again { try s.setMirrorValue(MirrorKeys.pullCursor, sequence) }
             let token = try importer.w.writeHistory(author: author, contextName: contextName)
             return MirrorImportResult(token: token, applied: true, foundUnpushed: !unpushed.gids.isEmpty)
@@ -68,7 +68,7 @@ extension Container {
     /// The global ids local transactions after `token` (not `author`'s) changed, each also as
     /// the object it became here (a collision made it another's alias); and the row each names
     /// (the mirror's map may not have it yet: it is recorded after the upload).
-    private func unpushedObjects(_ s: TransactionSQL, after token: Int64, author: String) throws
+    func unpushedObjects(_ s: TransactionSQL, after token: Int64, author: String) throws
         -> (gids: Set<UUID>, rows: [UUID: ObjectID])
     {
         let query = TransactionSQL.historyQuery(HistoryFilter(authors: nil, excludedAuthors: [author]))

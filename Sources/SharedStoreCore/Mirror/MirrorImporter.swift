@@ -18,12 +18,13 @@ struct MirrorImporter {
     var older = false
     /// Whether this store holds a state newer than the transaction of any object.
     let holdsNewer: Bool
-    /// Set when this store applied the transaction in another order than the server's: a change
-    /// of an entity with a uniqueness constraint met a store that holds newer states (whether
-    /// two objects collide here may differ from whether they collide in the server's order), or
-    /// a remote change of an object held newer here was put back or not applied. The store is
-    /// made the log's state once it settles
-    /// (``Container/mirrorReconcile(to:aliases:unpushedAfter:author:contextName:)``).
+    /// Set when this store may have applied the transaction otherwise than the server's order
+    /// does: while it holds newer states, an object of an entity with a uniqueness constraint
+    /// was made, deleted, merged or given other unique values (whether two objects collide here
+    /// may differ from whether they collide in the server's order), or a remote delete of an
+    /// object held newer here was not applied. The store is made the log's state once it
+    /// settles (``Container/mirrorReconcile(to:known:aliases:unpushedAfter:author:contextName:)``).
+    /// A change that leaves unique values as they are (a category's kept count) does not set it.
     var mayDiverge = false
 
     init(s: TransactionSQL, sequence: Int64, unpushed: Set<UUID>, uploaded: [UUID: Int64]) {
@@ -32,12 +33,14 @@ struct MirrorImporter {
         self.unpushed = unpushed
         self.uploaded = uploaded
         holdsNewer = !unpushed.isEmpty || uploaded.values.contains { $0 > sequence }
-        w = ChangeWriter(s, runsHooks: false)
+        w = ChangeWriter(s, runsHooks: false, forMirror: true)
     }
 
-    /// Notes a change of `e` (see ``mayDiverge``).
-    mutating func noteChange(of e: Entity) {
-        if holdsNewer && !e.uniquenessConstraints.isEmpty { mayDiverge = true }
+    /// Notes a change of `e` that makes, deletes or merges an object, or gives one the unique
+    /// values `holder` (the object here that holds them now, nil: none) does not match
+    /// (see ``mayDiverge``).
+    mutating func noteUniqueChange(of e: Entity, holder: Int64? = nil, own: Int64? = nil) {
+        if holdsNewer && !e.uniquenessConstraints.isEmpty && (own == nil || holder != own) { mayDiverge = true }
     }
 
     var model: Model { s.model }
@@ -91,7 +94,7 @@ struct MirrorImporter {
         case .delete(let entity, let remote):
             // An entity this model does not have (a newer machine's): nothing to delete.
             guard let e = self.entity(named: entity) else { return }
-            noteChange(of: e)
+            noteUniqueChange(of: e)
             let gid = try resolve(remote)
             // A remote delete of an object this store holds newer is not applied: it ends as the
             // server's order says only once this store's state went up.
@@ -102,11 +105,14 @@ struct MirrorImporter {
             try applyMerge(entity, loser, winner)
         case .upsert(let object):
             guard let e = self.entity(named: object.entity) else { return }
-            noteChange(of: e)
             let gid = try resolve(object.globalID)
             let changes = try propertyChanges(e, object)
             let applied: Int64?
             let known = try key(e, gid)
+            if holdsNewer && !e.uniquenessConstraints.isEmpty {
+                noteUniqueChange(
+                    of: e, holder: try w.existingUnique(e, changes, object: "\(e.name) \(gid)"), own: known)
+            }
             // One global id never names two objects, not even of two entities.
             if known == nil, let other = try s.mappedEntity(gid, other: e) {
                 throw StoreError.validation(
@@ -175,7 +181,7 @@ struct MirrorImporter {
     /// does not have takes over the loser's row.
     mutating func applyMerge(_ entity: String, _ loser: UUID, _ winner: UUID) throws {
         guard let e = self.entity(named: entity) else { return }
-        noteChange(of: e)
+        noteUniqueChange(of: e)
         let (l, w) = (try resolve(loser), try resolve(winner))
         guard l != w else { return }
         switch (try key(e, l), try key(e, w)) {

@@ -6,6 +6,9 @@ import SharedStoreSupport
 package enum MirrorKeys {
     /// The server sequence applied last.
     package static let pullCursor = "pull_cursor"
+    /// The author of the mirror's own transactions (``Mirror/author``): an app may not save under
+    /// it on a mirrored store.
+    package static let author = "Mirror"
     /// 1: an import met this store's newer state (an entity with a uniqueness constraint, where a
     /// collision here may differ from the server's order, or an object it put its own state
     /// back on), or a full upload or a restore's pull-back ran: the next

@@ -42,11 +42,17 @@ struct ChangeWriter {
     /// - Parameter runsHooks: false for a mirror's import: the values were validated and the
     ///   lifecycle events ran on the machine that made them (run again, `awakeFromInsert` would
     ///   stamp this machine's time over the original's).
-    init(_ s: TransactionSQL, policy: MergePolicy = .objectTrump, runsHooks: Bool = true) {
+    /// - Parameter forMirror: the mirror's own writes (imports, a settled store taking the log's
+    ///   state), the only ones that may record author ``MirrorKeys/author``.
+    init(_ s: TransactionSQL, policy: MergePolicy = .objectTrump, runsHooks: Bool = true, forMirror: Bool = false) {
         self.s = s
         self.resolver = MergeResolver(policy: policy)
         self.hooks = runsHooks ? s.container.hookRegistry.all() : nil
+        self.forMirror = forMirror
     }
+
+    /// Whether this writer writes for the mirror (see ``init(_:policy:runsHooks:forMirror:)``).
+    let forMirror: Bool
 
     var container: Container { s.container }
     var model: Model { s.model }
@@ -412,6 +418,19 @@ struct ChangeWriter {
     /// Writes the counts and sums and the kept counts' changes first: every write transaction
     /// ends here.
     mutating func writeHistory(author: String?, contextName: String?) throws -> HistoryToken? {
+        if !forMirror && !recorder.isEmpty && (author == MirrorKeys.author || !container.options.historyTracking),
+            try s.hasMirrorTables()
+        {
+            throw StoreError(
+                .invalidArgument,
+                (author == MirrorKeys.author
+                    ? "author '\(MirrorKeys.author)' is the mirror's own"
+                    : "history tracking is off in this process")
+                    + ", and this store is mirrored: the save would never reach the other machines, and the "
+                    + "mirror puts the server's state over it once it settles; nothing was saved ("
+                    + (author == MirrorKeys.author ? "save under another author)" : "open it with history tracking on)")
+            )
+        }
         if !aggregates.isEmpty { try writeAggregates() }
         try counter.write(s)
         return try recorder.write(s, author: author, contextName: contextName)

@@ -1,0 +1,77 @@
+import Foundation
+import SharedStoreCore
+import SharedStorePostgres
+import SharedStoreSupport
+
+/// What a settled store does when it may have met changes in another order than the server's
+/// (issue 19: renames onto colliding names): it takes the state the server's log gives it.
+extension Mirror {
+    /// The server's log replayed as ``serverState(through:then:)`` says, into a store in memory,
+    /// with every global id its rows name (made, changed, deleted or merged).
+    func replayLog(through: Int64, then own: [MirrorTransaction]) throws -> (shadow: Container, known: Set<UUID>) {
+        var options = Container.Options()
+        options.inMemory = true
+        // Only the objects' states count: no history is kept of the replay (it would grow with
+        // the log, in memory).
+        options.historyTracking = false
+        let shadow = try Container(group: "", model: container.model, options: options)
+        try shadow.prepareMirroring()
+        var known = Set<UUID>()
+        func note(_ changes: [MirrorChange]) {
+            for change in changes {
+                known.insert(change.globalID)
+                if case .merge(_, _, let winner) = change { known.insert(winner) }
+            }
+        }
+        var after: Int64 = 0
+        while after < through {
+            let rows = try server.log(after: after, through: through, limit: 1000)
+            for t in rows { note(replay(t, into: shadow)) }
+            guard rows.count == 1000, let last = rows.last else { break }
+            after = last.sequence
+        }
+        for t in own { note(replay(t, into: shadow)) }
+        return (shadow, known)
+    }
+
+    /// When this store may have applied something in another order than the server's (an
+    /// import made, merged or renamed an object of an entity with a uniqueness constraint while
+    /// it held newer states, or a full upload or a restore's pull-back ran:
+    /// ``MirrorKeys/reconcile``) and the round settled (nothing left to pull, nothing
+    /// quarantined): makes every object here the state the server's log gives it, but for its
+    /// own unpushed changes. A collision this store met in its own order, around its unpushed
+    /// changes, can differ from the one every other machine meets in the server's order; the log
+    /// decides. Costs one replay of the log (as `--verify`), only after such rounds; one that
+    /// left objects to put right later is not tried again for ten times as long as it took (at
+    /// least a second). Returns what it did (nil: nothing to do, or not now).
+    ///
+    /// A failure to write the log's state here (a `deny` delete rule that still holds) fails no
+    /// round: it is reported (``MirrorRound/reconcileError``), and not tried again before
+    /// another import marks the store.
+    func reconcileIfNeeded(settled: Bool) throws -> (MirrorReconcileResult?, error: String?) {
+        guard settled, !needsFullUpload, pullBack == nil, Date() >= reconcileNotBefore,
+            try container.mirrorValue(MirrorKeys.reconcile) == 1
+        else { return (nil, nil) }
+        let started = Date()
+        defer {
+            // Tried again no sooner than ten times its cost, when it has to be tried again.
+            reconcileNotBefore = Date().addingTimeInterval(max(1, 10 * Date().timeIntervalSince(started)))
+        }
+        let own = try server.ownTransactions(of: container.storeID, after: scanned).filter {
+            !reclaim.contains($0.token)
+        }
+        let (shadow, known) = try replayLog(through: scanned, then: own)
+        let (_, state) = try shadow.mirrorExportEverything()
+        do {
+            return (
+                try container.mirrorReconcile(
+                    to: state, known: known, aliases: try shadow.mirrorAliases(),
+                    unpushedAfter: try pushedToken()?.value ?? 0, author: Self.author, contextName: Self.contextName),
+                nil
+            )
+        } catch let error where Self.isRowProblem(error) {
+            try container.setMirrorValue(MirrorKeys.reconcile, 2)
+            return (nil, TextSafety.visible("\(error)"))
+        }
+    }
+}
