@@ -63,6 +63,7 @@ extension Mirror {
             // (An unreadable row of its own was not made by it; the pull quarantines it.)
             for change in decoded[t.sequence] ?? [] {
                 uploaded[change.globalID] = t.sequence
+                uploadedEntities[change.entity] = max(uploadedEntities[change.entity] ?? 0, t.sequence)
                 if case .upsert(let o) = change, let pk = o.originKey { pendingIDs.append((o.globalID, pk)) }
             }
         }

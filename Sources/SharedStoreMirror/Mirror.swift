@@ -120,6 +120,8 @@ public final class Mirror {
     /// The server sequence of this store's last upload of each object, after the pull cursor:
     /// a remote change of one of them ordered before it is older, and is not applied.
     var uploaded: [UUID: Int64] = [:]
+    /// The same by entity: the sequence of this store's last upload of an object of each.
+    var uploadedEntities: [String: Int64] = [:]
     /// Rows of pushed objects not yet in `ss_mirror_ids`: written by the next import (a write
     /// of the store per push would slow the app's saves), or once 10,000 wait. Lost in a crash,
     /// they are read back from this store's uploads after the cursor (their `originKey`).
@@ -343,7 +345,10 @@ public final class Mirror {
     /// Remembers the server sequence of each object's upload (see ``uploaded``).
     func note(_ sequences: [Int64], _ changes: [[MirrorChange]]) {
         for (sequence, c) in zip(sequences, changes) {
-            for change in c { uploaded[change.globalID] = max(uploaded[change.globalID] ?? 0, sequence) }
+            for change in c {
+                uploaded[change.globalID] = max(uploaded[change.globalID] ?? 0, sequence)
+                uploadedEntities[change.entity] = max(uploadedEntities[change.entity] ?? 0, sequence)
+            }
         }
     }
 
@@ -385,6 +390,7 @@ public final class Mirror {
         scanned = through
         try endPullBackIfDone(scanned: through)
         if !uploaded.isEmpty { uploaded = uploaded.filter { $0.value > through } }
+        if !uploadedEntities.isEmpty { uploadedEntities = uploadedEntities.filter { $0.value > through } }
         // The stored cursor moves with imports; a store that mostly uploads reads past its own
         // rows without one. Stored every ``cursorStride`` of them, so that a restart reads back
         // at most that many of its own uploads (see init), however long it ran.
@@ -401,7 +407,8 @@ public final class Mirror {
         do {
             let (model, changes) = try decode(t)
             let result = try container.mirrorImport(
-                sequence: t.sequence, changes: changes, uploaded: uploaded, unpushedAfter: cleanThrough,
+                sequence: t.sequence, changes: changes, uploaded: uploaded, uploadedEntities: uploadedEntities,
+                unpushedAfter: cleanThrough,
                 ids: pendingIDs, modelVersion: model, author: Self.author, contextName: Self.contextName)
             pendingIDs = []
             if !result.foundUnpushed, let token = result.token { cleanThrough = max(cleanThrough, token.value) }

@@ -26,7 +26,8 @@ extension Container {
     /// - Throws: ``StoreError`` when the changes cannot be applied (a value the model refuses, a
     ///   global id that names an object of another entity here); nothing is written then.
     package func mirrorImport(
-        sequence: Int64, changes: [MirrorChange], uploaded: [UUID: Int64], unpushedAfter: Int64,
+        sequence: Int64, changes: [MirrorChange], uploaded: [UUID: Int64], uploadedEntities: [String: Int64]? = nil,
+        unpushedAfter: Int64,
         ids: [(UUID, Int64)] = [], modelVersion: Int? = nil, again: Bool = false, author: String, contextName: String
     ) throws -> MirrorImportResult {
         let result = try write { s -> MirrorImportResult in
@@ -47,6 +48,7 @@ extension Container {
             let unpushed = try unpushedObjects(s, after: unpushedAfter, author: author)
             var importer = MirrorImporter(s: s, sequence: sequence, unpushed: unpushed.gids, uploaded: uploaded)
             importer.unpushedRows = unpushed.rows
+            importer.uploadedEntities = uploadedEntities
             importer.older = (modelVersion ?? model.version) < model.version
             // Every update applies, also to objects this store holds a newer state of, so that
             // what it does beyond the object (a collision that makes two objects one) happens

@@ -9,7 +9,8 @@ package struct MirrorReconcileResult: Sendable {
     /// Objects that still differ after it: this store's own changes not pushed yet (they go up
     /// and come back), and those it could not put right (`storectl mirror --verify` names them).
     package var left = 0
-    /// Of `left`, the objects of this store's unpushed changes, left as they are.
+    /// Of `left`, the objects of this store's unpushed changes and those they refer to, left as
+    /// they are until those changes went up.
     package var unpushed = 0
 }
 
@@ -20,11 +21,16 @@ private struct ReconcilePass {
     /// Every global id the log names (an object it never named was not made through history:
     /// left alone).
     let known: Set<UUID>
-    /// Objects of this store's unpushed changes, and the rows they name: left alone.
+    /// Objects of this store's unpushed changes: left alone.
     let unpushed: Set<UUID>
+    /// Objects those refer to (to-one targets, owned links): changed in place, never deleted or
+    /// made again (a `nullify` rule would take the reference from an object left alone, and its
+    /// push would carry that everywhere).
+    let pinned: Set<UUID>
     var touched = Set<UUID>()
 
     func mayTouch(_ gid: UUID) -> Bool { known.contains(gid) && !unpushed.contains(gid) }
+    func mayDelete(_ gid: UUID) -> Bool { mayTouch(gid) && !pinned.contains(gid) }
 }
 
 extension Container {
@@ -62,16 +68,25 @@ extension Container {
                 try s.historyMeta().floor <= unpushedAfter
             else { return nil }
             let unpushed = try unpushedObjects(s, after: unpushedAfter, author: author).gids
-            // The log's aliases, but for ids this store's unpushed changes name as objects.
-            try s.replaceAliases(aliases.filter { !unpushed.contains($0.key) })
+            var pinned = Set<UUID>()
+            if !unpushed.isEmpty {
+                let before = try exportEverything(s)
+                for gid in unpushed {
+                    guard let o = before[gid] else { continue }
+                    pinned.formUnion(o.toOne.values)
+                    for targets in o.toMany.values { pinned.formUnion(targets) }
+                }
+            }
+            // The log's aliases, but for ids of objects left alone here.
+            try s.replaceAliases(aliases.filter { !unpushed.contains($0.key) && !pinned.contains($0.key) })
             // Every object by its global id: one saved here and never pushed is in no map yet.
             try s.rebuildMirrorIDs()
             var pass = ReconcilePass(
                 importer: MirrorImporter(s: s, sequence: Int64.max, unpushed: [], uploaded: [:]), server: server,
-                known: known, unpushed: unpushed)
+                known: known, unpushed: unpushed, pinned: pinned)
             for _ in 0..<4 {
                 let local = try exportEverything(s)
-                let gone = local.values.filter { server[$0.globalID] == nil && pass.mayTouch($0.globalID) }
+                let gone = local.values.filter { server[$0.globalID] == nil && pass.mayDelete($0.globalID) }
                 let differing = server.values.filter { o in
                     pass.mayTouch(o.globalID) && local[o.globalID].map(MirrorState.init) != MirrorState(o)
                 }
@@ -83,7 +98,7 @@ extension Container {
                 now[gid].map(MirrorState.init) != server[gid].map(MirrorState.init)
             }
             var result = MirrorReconcileResult(written: pass.touched.count, left: left.count)
-            result.unpushed = left.intersection(unpushed).count
+            result.unpushed = left.intersection(unpushed.union(pinned)).count
             // Done; or to try again once the unpushed changes went up; or not to be tried again
             // before another import marks the store (what is left is named by --verify).
             let mark: Int64 = left.isEmpty ? 0 : result.unpushed > 0 ? 1 : 2
@@ -137,6 +152,7 @@ extension Container {
                 guard
                     let cycle = waiting.first(where: { w in
                         w.row.map(holders.contains) == true && rows.contains(w.holder)
+                            && pass.mayDelete(w.object.globalID)
                     }), let row = cycle.row, let e = model.entity(named: row.entity)
                 else { break }
                 try pass.importer.w.delete(e, pks: [row.pk])

@@ -18,6 +18,9 @@ struct MirrorImporter {
     var older = false
     /// Whether this store holds a state newer than the transaction of any object.
     let holdsNewer: Bool
+    /// The sequence of this store's last upload of an object of each entity (nil: not known,
+    /// taken as any entity's).
+    var uploadedEntities: [String: Int64]?
     /// Set when this store may have applied the transaction otherwise than the server's order
     /// does: while it holds newer states, an object of an entity with a uniqueness constraint
     /// was made, deleted, merged or given other unique values (whether two objects collide here
@@ -40,7 +43,15 @@ struct MirrorImporter {
     /// values `holder` (the object here that holds them now, nil: none) does not match
     /// (see ``mayDiverge``).
     mutating func noteUniqueChange(of e: Entity, holder: Int64? = nil, own: Int64? = nil) {
-        if holdsNewer && !e.uniquenessConstraints.isEmpty && (own == nil || holder != own) { mayDiverge = true }
+        if holdsNewer(of: e) && !e.uniquenessConstraints.isEmpty && (own == nil || holder != own) { mayDiverge = true }
+    }
+
+    /// Whether this store holds a newer state of an object of `e`: only then can a collision of
+    /// `e`'s objects here differ from the server's order.
+    func holdsNewer(of e: Entity) -> Bool {
+        guard holdsNewer else { return false }
+        guard let uploadedEntities else { return true }
+        return (uploadedEntities[e.name] ?? 0) > sequence || unpushedRows.values.contains { $0.entity == e.name }
     }
 
     var model: Model { s.model }
@@ -109,7 +120,7 @@ struct MirrorImporter {
             let changes = try propertyChanges(e, object)
             let applied: Int64?
             let known = try key(e, gid)
-            if holdsNewer && !e.uniquenessConstraints.isEmpty {
+            if !e.uniquenessConstraints.isEmpty && holdsNewer(of: e) {
                 noteUniqueChange(
                     of: e, holder: try w.existingUnique(e, changes, object: "\(e.name) \(gid)"), own: known)
             }

@@ -37,6 +37,15 @@ package enum MirrorChange: Sendable, Hashable {
     case delete(entity: String, globalID: UUID)
     case merge(entity: String, loser: UUID, winner: UUID)
 
+    /// The entity of the object (objects) it names.
+    package var entity: String {
+        switch self {
+        case .upsert(let o): return o.entity
+        case .delete(let e, _): return e
+        case .merge(let e, _, _): return e
+        }
+    }
+
     package var globalID: UUID {
         switch self {
         case .upsert(let o): return o.globalID
