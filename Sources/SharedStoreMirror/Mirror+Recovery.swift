@@ -74,7 +74,12 @@ extension Mirror {
         // made after it: a local transaction newer than that was saved after the restore, and is
         // unpushed whatever number it took (the lost copy may have used the same one for an
         // import, which never went up).
-        let backupNewest = try lostSince.flatMap { try container.newestHistoryToken(before: $0) }
+        // A backup whose history the cleaner deleted keeps none from before that time: then the
+        // first transaction saved since is the first after the restore.
+        let backupNewest = try lostSince.flatMap { since in
+            try container.newestHistoryToken(before: since)
+                ?? container.oldestHistoryToken(from: since).map { max($0, 1) - 1 }
+        }
         try notePullBack(
             through: through, reused: reused,
             marker: [lost.last.map { $0.upperBound + 1 }, backupNewest].compactMap { $0 }.min())
@@ -276,7 +281,11 @@ extension Mirror {
         for (i, changes) in checkedChunks.enumerated() {
             let upload = MirrorUpload(
                 token: keys[i], author: Self.author,
-                payload: MirrorPayload.encode(changes, modelVersion: container.model.version, highWater: highWater))
+                // Its time: a copy of this store restored from an older backup tells its own
+                // later saves from this one's by it (``recoverTimeline()``).
+                payload: MirrorPayload.encode(
+                    changes, modelVersion: container.model.version, at: Date().timeIntervalSince1970,
+                    highWater: highWater))
             try container.noteMirrorIDs(Self.upserted([changes]))
             let results = try server.upload(origin: container.storeID, [upload])
             note(results.map(\.sequence), [changes])

@@ -345,4 +345,36 @@ struct MirrorDivergenceTests {
         try c.execute("UPDATE ss_meta SET value = '3' WHERE key = 'format'")
         try Self.expectConverged([a, b], count: 5)
     }
+
+    /// Found by the 10-minute randomized run: a save on a restored copy before its mirror ran,
+    /// when the backup kept no history (the cleaner had deleted it all) and the lost copy sent its
+    /// later changes only in full uploads (no row at a token number it shares with the save). Before,
+    /// nothing marked the save as made after the restore: it counted as pushed, and the pull-back of
+    /// another machine's delete of the object took it away everywhere.
+    @Test(.tags(.multiProcess)) func aSaveAfterARestoreOfABackupWithoutHistoryGoesUp() throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        let x = try Self.share(a, "x")
+        try MirrorTests.settle([try a.mirror(), try b.mirror()])
+        // Every consumer merged everything: the cleaner leaves the backup no history.
+        _ = try a.run("history-cleaner", [])
+        let backup = a.group.root + "/backup"
+        try Self.copyGroup(a, to: backup)
+        // The lost copy: a save that goes up only in a full upload (its mirror was evicted), then
+        // B's delete of x, pulled.
+        _ = try Self.share(a, "after-backup")
+        try Self.evictMirror(a)
+        _ = try a.mirror().round()
+        let onB = try #require(
+            try b.run("main-app", ["list"]).map(json).first { $0["title"] as? String == "x" }?["id"] as? String)
+        _ = try b.run("main-app", ["delete", onB])
+        _ = try b.mirror().round()
+        _ = try a.mirror().round()
+        let restored = try Self.restoredWhole(from: backup, db)
+        // On the restored copy, before its mirror runs: x (still there) is marked read.
+        _ = try restored.run("main-app", ["mark-read", x])
+        try Self.expectConverged([restored, b], count: 2)
+        let back = try b.list().values.map(json).first { $0["title"] as? String == "x" }
+        #expect(back?["isRead"] as? Bool == true, "the save after the restore did not go up")
+    }
 }

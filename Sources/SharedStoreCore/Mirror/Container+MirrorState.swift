@@ -164,6 +164,11 @@ extension Container {
         try read { s in try s.newestHistoryToken(before: time) }
     }
 
+    /// The oldest local transaction saved at or after `time` (seconds since 1970; nil: none kept).
+    package func oldestHistoryToken(from time: Double) throws -> Int64? {
+        try read { s in try s.oldestHistoryToken(from: time) }
+    }
+
     /// Forgets recorded merges that went up.
     package func forgetMirrorMerges(_ losers: [UUID]) throws {
         guard !losers.isEmpty else { return }

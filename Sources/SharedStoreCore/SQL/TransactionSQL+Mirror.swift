@@ -146,6 +146,13 @@ extension TransactionSQL {
         } ?? nil
     }
 
+    /// The oldest history transaction saved at or after `time` (nil: none kept).
+    func oldestHistoryToken(from time: Double) throws -> Int64? {
+        try c.cached("SELECT min(token) FROM ss_history WHERE timestamp >= ?").firstRow([.double(time)]) {
+            $0.isNull(0) ? nil : $0.int64(0)
+        } ?? nil
+    }
+
     /// Records a merge to push (``MirrorImporter/noteMerge(_:loser:winner:)``).
     func recordMerge(_ entity: String, loser: UUID, winner: UUID) throws {
         try c.cached(
