@@ -8,7 +8,12 @@ import SharedStoreSupport
 extension Mirror {
     /// The server's log replayed as ``serverState(through:then:)`` says, into a store in memory,
     /// with every global id its rows name (made, changed, deleted or merged).
-    func replayLog(through: Int64, then own: [MirrorTransaction]) throws -> (shadow: Container, known: Set<UUID>) {
+    ///
+    /// - Throws: ``ReplayCancelled`` when `cancellable` and ``isCancelled`` turns true (a follower
+    ///   asked to stop does not finish a long replay first).
+    func replayLog(through: Int64, then own: [MirrorTransaction], cancellable: Bool = false) throws
+        -> (shadow: Container, known: Set<UUID>)
+    {
         var options = Container.Options()
         options.inMemory = true
         // Only the objects' states count: no history is kept of the replay (it would grow with
@@ -25,6 +30,7 @@ extension Mirror {
         }
         var after: Int64 = 0
         while after < through {
+            if cancellable && isCancelled() { throw ReplayCancelled() }
             let rows = try server.log(after: after, through: through, limit: 1000)
             for t in rows { note(replay(t, into: shadow)) }
             guard rows.count == 1000, let last = rows.last else { break }
@@ -60,7 +66,13 @@ extension Mirror {
         let own = try server.ownTransactions(of: container.storeID, after: scanned).filter {
             !reclaim.contains($0.token)
         }
-        let (shadow, known) = try replayLog(through: scanned, then: own)
+        let shadow: Container
+        let known: Set<UUID>
+        do {
+            (shadow, known) = try replayLog(through: scanned, then: own, cancellable: true)
+        } catch is ReplayCancelled {
+            return (nil, nil)
+        }
         let (_, state) = try shadow.mirrorExportEverything()
         do {
             return (
@@ -75,3 +87,6 @@ extension Mirror {
         }
     }
 }
+
+/// A replay stopped because the mirror was asked to stop (see ``Mirror/replayLog(through:then:cancellable:)``).
+struct ReplayCancelled: Error {}
