@@ -207,10 +207,12 @@ public final class Mirror {
         // Moves the mirror's token past its own imports (and pushes what came meanwhile), so
         // that the cleaner is not held back by them.
         if round.pulled > 0 { round.pushed += try push() }
-        round.lag = try lag()
+        let (local, remote) = try lagParts()
+        round.lag = local + remote
         round.quarantined = try container.quarantinedMirrorRows()
-        // Settled as far as the server goes: this store's own unpushed changes are left alone.
-        let (done, failure) = try reconcileIfNeeded(settled: round.quarantined.isEmpty && !isCancelled() && settled())
+        // Settled as far as the server goes (nothing left to pull): this store's own unpushed
+        // changes are left alone.
+        let (done, failure) = try reconcileIfNeeded(settled: remote == 0 && round.quarantined.isEmpty && !isCancelled())
         if let done {
             round.reconciled = done.written
             round.unreconciled = done.left - done.unpushed
@@ -218,11 +220,6 @@ public final class Mirror {
         }
         round.reconcileError = failure
         return round
-    }
-
-    /// Whether nothing is left to pull (the server's rows after ``scanned`` are this store's own).
-    private func settled() throws -> Bool {
-        try server.count(after: scanned, excluding: container.storeID) == 0
     }
 
     /// The local token the mirror has pushed through (nil: nothing yet).
@@ -465,7 +462,13 @@ public final class Mirror {
 
     /// Local transactions not pushed plus remote ones not applied.
     public func lag() throws -> Int64 {
+        let (local, remote) = try lagParts()
+        return local + remote
+    }
+
+    /// The lag's two parts: local transactions not pushed, and remote ones not applied.
+    private func lagParts() throws -> (local: Int64, remote: Int64) {
         let local = try container.historyCount(after: try pushedToken()?.value ?? 0, excludingAuthor: Self.author)
-        return Int64(local) + (try server.count(after: scanned, excluding: container.storeID))
+        return (Int64(local), try server.count(after: scanned, excluding: container.storeID))
     }
 }

@@ -9,7 +9,12 @@ struct MirrorImporter {
     let unpushed: Set<UUID>
     let uploaded: [UUID: Int64]
     /// The rows this store's unpushed history names, by global id (``key(_:_:)``).
-    var unpushedRows: [UUID: ObjectID] = [:]
+    var unpushedRows: [UUID: ObjectID] = [:] {
+        didSet { unpushedEntities = Set(unpushedRows.values.map(\.entity)) }
+    }
+    /// The entities of those rows (asked for every change of an entity with a uniqueness
+    /// constraint: not read from the rows each time).
+    private var unpushedEntities = Set<String>()
     var w: ChangeWriter
     /// Objects whose relationships wait for the rest of the transaction (``relate()``).
     var related: [(Entity, Int64, MirrorObject)] = []
@@ -51,7 +56,7 @@ struct MirrorImporter {
     func holdsNewer(of e: Entity) -> Bool {
         guard holdsNewer else { return false }
         guard let uploadedEntities else { return true }
-        return (uploadedEntities[e.name] ?? 0) > sequence || unpushedRows.values.contains { $0.entity == e.name }
+        return (uploadedEntities[e.name] ?? 0) > sequence || unpushedEntities.contains(e.name)
     }
 
     var model: Model { s.model }
