@@ -15,7 +15,7 @@ sharedstore_ensure_packages
 seconds="${1:-60}"
 [[ "$seconds" =~ ^[0-9]+$ ]] || { echo "error: SECONDS must be a whole number, not '$seconds'" >&2; exit 2; }
 shift || true
-targets=("$@"); [ ${#targets[@]} -eq 0 ] && targets=(history-blob token object-id share-batch arguments mirror-payload)
+targets=("$@"); [ ${#targets[@]} -eq 0 ] && targets=(history-blob token object-id share-batch arguments mirror-payload json)
 
 echo "== fuzz: build (libFuzzer + AddressSanitizer)"
 flags=(--product sharedstore-fuzz --scratch-path .build/fuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING

@@ -82,25 +82,20 @@ package enum MirrorPayload {
 
     /// The local transaction's timestamp a payload names (nil: none, or not readable).
     package static func timestamp(_ text: String) -> Double? {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
-            return nil
-        }
-        return (object["at"] as? String).flatMap(Double.init)
+        guard case .string(let at)? = (try? JSONValue(parsing: text))?["at"] else { return nil }
+        return Double(at)
     }
 
     /// The newest local token when a full upload was made (`hw`; nil: none): a copy of the store
     /// older than that lost transactions, whatever keys they went up under.
     package static func highWater(_ text: String) -> Int64? {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
-            return nil
-        }
-        return (object["hw"] as? String).flatMap { Int64($0) }
+        guard case .string(let hw)? = (try? JSONValue(parsing: text))?["hw"] else { return nil }
+        return Int64(hw)
     }
 
-    /// A whole number in `range`, exactly (`1e20` or `2.5` is not a model version).
-    static func exactInteger(_ raw: Any?, in range: ClosedRange<Int>) -> Int? {
-        guard let n = raw as? NSNumber else { return nil }
-        let d = n.doubleValue
+    /// A whole number in `range`, exactly (`1e20`, `2.5` or `true` is not a model version).
+    static func exactInteger(_ raw: JSONValue?, in range: ClosedRange<Int>) -> Int? {
+        guard case .number(let d)? = raw else { return nil }
         guard d.isFinite, d == d.rounded(), d >= Double(range.lowerBound), d <= Double(range.upperBound) else {
             return nil
         }
@@ -113,69 +108,94 @@ package enum MirrorPayload {
                 "server transaction \(sequence) is malformed: \(what)", code: .malformedRow,
                 reason: .badRow(sequence: sequence, problem: what))
         }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
-            throw bad("not a JSON object")
+        let object: JSONValue
+        do {
+            object = try JSONValue(parsing: text)
+        } catch {
+            throw bad("not a JSON object (\(error))")
         }
+        guard case .object = object else { throw bad("not a JSON object") }
         guard exactInteger(object["v"], in: 0...1_000_000) == version else { throw bad("unknown payload version") }
-        guard let model = exactInteger(object["model"], in: 1...1_000_000), let items = object["changes"] as? [Any]
+        guard let model = exactInteger(object["model"], in: 1...1_000_000), case .array(let items)? = object["changes"]
         else {
             throw bad("no model version (a whole number from 1 to 1000000) or no changes")
         }
-        let changes = try items.map { item -> MirrorChange in
-            guard let c = item as? [String: Any], let kind = c["k"] as? String, let entity = c["e"] as? String,
-                let g = (c["g"] as? String).flatMap(UUID.init(uuidString:))
-            else { throw bad("a change lacks its kind, entity or global id") }
-            if kind == "d" { return .delete(entity: entity, globalID: g) }
-            if kind == "m" {
-                guard let w = (c["w"] as? String).flatMap(UUID.init(uuidString:)) else {
-                    throw bad("a merge lacks the global id it merges into")
+        let changes = try items.map { try change($0, bad) }
+        return (model, changes)
+    }
+
+    /// One change of a payload (`bad` names what is malformed).
+    private static func change(_ c: JSONValue, _ bad: (String) -> MirrorError) throws -> MirrorChange {
+        func string(_ v: JSONValue?) -> String? {
+            if case .string(let s)? = v { return s }
+            return nil
+        }
+        func gid(_ v: JSONValue?) -> UUID? { string(v).flatMap(UUID.init(uuidString:)) }
+        func pairs(_ v: JSONValue?) -> [(String, JSONValue)]? {
+            if case .object(let p)? = v { return p }
+            return nil
+        }
+        guard case .object = c, let kind = string(c["k"]), let entity = string(c["e"]), let g = gid(c["g"]) else {
+            throw bad("a change lacks its kind, entity or global id")
+        }
+        if kind == "d" { return .delete(entity: entity, globalID: g) }
+        if kind == "m" {
+            guard let w = gid(c["w"]) else { throw bad("a merge lacks the global id it merges into") }
+            return .merge(entity: entity, loser: g, winner: w)
+        }
+        guard kind == "u", let a = pairs(c["a"]), let r = pairs(c["r"]) else {
+            throw bad("change kind '\(kind)'")
+        }
+        var values: [String: Value] = [:]
+        values.reserveCapacity(a.count)
+        for (name, raw) in a {
+            guard let v = value(raw) else { throw bad("\(entity).\(name) has an unreadable value") }
+            values[name] = v
+        }
+        var toOne: [String: UUID] = [:]
+        for (name, raw) in r {
+            guard let target = gid(raw) else { throw bad("\(entity).\(name) is not a global id") }
+            toOne[name] = target
+        }
+        var toMany: [String: [UUID]] = [:]
+        if let m = c["m"] {
+            guard let links = pairs(m) else { throw bad("\(entity)'s links are not an object") }
+            for (name, raw) in links {
+                guard case .array(let targets) = raw else {
+                    throw bad("\(entity).\(name) is not a list of global ids")
                 }
-                return .merge(entity: entity, loser: g, winner: w)
-            }
-            guard kind == "u", let a = c["a"] as? [String: Any], let r = c["r"] as? [String: Any] else {
-                throw bad("change kind '\(kind)'")
-            }
-            var values: [String: Value] = [:]
-            for (name, raw) in a {
-                guard let v = value(raw) else { throw bad("\(entity).\(name) has an unreadable value") }
-                values[name] = v
-            }
-            var toOne: [String: UUID] = [:]
-            for (name, raw) in r {
-                guard let target = (raw as? String).flatMap(UUID.init(uuidString:)) else {
-                    throw bad("\(entity).\(name) is not a global id")
-                }
-                toOne[name] = target
-            }
-            var toMany: [String: [UUID]] = [:]
-            for (name, raw) in c["m"] as? [String: Any] ?? [:] {
-                guard let items = raw as? [Any] else { throw bad("\(entity).\(name) is not a list of global ids") }
-                toMany[name] = try items.map { item in
-                    guard let target = (item as? String).flatMap(UUID.init(uuidString:)) else {
+                toMany[name] = try targets.map { item in
+                    guard let target = gid(item) else {
                         throw bad("\(entity).\(name) holds something other than a global id")
                     }
                     return target
                 }
             }
-            let key = (c["p"] as? String).flatMap { Int64($0) }
-            return .upsert(
-                MirrorObject(entity: entity, globalID: g, values: values, toOne: toOne, toMany: toMany, originKey: key))
         }
-        return (model, changes)
+        let key = string(c["p"]).flatMap { Int64($0) }
+        return .upsert(
+            MirrorObject(entity: entity, globalID: g, values: values, toOne: toOne, toMany: toMany, originKey: key))
     }
 
-    private static func value(_ raw: Any) -> Value? {
-        if raw is NSNull { return .null }
-        guard let pair = raw as? [Any], pair.count == 2, let tag = pair[0] as? String else { return nil }
-        if tag == "b" { return (pair[1] as? Bool).map(Value.bool) }
-        guard let s = pair[1] as? String else { return nil }
-        switch tag {
-        case "s": return .string(s)
-        case "i": return Int64(s).map(Value.integer)
-        case "f": return Double(s).map(Value.double)
-        case "t": return Double(s).map { .date(Date(timeIntervalSince1970: $0)) }
-        case "x": return Data(base64Encoded: s).map(Value.data)
-        case "u": return UUID(uuidString: s).map(Value.uuid)
+    private static func value(_ raw: JSONValue) -> Value? {
+        switch raw {
+        case .null: return .null
+        case .array(let pair) where pair.count == 2:
+            guard case .string(let tag) = pair[0] else { return nil }
+            if tag == "b" {
+                if case .bool(let b) = pair[1] { return .bool(b) }
+                return nil
+            }
+            guard case .string(let s) = pair[1] else { return nil }
+            switch tag {
+            case "s": return .string(s)
+            case "i": return Int64(s).map(Value.integer)
+            case "f": return Double(s).map(Value.double)
+            case "t": return Double(s).map { .date(Date(timeIntervalSince1970: $0)) }
+            case "x": return Data(base64Encoded: s).map(Value.data)
+            case "u": return UUID(uuidString: s).map(Value.uuid)
+            default: return nil
+            }
         default: return nil
         }
     }

@@ -17,6 +17,7 @@ enum FuzzTarget: String, CaseIterable {
     case shareBatch = "share-batch"
     case arguments
     case mirrorPayload = "mirror-payload"
+    case json
 
     private static let storeID = UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16))
 
@@ -98,6 +99,11 @@ enum FuzzTarget: String, CaseIterable {
             // What decodes encodes back to the same changes.
             let again = try? MirrorPayload.decode(MirrorPayload.encode(changes, modelVersion: model), sequence: 1)
             precondition(again?.changes == changes, "a mirror payload does not round-trip")
+        case .json:
+            // Any text: parsed or refused; what parses writes text that parses to the same text.
+            guard let value = try? JSONValue(parsing: String(decoding: bytes, as: UTF8.self)) else { return }
+            let text = value.serialized
+            precondition((try? JSONValue(parsing: text))?.serialized == text, "JSON does not read back as written")
         }
     }
 }

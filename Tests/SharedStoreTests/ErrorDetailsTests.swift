@@ -196,9 +196,13 @@ import Testing
             _ = try MirrorPayload.decode("not json", sequence: 41)
             Issue.record("decoded a row that is not JSON")
         } catch {
-            #expect(MirrorError.reason(of: error) == .badRow(sequence: 41, problem: "not a JSON object"))
+            // The problem says where the text stops being JSON.
+            #expect(
+                MirrorError.reason(of: error)
+                    == .badRow(sequence: 41, problem: "not a JSON object (not JSON at byte 0: not 'null')"))
             #expect((error as? MirrorError)?.code == .malformedRow)
-            #expect("\(error)" == "server transaction 41 is malformed: not a JSON object")
+            #expect(
+                "\(error)" == "server transaction 41 is malformed: not a JSON object (not JSON at byte 0: not 'null')")
         }
     }
 
@@ -260,7 +264,9 @@ struct MirrorErrorDetailsTests {
             return
         }
         #expect(at == sequence)
-        #expect(problem == "not a JSON object", "as MirrorPayload.decode says it: \(problem)")
+        #expect(
+            problem == "not a JSON object (not JSON at byte 0: not 'null')",
+            "as MirrorPayload.decode says it: \(problem)")
     }
 
     @Test func aRowOfANewerModelNamesItsSequenceAndBothModels() throws {
