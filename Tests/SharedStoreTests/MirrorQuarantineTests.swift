@@ -142,6 +142,70 @@ struct MirrorQuarantineTests {
         #expect(!check.ok && check.detail.contains(GlobalID.text(gid)))
     }
 
+    /// A merge row that names an object of another entity, as the object merged away or as the
+    /// one it merges into, is quarantined (a hostile review found both applied: a category took
+    /// an article's global id, or an alias from the category to the article turned the
+    /// category's later rows away), and the category's later rename still arrives.
+    @Test(.tags(.multiProcess)) func aMergeNamingAnotherEntitysObjectIsQuarantined() throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        let ca = try #require(a.container)
+        let app = ca.newContext(author: "App")
+        let swift = try app.insert("Category", ["label": "Swift"])
+        _ = try app.insert(
+            "Article", ["title": "t", "url": "https://t.example", "createdAt": .date(Date())],
+            relationships: ["category": swift])
+        try app.save()
+        let (ma, mb) = (try a.mirror(), try b.mirror())
+        try MirrorTests.settle([ma, mb])
+        let context = try #require(b.container).newContext()
+        let category = try #require(try context.fetch(FetchRequest("Category")).first)
+        let article = try #require(try context.fetch(FetchRequest("Article")).first)
+        let (cat, art) = (try context.globalID(of: category.id), try context.globalID(of: article.id))
+        func merge(_ entity: String, _ loser: UUID, into winner: UUID) -> String {
+            #"{"v":1,"model":3,"changes":[{"k":"m","e":"\#(entity)","g":"\#(GlobalID.text(loser))","#
+                + #""w":"\#(GlobalID.text(winner))"}]}"#
+        }
+        let bad = [
+            try Self.plant(db, payload: merge("Category", cat, into: art)),
+            try Self.plant(db, payload: merge("Article", cat, into: art)),
+        ]
+        #expect(try mb.round().quarantined.compactMap(\.sequence) == bad)
+        #expect(try #require(b.container).duplicateGlobalIDs().isEmpty)
+        let fresh = try #require(b.container).newContext()
+        #expect(try fresh.globalID(of: try #require(try fresh.fetch(FetchRequest("Category")).first).id) == cat)
+        // A renames the category: B takes it, and nothing else is quarantined.
+        let mine = try #require(try app.fetch(FetchRequest("Category")).first)
+        try app.update(mine.id, ["label": "Rust"])
+        try app.save()
+        _ = try ma.round()
+        #expect(try mb.round().quarantined.compactMap(\.sequence) == bad)
+        let labels = try #require(b.container).newContext().fetch(FetchRequest("Category")).map { $0["label"] }
+        #expect(labels == [.string("Rust")])
+    }
+
+    /// A row that claims a newer model stops the pull at it, also when another program wrote it
+    /// with a false model number (the rows after it may build on it); deleting that row on the
+    /// server frees the pull, which goes on with the rows after it.
+    @Test(.tags(.multiProcess)) func aRowOfAFalseNewerModelStopsThePullUntilItIsDeleted() throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        let mb = try b.mirror()
+        _ = try mb.round()
+        let bogus = try Self.plant(db, payload: #"{"v":1,"model":999999,"changes":[]}"#)
+        _ = try Self.share(a, "after-the-false-row")
+        // (A round of A's would stop at the row too: A only pushes.)
+        #expect(try a.mirror().push() == 1)
+        #expect(throws: MirrorError.self) { try mb.round() }
+        #expect(try b.list().isEmpty, "pulled past a row of a newer model")
+        let c = try PostgresConnection(db.conninfo)
+        _ = try c.execute("DELETE FROM sharedstore_mirror.transactions WHERE sequence = $1", [String(bogus)])
+        let round = try mb.round()
+        #expect(round.pulled == 1 && round.quarantined.isEmpty)
+        let titles = try b.list().values.compactMap { json($0)["title"] as? String }
+        #expect(titles == ["after-the-false-row"])
+    }
+
     /// A row a foreign tool made invalid (`title` NULL) is not uploaded when a save of another
     /// property sends the object up: it is quarantined as a local change, the other machines
     /// keep what they had, and a save that makes it valid sends it up.

@@ -98,6 +98,17 @@ struct MirrorImporter {
         return row.primaryKey
     }
 
+    /// Refuses a row that names `gid` as an object of `e` when `gid` names an object of another
+    /// entity here (a row another program wrote; the pull quarantines it).
+    /// (An object of this store's unpushed changes is not in the map yet: its row says.)
+    func requireNotOtherEntity(_ e: Entity, _ gid: UUID) throws {
+        let unmapped = unpushedRows[gid].flatMap { $0.entity == e.name ? nil : $0.entity }
+        guard let other = try unmapped ?? s.mappedEntity(gid, other: e) else { return }
+        throw StoreError.validation(
+            "global id \(GlobalID.text(gid)) names a \(other) here, and the row makes it a \(e.name)",
+            object: "\(e.name) \(GlobalID.text(gid))", property: nil, rule: .globalIDEntity(other))
+    }
+
     /// Whether this store holds a state of `gid` newer in the server's order.
     func isNewerHere(_ gid: UUID) -> Bool {
         unpushed.contains(gid) || (uploaded[gid] ?? 0) > sequence
@@ -130,11 +141,7 @@ struct MirrorImporter {
                     of: e, holder: try w.existingUnique(e, changes, object: "\(e.name) \(gid)"), own: known)
             }
             // One global id never names two objects, not even of two entities.
-            if known == nil, let other = try s.mappedEntity(gid, other: e) {
-                throw StoreError.validation(
-                    "global id \(GlobalID.text(gid)) names a \(other) here, and the row makes it a \(e.name)",
-                    object: "\(e.name) \(GlobalID.text(gid))", property: nil, rule: .globalIDEntity(other))
-            }
+            if known == nil { try requireNotOtherEntity(e, gid) }
             if let pk = known {
                 if let other = try w.existingUnique(e, changes, object: "\(e.name) \(gid)"), other != pk {
                     applied = try merge(e, pk, gid, colliding: other, changes)
@@ -200,7 +207,12 @@ struct MirrorImporter {
         noteUniqueChange(of: e)
         let (l, w) = (try resolve(loser), try resolve(winner))
         guard l != w else { return }
-        switch (try key(e, l), try key(e, w)) {
+        let (kl, kw) = (try key(e, l), try key(e, w))
+        // A merge of objects of `e`: an id that names an object of another entity here would end
+        // as two objects' id, or as an alias that turns that object's later rows away.
+        if kl == nil { try requireNotOtherEntity(e, l) }
+        if kw == nil { try requireNotOtherEntity(e, w) }
+        switch (kl, kw) {
         case (let pl?, let pw?):
             try absorb(e, loser: pl, into: pw)
         case (let pl?, nil):
