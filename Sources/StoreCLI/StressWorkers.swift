@@ -33,22 +33,12 @@ enum StressWorkers {
         }
     }
 
-    static func stopOnSignals(_ also: @escaping @Sendable () -> Void = {}) -> StopFlag {
+    static func stopOnSignals(_ also: @escaping @Sendable () -> Void = {}) throws -> StopFlag {
         let stop = StopFlag()
-        signal(SIGTERM, SIG_IGN)
-        signal(SIGINT, SIG_IGN)
-        for sig in [SIGTERM, SIGINT] {
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler {
-                stop.set()
-                also()
-            }
-            source.resume()
-            sources.append(source)
-        }
+        // Kept for the worker's life: the process exits when its loop ends.
+        _ = try stop.setOnTerminationSignals(also)
         return stop
     }
-    nonisolated(unsafe) static var sources: [DispatchSourceSignal] = []
 
     static let categories = ["Swift", "Linux", "Databases", "Misc"]
 
@@ -59,7 +49,7 @@ enum StressWorkers {
         let logPath = try inv.arguments.required("log")
         let seed = UInt64(try inv.arguments.integer("seed", in: 0...Int.max) ?? 1)
         let quota = try inv.arguments.integer("saves", in: 1...Int.max)
-        let stop = stopOnSignals()
+        let stop = try stopOnSignals()
         let done = (try? String(contentsOfFile: logPath, encoding: .utf8))?.split(separator: "\n").count ?? 0
         let log = try StressWorkers.Log(path: logPath, sync: true)
         var writer = StressWriter(
@@ -83,7 +73,7 @@ enum StressWorkers {
         let container = try inv.container()
         let registry = try inv.registry()
         let observer = try ChangeObserver(container: container, pollInterval: 0.5)
-        let stop = stopOnSignals { observer.stop() }
+        let stop = try stopOnSignals { observer.stop() }
         let start = try registry.consumer(name)?.token
         try log.write(.object([("start", start.map { .number(Double($0.value)) } ?? .null)]))
         let view = try ViewContext(container: container, registry: registry, consumer: name)

@@ -77,7 +77,7 @@ final class RawTerminal {
 final class SignalPipe: @unchecked Sendable {
     let fd: Int32
     private let writeEnd: Int32
-    private var sources: [DispatchSourceSignal] = []
+    private var subscription: SignalSubscription?
 
     init(_ signals: [Int32]) throws {
         var ends: [Int32] = [0, 0]
@@ -88,16 +88,10 @@ final class SignalPipe: @unchecked Sendable {
         writeEnd = ends[1]
         _ = fcntl(fd, F_SETFL, O_NONBLOCK)
         _ = fcntl(writeEnd, F_SETFL, O_NONBLOCK)
-        for sig in signals {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            let end = writeEnd
-            source.setEventHandler {
-                var byte = UInt8(truncatingIfNeeded: sig)
-                _ = write(end, &byte, 1)
-            }
-            source.resume()
-            sources.append(source)
+        let end = writeEnd
+        subscription = try ProcessSignals.subscribe(signals) { sig in
+            var byte = UInt8(truncatingIfNeeded: sig)
+            _ = write(end, &byte, 1)
         }
     }
 
@@ -108,7 +102,7 @@ final class SignalPipe: @unchecked Sendable {
     }
 
     deinit {
-        sources.forEach { $0.cancel() }
+        subscription?.cancel()
         close(fd)
         close(writeEnd)
     }

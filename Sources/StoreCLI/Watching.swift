@@ -17,8 +17,8 @@ extension Invocation {
         let view = try ViewContext(container: container(), registry: registry(), consumer: consumer, entities: [])
         let observer = try ChangeObserver(container: container())
         let stop = StopFlag()
-        let sources = stop.setOnTerminationSignals { observer.stop() }
-        defer { sources.forEach { $0.cancel() } }
+        let signals = try stop.setOnTerminationSignals { observer.stop() }
+        defer { signals.cancel() }
         try view.watch(
             observer: observer, duration: seconds, count: count, shouldStop: { stop.isSet },
             afterSync: { result in
@@ -45,30 +45,14 @@ public final class StopFlag: Sendable {
 
     /// Sets this flag, then runs `wake` (to end the loop's wait), on SIGINT or SIGTERM from now
     /// on: the process ends its loop and exits 0 instead of dying by the signal. Cancel the
-    /// returned sources when the loop is over.
+    /// returned subscription when the loop is over. A signal before this call ends the process by
+    /// its default action; one after it is never lost (``ProcessSignals``).
     ///
-    /// The sources come first: on Linux a resumed signal source installs its own handler. Setting
-    /// the signals to be ignored before that (as on Apple platforms) let a signal that came in
-    /// between be dropped, and the process then ran on for good (a follower stopped right after
-    /// it started). A signal before the sources are up ends the process by its default action.
-    public func setOnTerminationSignals(_ wake: @escaping @Sendable () -> Void) -> [DispatchSourceSignal] {
-        let sources = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler {
-                self.set()
-                wake()
-            }
-            source.resume()
-            return source
+    /// - Throws: ``StoreError`` `.storage` when the process cannot catch signals (no pipe).
+    public func setOnTerminationSignals(_ wake: @escaping @Sendable () -> Void) throws -> SignalSubscription {
+        try ProcessSignals.subscribe([SIGINT, SIGTERM]) { _ in
+            self.set()
+            wake()
         }
-        // Where a source does not take the signal over itself, its default action must not end
-        // the process before the source sees it.
-        for sig in [SIGINT, SIGTERM] {
-            var action = sigaction()
-            if sigaction(sig, nil, &action) == 0, action.__sigaction_handler.sa_handler == nil {
-                signal(sig, SIG_IGN)
-            }
-        }
-        return sources
     }
 }

@@ -149,8 +149,8 @@ enum MirrorCommand {
         // SIGINT and SIGTERM end the loop from here on (exit 0), however early they come.
         let stop = StopFlag()
         let wake = try WakePipe()
-        let sources = stop.setOnTerminationSignals { wake.ring() }
-        defer { sources.forEach { $0.cancel() } }
+        let signals = try stop.setOnTerminationSignals { wake.ring() }
+        defer { signals.cancel() }
         let container = try inv.container()
         let registry = try inv.registry()
         // A background process: the app's own saves come first (Core Data's CloudKit mirroring

@@ -238,10 +238,13 @@ struct Chaos {
     func stopFollower(_ m: ChaosMachine) throws {
         guard let f = m.follower else { return }
         kill(f.process.processIdentifier, SIGTERM)
+        let dump = ProcessInfo.processInfo.environment["SHAREDSTORE_CHAOS_DUMP"]
         do {
-            _ = try f.waitForExit(timeout: 30)
+            // With a dump asked for, the follower is looked at as the deadline found it, then ended.
+            _ = try f.waitForExit(timeout: 30, terminating: dump == nil)
         } catch {
-            if let dump = ProcessInfo.processInfo.environment["SHAREDSTORE_CHAOS_DUMP"] {
+            if let dump {
+                defer { f.process.terminate() }
                 let gdb = Process()
                 gdb.executableURL = URL(fileURLWithPath: "/usr/bin/gdb")
                 gdb.arguments = ["-p", String(f.process.processIdentifier), "-batch", "-ex", "thread apply all bt 25"]
@@ -252,8 +255,16 @@ struct Chaos {
                     (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8))?
                     .split(separator: "\n").first { $0.hasPrefix("State:") } ?? "State: gone"
                 let wchan = (try? String(contentsOfFile: "/proc/\(pid)/wchan", encoding: .utf8)) ?? "-"
-                _ = FileManager.default.createFile(
-                    atPath: dump + ".gdb", contents: Data("pid \(pid) \(state) wchan \(wchan)\n".utf8))
+                // Each thread's state and kernel stack (a thread blocked in the kernel has no
+                // user-space frames worth reading).
+                var text = "pid \(pid) \(state) wchan \(wchan)\n"
+                for t in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? [] {
+                    let status = (try? String(contentsOfFile: "/proc/\(pid)/task/\(t)/status", encoding: .utf8)) ?? ""
+                    let line = status.split(separator: "\n").first { $0.hasPrefix("State:") } ?? "State: ?"
+                    let stack = (try? String(contentsOfFile: "/proc/\(pid)/task/\(t)/stack", encoding: .utf8)) ?? "-"
+                    text += "thread \(t) \(line)\n\(stack)"
+                }
+                _ = FileManager.default.createFile(atPath: dump + ".gdb", contents: Data(text.utf8))
                 let out = FileHandle(forWritingAtPath: dump + ".gdb")
                 _ = try? out?.seekToEnd()
                 gdb.standardOutput = out ?? FileHandle.nullDevice

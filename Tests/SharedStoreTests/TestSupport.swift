@@ -267,7 +267,9 @@ final class Child: @unchecked Sendable {
 
     /// Waits for the process to end; returns its exit status.
     @discardableResult
-    func waitForExit(timeout: TimeInterval = 60) throws -> Int32 {
+    /// The child's exit status, once it exited and closed its output; at the deadline, it is
+    /// sent SIGTERM (unless `terminating` is false: to look at it as it is) and this throws.
+    func waitForExit(timeout: TimeInterval = 60, terminating: Bool = true) throws -> Int32 {
         let deadline = Date().addingTimeInterval(timeout)
         condition.lock()
         while !ended {
@@ -276,7 +278,7 @@ final class Child: @unchecked Sendable {
             if !condition.wait(until: until), Date() >= deadline {
                 let last = received.suffix(3)
                 condition.unlock()
-                process.terminate()
+                if terminating { process.terminate() }
                 let name = process.executableURL?.lastPathComponent ?? "?"
                 let arguments = (process.arguments ?? []).prefix(4).joined(separator: " ")
                 throw Timeout(what: "exit of \(name) \(arguments) (last lines: \(last))")
