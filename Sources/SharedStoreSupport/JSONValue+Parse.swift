@@ -91,64 +91,72 @@ struct JSONParser {
     }
 
     mutating func object() throws(JSONParseError) -> JSONValue {
-        try enter()
         var pairs: [(String, JSONValue)] = []
-        skipSpace()
-        if at < bytes.count, bytes[at] == 0x7D {
-            at += 1
-            depth -= 1
-            return .object(pairs)
-        }
-        while true {
+        // The keys so far, once there are more than a few (a row with 100,000 keys is read in
+        // linear time, not quadratic).
+        var keys = Set<String>()
+        guard try open(0x7D) else { return .object(pairs) }
+        repeat {
             skipSpace()
             guard at < bytes.count, bytes[at] == 0x22 else { throw fail("an object's key must be a string") }
             let keyAt = at
             let key = try string()
-            // Few keys per object here: a scan is cheaper than a set.
-            if pairs.contains(where: { $0.0 == key }) {
-                throw JSONParseError(offset: keyAt, reason: "key '\(key)' given twice")
+            // A scan while there are few keys (cheaper than hashing), a set after.
+            let repeated: Bool
+            if pairs.count < 16 {
+                repeated = pairs.contains { $0.0 == key }
+            } else {
+                if keys.isEmpty { keys = Set(pairs.map(\.0)) }
+                repeated = !keys.insert(key).inserted
+            }
+            if repeated {
+                let shown = key.count > 40 ? key.prefix(40) + "…" : Substring(key)
+                throw JSONParseError(
+                    offset: keyAt,
+                    reason:
+                        "key '\(TextSafety.visible(String(shown)))' given twice (as written or in an equivalent form)")
             }
             skipSpace()
             guard at < bytes.count, bytes[at] == 0x3A else { throw fail("':' expected after a key") }
             at += 1
             pairs.append((key, try value()))
-            skipSpace()
-            guard at < bytes.count else { throw fail("the text ends inside an object") }
-            if bytes[at] == 0x2C {
-                at += 1
-            } else if bytes[at] == 0x7D {
-                at += 1
-                depth -= 1
-                return .object(pairs)
-            } else {
-                throw fail("',' or '}' expected")
-            }
-        }
+        } while try more(0x7D, "an object", "'}'")
+        return .object(pairs)
     }
 
     mutating func array() throws(JSONParseError) -> JSONValue {
-        try enter()
         var items: [JSONValue] = []
-        skipSpace()
-        if at < bytes.count, bytes[at] == 0x5D {
-            at += 1
-            depth -= 1
-            return .array(items)
-        }
-        while true {
+        guard try open(0x5D) else { return .array(items) }
+        repeat {
             items.append(try value())
-            skipSpace()
-            guard at < bytes.count else { throw fail("the text ends inside an array") }
-            if bytes[at] == 0x2C {
-                at += 1
-            } else if bytes[at] == 0x5D {
-                at += 1
-                depth -= 1
-                return .array(items)
-            } else {
-                throw fail("',' or ']' expected")
-            }
+        } while try more(0x5D, "an array", "']'")
+        return .array(items)
+    }
+
+    /// Enters an array or object at its opening bracket; false when it is empty (its `close`
+    /// read too).
+    mutating func open(_ close: UInt8) throws(JSONParseError) -> Bool {
+        try enter()
+        skipSpace()
+        guard at < bytes.count, bytes[at] == close else { return true }
+        at += 1
+        depth -= 1
+        return false
+    }
+
+    /// After an item of an array or object: true at a comma (another item follows), false at
+    /// `close` (read, and the container left).
+    mutating func more(_ close: UInt8, _ inside: String, _ shown: String) throws(JSONParseError) -> Bool {
+        skipSpace()
+        guard at < bytes.count else { throw fail("the text ends inside \(inside)") }
+        if bytes[at] == 0x2C {
+            at += 1
+            return true
         }
+        guard bytes[at] == close else { throw fail("',' or \(shown) expected") }
+        at += 1
+        depth -= 1
+        return false
     }
 
     /// A string at `at` (its opening quote).

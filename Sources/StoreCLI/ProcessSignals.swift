@@ -20,8 +20,8 @@ enum ProcessSignals {
 
     private struct State {
         var readEnd: Int32 = -1
-        /// What each caught signal did before (put back when its last subscriber leaves).
-        var previous: [Int32: sigaction] = [:]
+        /// The signals caught so far.
+        var caught: Set<Int32> = []
         var subscribers: [Int: Subscriber] = [:]
         var next = 0
     }
@@ -52,14 +52,12 @@ enum ProcessSignals {
                     readSignals(from: readEnd)
                 }.start()
             }
-            for sig in signals where s.previous[sig] == nil {
+            for sig in signals where s.caught.insert(sig).inserted {
                 var action = sigaction()
                 action.__sigaction_handler.sa_handler = onSignal
                 action.sa_flags = SA_RESTART
                 sigemptyset(&action.sa_mask)
-                var old = sigaction()
-                sigaction(sig, &action, &old)
-                s.previous[sig] = old
+                sigaction(sig, &action, nil)
             }
             // A process may start with them blocked (a parent's thread that blocked them
             // spawned it): blocked, they would wait for good. Unblocked on this thread, a signal
@@ -72,15 +70,12 @@ enum ProcessSignals {
         }
     }
 
-    /// Ends subscription `id`; a signal nobody is subscribed to any more gets back what it did
-    /// before.
+    /// Ends subscription `id`. The handler stays: a second Ctrl-C or SIGTERM while the process
+    /// winds down after its loop is caught and ignored, not its death (a review sent one every
+    /// millisecond and saw most watchers die by it). Every subscriber ends its process soon
+    /// after its loop.
     static func cancel(_ id: Int) {
-        state.withLock { s in
-            guard let gone = s.subscribers.removeValue(forKey: id) else { return }
-            for sig in gone.signals where !s.subscribers.values.contains(where: { $0.signals.contains(sig) }) {
-                if var old = s.previous.removeValue(forKey: sig) { sigaction(sig, &old, nil) }
-            }
-        }
+        _ = state.withLock { s in s.subscribers.removeValue(forKey: id) }
     }
 
     /// Lets `signals` be delivered to the calling thread.

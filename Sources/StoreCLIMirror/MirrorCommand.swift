@@ -145,11 +145,27 @@ enum MirrorCommand {
     /// Mirrors until `seconds` pass or SIGINT/SIGTERM: a round on every local change (the change
     /// signal) and every remote upload (LISTEN/NOTIFY); an unreachable server is retried with
     /// backoff (0.1 s doubling to 5 s) while the local targets go on undisturbed.
+    /// How long a follower asked to stop may go on finishing its round.
+    static let stopGrace: TimeInterval = 10
+
     static func follow(_ inv: Invocation, conninfo: String, seconds: TimeInterval?) throws {
         // SIGINT and SIGTERM end the loop from here on (exit 0), however early they come.
         let stop = StopFlag()
         let wake = try WakePipe()
-        let signals = try stop.setOnTerminationSignals { wake.ring() }
+        let signals = try stop.setOnTerminationSignals {
+            wake.ring()
+            // A round waits on the server without a deadline of its own (libpq's calls block): a
+            // server that hangs, or a network that drops packets, would keep a follower asked to
+            // stop from stopping. After 10 s it ends anyway, as a kill would end it: a round is
+            // one SQLite transaction here and idempotent on the server, so nothing is lost.
+            DispatchQueue.global().asyncAfter(deadline: .now() + stopGrace) {
+                let message =
+                    "error: still in a round \(Int(stopGrace)) s after the signal to stop "
+                    + "(the server does not answer); stopping now\n"
+                FileHandle.standardError.write(Data(message.utf8))
+                _exit(1)
+            }
+        }
         defer { signals.cancel() }
         let container = try inv.container()
         let registry = try inv.registry()

@@ -49,7 +49,21 @@ import Testing
             #expect(error != nil, "read \(text.debugDescription)")
             #expect(error?.offset == offset, "\(text.debugDescription): \(String(describing: error))")
         }
-        #expect(refusal("{\"a\":1,\"a\":2}")?.reason == "key 'a' given twice")
+        #expect(refusal("{\"a\":1,\"a\":2}")?.reason == "key 'a' given twice (as written or in an equivalent form)")
+        // Past the first keys, repeats are found by hashing: the same answer.
+        let many = (0..<40).map { "\"k\($0)\":\($0)" }.joined(separator: ",")
+        #expect(refusal("{\(many),\"k3\":0}")?.reason.hasPrefix("key 'k3' given twice") == true)
+        // 50,000 keys read (the check of repeats was quadratic once: a row of many keys froze a pull).
+        let wide = "{" + (0..<50_000).map { "\"key\($0)\":\($0)" }.joined(separator: ",") + "}"
+        guard case .object(let pairs)? = try? JSONValue(parsing: wide) else {
+            Issue.record("a wide object was refused")
+            return
+        }
+        #expect(pairs.count == 50_000)
+        // A long key is cut short, and a control character in it never printed raw.
+        let long = "\\u0007" + String(repeating: "k", count: 100)
+        let reason = refusal("{\"\(long)\":1,\"\(long)\":2}")?.reason ?? ""
+        #expect(reason.contains("…' given twice") && reason.count < 120 && !reason.contains("\u{7}"), "\(reason)")
         // A control character is named in hex, never printed raw.
         #expect(refusal("\u{7}")?.reason == "no value starts with byte 0x7")
     }

@@ -32,4 +32,70 @@ import Testing
                 "seed \(seed): \(tool) ended with \(status) (\(child.lines.suffix(2)))")
         }
     }
+
+    /// A follower asked to stop while the server does not answer (here a socket that takes the
+    /// connection and never replies, as a hung server or a dropped network does) stops within
+    /// its grace period, with exit 1: libpq's calls have no deadline of their own, and it waited
+    /// for good before (a hostile review froze the server with SIGSTOP).
+    @Test(.tags(.multiProcess)) func aFollowerStopsWhileTheServerDoesNotAnswer() throws {
+        let group = TemporaryGroup()
+        _ = try group.open(ReadLater.model)
+        let directory = group.root + "/server"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(listener >= 0)
+        defer { close(listener) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let path = Array((directory + "/.s.PGSQL.5432").utf8CString)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, byte) in path.prefix(raw.count).enumerated() { raw[i] = UInt8(bitPattern: byte) }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        #expect(bound == 0 && listen(listener, 4) == 0)
+        let child = try Child(
+            "storectl", ["mirror", "--follow", "--group", group.path, "--postgres", "host=\(directory)"])
+        // The follower's connection arrives; it is taken and never answered.
+        var ready = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+        #expect(poll(&ready, 1, 30_000) == 1, "the follower never connected")
+        let connection = accept(listener, nil, nil)
+        defer { close(connection) }
+        kill(child.pid, SIGTERM)
+        #expect(try child.waitForExit(timeout: 60) == 1)
+    }
+
+    /// Once a watcher catches SIGTERM, a burst of them ends it with exit 0: the ones that come
+    /// while it winds down after its loop are caught too, not its death (a review sent one every
+    /// millisecond and saw most watchers die by one).
+    @Test(.tags(.multiProcess)) func aBurstOfSignalsEndsAWatcherWithExitZero() throws {
+        let group = TemporaryGroup()
+        _ = try group.open(ReadLater.model)
+        for tool in ["main-app", "widget"] {
+            let child = try Child(tool, ["watch", "--group", group.path])
+            // Its handler is in place once the kernel says the process catches SIGTERM.
+            let deadline = Date().addingTimeInterval(30)
+            while !catches(SIGTERM, pid: child.pid) {
+                try #require(Date() < deadline, "\(tool) never caught SIGTERM")
+                usleep(1000)
+            }
+            for _ in 0..<300 {
+                kill(child.pid, SIGTERM)
+                usleep(500)
+            }
+            #expect(try child.waitForExit(timeout: 30) == 0, "\(tool) died by a signal of the burst")
+        }
+    }
+
+    /// Whether process `pid` catches `signal` (its `SigCgt` mask in /proc).
+    func catches(_ signal: Int32, pid: Int32) -> Bool {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigCgt:") }),
+            let mask = UInt64(line.dropFirst("SigCgt:".count).trimmingCharacters(in: .whitespaces), radix: 16)
+        else { return false }
+        return mask & (1 << UInt64(signal - 1)) != 0
+    }
 }
