@@ -95,7 +95,7 @@ struct JSONParser {
         // The keys so far, once there are more than a few (a row with 100,000 keys is read in
         // linear time, not quadratic).
         var keys = Set<String>()
-        guard try open(0x7D) else { return .object(pairs) }
+        guard try enterContainer(0x7D) else { return .object(pairs) }
         repeat {
             skipSpace()
             guard at < bytes.count, bytes[at] == 0x22 else { throw fail("an object's key must be a string") }
@@ -126,7 +126,7 @@ struct JSONParser {
 
     mutating func array() throws(JSONParseError) -> JSONValue {
         var items: [JSONValue] = []
-        guard try open(0x5D) else { return .array(items) }
+        guard try enterContainer(0x5D) else { return .array(items) }
         repeat {
             items.append(try value())
         } while try more(0x5D, "an array", "']'")
@@ -135,7 +135,7 @@ struct JSONParser {
 
     /// Enters an array or object at its opening bracket; false when it is empty (its `close`
     /// read too).
-    mutating func open(_ close: UInt8) throws(JSONParseError) -> Bool {
+    mutating func enterContainer(_ close: UInt8) throws(JSONParseError) -> Bool {
         try enter()
         skipSpace()
         guard at < bytes.count, bytes[at] == close else { return true }
