@@ -31,16 +31,40 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SOURCE = os.path.join(ROOT, "Scripts", "powerfs", "powerfs.c")
 POWERFS = os.path.join(ROOT, ".build", "powerfs", "powerfs")
+COHERENCE_SOURCE = os.path.join(ROOT, "Scripts", "powerfs", "coherence.c")
+COHERENCE = os.path.join(ROOT, ".build", "powerfs", "coherence")
 
 
 def build_powerfs():
-    """Compiles powerfs when its binary is missing or older than its source."""
-    if os.path.exists(POWERFS) and os.path.getmtime(POWERFS) >= os.path.getmtime(SOURCE):
-        return
+    """Compiles powerfs and its coherence check when a binary is missing or older than its source."""
     os.makedirs(os.path.dirname(POWERFS), exist_ok=True)
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"], capture_output=True, text=True, check=True)
-    subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", POWERFS, SOURCE] + flags.stdout.split(),
-                   check=True)
+    if not (os.path.exists(POWERFS) and os.path.getmtime(POWERFS) >= os.path.getmtime(SOURCE)):
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"], capture_output=True, text=True,
+                               check=True)
+        subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", POWERFS, SOURCE] + flags.stdout.split(),
+                       check=True)
+    if not (os.path.exists(COHERENCE) and os.path.getmtime(COHERENCE) >= os.path.getmtime(COHERENCE_SOURCE)):
+        subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", COHERENCE, COHERENCE_SOURCE], check=True)
+
+
+def check_coherence(seconds):
+    """Runs Scripts/powerfs/coherence.c on a fresh powerfs mount: a page written with pwrite must read
+    back through the writer's mapping at once, as LMDB's writers need (a stale page there damaged the
+    registry in issue 20's runs, from powerfs, not from SharedStore). Returns 0 when it holds."""
+    work = tempfile.mkdtemp(prefix="sharedstore-powerfs-coherence-")
+    back, mnt = os.path.join(work, "back"), os.path.join(work, "mnt")
+    os.makedirs(back, mode=0o700)
+    os.makedirs(mnt, mode=0o700)
+    with open(os.path.join(work, "powerfs.stderr"), "a") as log:
+        disk = Disk(back, mnt, 1, log)
+        try:
+            r = subprocess.run([COHERENCE, os.path.join(mnt, "coherence"), str(seconds)], capture_output=True,
+                               text=True, timeout=seconds + 60)
+        finally:
+            disk.unmount()
+    print((r.stdout + r.stderr).strip(), file=sys.stderr, flush=True)
+    shutil.rmtree(work, ignore_errors=True)
+    return r.returncode
 
 
 class Failure(Exception):
@@ -428,6 +452,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bin")
     parser.add_argument("--build-only", action="store_true", help="only build powerfs")
+    parser.add_argument("--coherence", type=float, metavar="SECONDS",
+                        help="only check for this long that powerfs shows a process the pages it writes")
     parser.add_argument("--seed", type=int)
     parser.add_argument("--seeds", type=int, default=1, help="how many seeds (random unless --seed)")
     parser.add_argument("--seconds", type=float, help="run seeds until this much time has passed")
@@ -441,6 +467,8 @@ def main():
     build_powerfs()
     if args.build_only:
         return
+    if args.coherence is not None:
+        sys.exit(check_coherence(args.coherence))
     if not args.bin:
         parser.error("--bin is required")
     stop_on_signals()

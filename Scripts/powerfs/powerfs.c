@@ -764,9 +764,11 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg) {
     // Nothing changes the backing files behind this mount's back, so the kernel's page cache is
     // always right and need never be dropped while the mount lives (a power loss ends the mount).
     // libfuse asks by default to drop a file's cached pages whenever an attribute fetch sees a new
-    // mtime, which with attr_timeout 0 is any stat after a write: the same dropping that, at each
-    // open, went with LMDB registry damage in 5 of 39 seeds (keep_cache above cut that to about 1
-    // in 160). A disk never drops pages that processes map, so neither does powerfs.
+    // mtime, which with attr_timeout 0 is any stat after a write. A dropped page is wrong when it
+    // is faulted in again while a write of it is still on its way here (the kernel unlocks a
+    // fully written page before sending it): it then holds the old bytes for good, and LMDB's next
+    // writer copies them (registry damage in 5 of 39 seeds when opens dropped pages, about 1 in
+    // 160-317 with this). coherence.c shows it; a disk never drops pages, so neither does powerfs.
     conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
     if (conn->capable & FUSE_CAP_EXPLICIT_INVAL_DATA) conn->want |= FUSE_CAP_EXPLICIT_INVAL_DATA;
     cfg->use_ino = 1;
