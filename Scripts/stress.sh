@@ -4,7 +4,8 @@
 #   Scripts/stress.sh [storectl stress flags…]   e.g. --seconds 60 --seed 42
 #   Scripts/stress.sh --mirror [SECONDS]            the mirror's randomized convergence test
 #     (three machines, a real PostgreSQL server; 600 s by default; SHAREDSTORE_CHAOS_SEED
-#     replays a seed, SHAREDSTORE_CHAOS_SKIP=rename,restore leaves kinds of step out)
+#     replays a seed, SHAREDSTORE_CHAOS_SKIP=rename,restore leaves kinds of step out), then
+#     1,000 spaces of three machines each on one server (SHAREDSTORE_SPACES sets how many)
 #   Scripts/stress.sh --power-loss [SECONDS]        power losses on a file system that forgets what
 #     was not synced (Scripts/powerfs), seed after seed for 600 s by default, a fifth of them
 #     durable; each seed is printed (root and /dev/fuse needed)
@@ -34,8 +35,12 @@ if [ "${1:-}" = "--mirror" ]; then
     . Scripts/lib/postgres.sh
     sharedstore_postgres_start
     trap sharedstore_postgres_stop EXIT
-    SHAREDSTORE_CHAOS_SECONDS="${2:-600}" swift test --skip-build --filter MirrorChaosTests
-    exit
+    status=0
+    SHAREDSTORE_CHAOS_SECONDS="${2:-600}" swift test --skip-build --filter MirrorChaosTests || status=1
+    # One server holding 1,000 spaces of three machines each, each converging (issue 25).
+    SHAREDSTORE_SPACES="${SHAREDSTORE_SPACES:-1000}" swift test --skip-build \
+        --filter MirrorSpacesTests.manySpacesOfThreeMachinesEachConverge || status=1
+    exit "$status"
 fi
 swift build -c release 2>&1 | tail -n 1 >&2
 bin="$(swift build -c release --show-bin-path)"

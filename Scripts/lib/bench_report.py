@@ -246,6 +246,10 @@ if "mirror-throughput" in by:
     r = by["mirror-throughput"]
     out.append("| mirror: %s one-article transactions pushed by one store, then pulled by another (each applied in a local transaction of its own) | pushed **%s/s**, pulled **%s/s** |" % (
         fmt(r["transactions"]), fmt(r["pushed_per_s"]), fmt(r["pulled_per_s"])))
+if "mirror-space-throughput" in by:
+    r = by["mirror-space-throughput"]
+    out.append("| mirror in a space, as a login role granted it (no superuser), against the log outside any space in the same run (%s transactions, best of 3 each) | pushed **%s/s** (%s×), pulled **%s/s** (%s×) |" % (
+        fmt(r["transactions"]), fmt(r["pushed_per_s"]), r["push_ratio"], fmt(r["pulled_per_s"]), r["pull_ratio"]))
 if "mirror" in by and "skipped" in by["mirror"]:
     out.append("| mirror cases | skipped: %s |" % by["mirror"]["skipped"])
 out.append("")

@@ -41,6 +41,10 @@ extension Mirror {
     /// id: attributes (derived ones aside), to-one targets and owned links. Run after the
     /// mirrors settle (lag 0), it finds no difference; any it finds is a divergence.
     public func verify() throws -> [MirrorDifference] {
+        try Self.mapAccess(server) { try unmappedVerify() }
+    }
+
+    private func unmappedVerify() throws -> [MirrorDifference] {
         let server = try serverState(through: try self.server.maxSequence())
         let local = try container.mirrorExportEverything().objects
         var out: [MirrorDifference] = []
@@ -59,6 +63,10 @@ extension Mirror {
     /// as it would have been in order. Returns how many rows were applied; those that still
     /// fail stay quarantined with their new reason.
     public func retryQuarantined() throws -> Int {
+        try Self.mapAccess(server) { try unmappedRetryQuarantined() }
+    }
+
+    private func unmappedRetryQuarantined() throws -> Int {
         var applied = 0
         for q in try container.quarantinedMirrorRows() {
             guard let sequence = q.sequence else { continue }

@@ -144,12 +144,16 @@ public final class Mirror {
     private let lock: FileRangeLock
 
     /// Prepares the store (the mirror's tables) and the server's schema, and registers the
-    /// mirror as a consumer.
+    /// mirror as a consumer. `space` is the space the store mirrors into (nil: the server's log
+    /// outside any space, which the first mirror makes); a store mirrors into one log for good.
     ///
-    /// - Throws: ``MirrorError`` when another process mirrors this store, or the store keeps no
-    ///   history; ``PostgresError`` when the server cannot be reached or its tables are newer
-    ///   than this build.
-    public init(container: Container, registry: TokenRegistry, connection: PostgresConnection) throws {
+    /// - Throws: ``MirrorError`` when another process mirrors this store, the store keeps no
+    ///   history, mirrors into another log (``MirrorError/Code/otherLog``), or this role may not
+    ///   use the space (``MirrorError/Code/accessDenied``); ``PostgresError`` when the server
+    ///   cannot be reached or its tables are newer than this build.
+    public init(
+        container: Container, registry: TokenRegistry, connection: PostgresConnection, space: String? = nil
+    ) throws {
         guard container.storePath.hasPrefix("/") else { throw MirrorError("an in-memory store cannot be mirrored") }
         guard container.options.historyTracking else {
             throw MirrorError("history tracking is off for this store: a mirror pushes history, and there is none")
@@ -174,17 +178,50 @@ public final class Mirror {
         }
         self.container = container
         self.registry = registry
-        server = try MirrorServer(connection: connection)
-        try server.prepare()
+        server = try MirrorServer(connection: connection, space: space)
+        try Self.mapAccess(server) { try server.prepare() }
         try container.prepareMirroring()
+        try bindLog()
         try registry.register(Self.consumer)
-        try recoverTimeline()
+        try Self.mapAccess(server) { try recoverTimeline() }
+    }
+
+    /// The space this store mirrors into (nil: the log outside any space).
+    public var space: String? { server.space }
+
+    /// Remembers the server log this store mirrors into, or refuses another one: its pull cursor
+    /// and its record of what it uploaded name sequences of that log only.
+    private func bindLog() throws {
+        let id = try server.logID()
+        guard let bound = try container.mirrorValue(MirrorKeys.serverLog) else {
+            try container.setMirrorValue(MirrorKeys.serverLog, id)
+            return
+        }
+        guard bound != id else { return }
+        let here = space.map { "space '\($0)'" } ?? "the log outside any space"
+        throw MirrorError(
+            "this store mirrors into another server log than \(here) on \(serverDescription) (another space, "
+                + "another server, or a log made anew): a store mirrors into one log; to move its objects, start a "
+                + "new store and copy them", code: .otherLog)
+    }
+
+    /// Runs `body`, turning PostgreSQL's "permission denied" on a space into an error that names
+    /// the role, the space and the fix (a role revoked meanwhile fails so at its next statement).
+    static func mapAccess<T>(_ server: MirrorServer, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as PostgresError where error.sqlState == "42501" && server.space != nil {
+            let denied = server.accessDenied()
+            throw MirrorError(
+                denied.message, code: .accessDenied,
+                reason: .accessDenied(space: server.space ?? "", role: server.connection.user))
+        }
     }
 
     public var serverDescription: String { server.connection.serverDescription }
 
     /// Starts receiving the server's wake-ups (``wait(timeout:wake:)``).
-    public func listen() throws { try server.listen() }
+    public func listen() throws { try Self.mapAccess(server) { try server.listen() } }
 
     /// Waits up to `timeout` for an upload by another mirror, or for one of `wake` to become
     /// readable.
@@ -194,6 +231,10 @@ public final class Mirror {
 
     /// Pushes, then pulls, until both are done; returns what it did and the lag after.
     public func round() throws -> MirrorRound {
+        try Self.mapAccess(server) { try unmappedRound() }
+    }
+
+    private func unmappedRound() throws -> MirrorRound {
         var round = MirrorRound(server: serverDescription)
         try checkServerLog()
         round.pushed = try push()

@@ -24,6 +24,10 @@ public struct MirrorError: Error, Sendable, CustomStringConvertible {
         case newerModel
         /// Another mirror runs on this store.
         case busy
+        /// This role may not use the space (never granted, or revoked): an administrator grants it.
+        case accessDenied
+        /// The store mirrors into another server log (another space or server): it is refused.
+        case otherLog
         /// Anything else (the store cannot be mirrored as it is).
         case other
     }
@@ -40,6 +44,8 @@ public struct MirrorError: Error, Sendable, CustomStringConvertible {
         case badRow(sequence: Int64, problem: String)
         /// Another mirror runs on this store: `holder` names it as its lock does.
         case busy(holder: String)
+        /// Role `role` may not read or write space `space` (never granted, or revoked since).
+        case accessDenied(space: String, role: String)
     }
 
     /// What kind of failure it is (whether a row is quarantined, a follower stops or retries).

@@ -27,64 +27,174 @@ public struct MirrorUpload: Sendable, Hashable {
     }
 }
 
-/// The mirror's tables on a PostgreSQL server, in a schema of their own (`sharedstore_mirror`),
-/// created and versioned by the mirror (issue 14). The server is the one order every machine
-/// applies: uploads are serialized (an advisory lock per upload transaction), so a sequence
-/// number is never committed before a smaller one and a reader after sequence `n` misses nothing.
-/// An upload is idempotent by (origin, token): a mirror killed after uploading and before noting
-/// it uploads again, and nothing is doubled.
+/// The mirror's tables on a PostgreSQL server, in a schema of their own, created and versioned
+/// by the mirror (issue 14). The server is the one order every machine applies: uploads are
+/// serialized (an advisory lock per upload transaction), so a sequence number is never committed
+/// before a smaller one and a reader after sequence `n` misses nothing. An upload is idempotent
+/// by (origin, token): a mirror killed after uploading and before noting it uploads again, and
+/// nothing is doubled.
+///
+/// Without a space, the log is `sharedstore_mirror`, made by the first mirror that connects: one
+/// person's machines. A **space** (issue 25) is a log of its own, `sharedstore_space_NAME`, made
+/// by an administrator (``MirrorSpaces``) and readable and writable only by the roles granted it:
+/// PostgreSQL's privileges keep spaces apart, not the client.
 public struct MirrorServer {
     /// The layout of the server's tables this build writes and reads.
     public static let schemaVersion = 1
-    /// The channel LISTEN/NOTIFY wakes mirrors on.
+    /// The channel LISTEN/NOTIFY wakes mirrors on, for the log outside any space.
     public static let channel = "sharedstore_mirror"
+    /// The schema of the log outside any space.
+    public static let defaultSchema = "sharedstore_mirror"
+    /// The prefix of a space's schema, and of the role that may use it.
+    public static let spacePrefix = "sharedstore_space_"
 
     public let connection: PostgresConnection
     public let schema: String
+    /// The space this log is (nil: the log outside any space).
+    public let space: String?
 
+    /// The log in `schema` (a plain identifier), outside any space.
     public init(connection: PostgresConnection, schema: String = "sharedstore_mirror") throws {
         guard schema.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }), !schema.isEmpty else {
             throw PostgresError(sqlState: nil, message: "schema name '\(schema)' is not a plain identifier")
         }
         self.connection = connection
         self.schema = schema
+        space = nil
+    }
+
+    /// The log of space `space` (nil: the log outside any space).
+    ///
+    /// - Throws: ``PostgresError`` when `space` is not a valid space name (``schema(forSpace:)``).
+    public init(connection: PostgresConnection, space: String?) throws {
+        self.connection = connection
+        schema = try Self.schema(forSpace: space)
+        self.space = space
+    }
+
+    /// The schema (and the role) of space `space`: `sharedstore_space_NAME`; the default log's
+    /// schema for nil.
+    ///
+    /// - Throws: ``PostgresError`` unless the name is 1 to 40 lowercase ASCII letters, digits and
+    ///   underscores, starting with a letter.
+    public static func schema(forSpace space: String?) throws -> String {
+        guard let space else { return defaultSchema }
+        guard let first = space.first, first.isASCII, first.isLowercase, space.utf8.count <= 40,
+            space.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") })
+        else {
+            throw PostgresError(
+                sqlState: nil,
+                message: "'\(TextSafety.visible(space))' is not a space name: 1 to 40 lowercase letters, digits and "
+                    + "underscores, starting with a letter")
+        }
+        return spacePrefix + space
     }
 
     /// Creates the schema and its tables when missing (several mirrors may start at once: an
-    /// advisory lock makes it one at a time) and checks the server's layout version.
+    /// advisory lock makes it one at a time) and checks the server's layout version. A space is
+    /// never made here (an administrator makes it): it is only checked.
     ///
-    /// - Throws: ``PostgresError`` when the server's tables were made by a newer mirror.
+    /// - Throws: ``PostgresError`` when the server's tables were made by a newer mirror, or
+    ///   (SQLSTATE 42501) when this role may not use the space, or (3F000) when there is no
+    ///   such space.
     public func prepare() throws {
+        if space != nil {
+            try checkSpace()
+            return
+        }
         try transaction {
             try connection.execute("SELECT pg_advisory_xact_lock(hashtext($1))", [schema])
             try connection.execute("CREATE SCHEMA IF NOT EXISTS \(schema)")
-            try connection.execute(
-                "CREATE TABLE IF NOT EXISTS \(schema).meta(key text PRIMARY KEY, value text NOT NULL)")
-            try connection.execute(
-                """
-                CREATE TABLE IF NOT EXISTS \(schema).transactions(
-                    sequence bigserial PRIMARY KEY,
-                    origin uuid NOT NULL,
-                    token bigint NOT NULL,
-                    author text,
-                    uploaded_at timestamptz NOT NULL DEFAULT now(),
-                    payload text NOT NULL,
-                    UNIQUE (origin, token))
-                """)
-            try connection.execute(
-                "INSERT INTO \(schema).meta(key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO NOTHING",
-                [String(Self.schemaVersion)])
-            let rows = try connection.execute("SELECT value FROM \(schema).meta WHERE key = 'schema_version'")
-            guard let text = rows.first?[0], let version = Int(text) else {
-                throw PostgresError(sqlState: nil, message: "\(schema).meta has no readable schema_version")
-            }
-            guard version <= Self.schemaVersion else {
-                throw PostgresError(
-                    sqlState: nil,
-                    message: "the server's mirror tables are version \(version), newer than this build's "
-                        + "(\(Self.schemaVersion)): update the app")
-            }
+            try Self.createTables(connection, schema)
+            try checkVersion()
         }
+    }
+
+    /// The tables of a log in `schema`, when missing, with its version and its id.
+    static func createTables(_ connection: PostgresConnection, _ schema: String) throws {
+        try connection.execute(
+            "CREATE TABLE IF NOT EXISTS \(schema).meta(key text PRIMARY KEY, value text NOT NULL)")
+        try connection.execute(
+            """
+            CREATE TABLE IF NOT EXISTS \(schema).transactions(
+                sequence bigserial PRIMARY KEY,
+                origin uuid NOT NULL,
+                token bigint NOT NULL,
+                author text,
+                uploaded_at timestamptz NOT NULL DEFAULT now(),
+                payload text NOT NULL,
+                UNIQUE (origin, token))
+            """)
+        try connection.execute(
+            "INSERT INTO \(schema).meta(key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO NOTHING",
+            [String(Self.schemaVersion)])
+        // The log's identity: a store remembers the log it mirrors into, and refuses another
+        // (its pull cursor names sequences of this log only).
+        try connection.execute(
+            "INSERT INTO \(schema).meta(key, value) VALUES ('log_id', $1) ON CONFLICT (key) DO NOTHING",
+            [String(Int64.random(in: 1...Int64.max))])
+    }
+
+    private func checkVersion() throws {
+        let rows = try connection.execute("SELECT value FROM \(schema).meta WHERE key = 'schema_version'")
+        guard let text = rows.first?[0], let version = Int(text) else {
+            throw PostgresError(sqlState: nil, message: "\(schema).meta has no readable schema_version")
+        }
+        guard version <= Self.schemaVersion else {
+            throw PostgresError(
+                sqlState: nil,
+                message: "the server's mirror tables are version \(version), newer than this build's "
+                    + "(\(Self.schemaVersion)): update the app")
+        }
+    }
+
+    /// Checks that the space exists and this role may read and write it.
+    private func checkSpace() throws {
+        do {
+            try checkVersion()
+            // Reading is not writing: a role granted a space may do both (a space's role has
+            // SELECT and INSERT on its log).
+            let rows = try connection.execute(
+                "SELECT has_table_privilege(\(Self.quoted(schema + ".transactions")), 'INSERT')")
+            guard rows.first?[0] == "t" else { throw accessDenied() }
+        } catch let error as PostgresError where error.sqlState == "42501" {
+            throw accessDenied()
+        } catch let error as PostgresError where error.sqlState == "3F000" || error.sqlState == "42P01" {
+            throw PostgresError(
+                sqlState: error.sqlState,
+                message: "there is no space '\(space ?? "")' on this server (an administrator makes one with "
+                    + "'storectl mirror-admin create-space \(space ?? "")')")
+        }
+    }
+
+    /// The error of a role that may not use this space.
+    package func accessDenied() -> PostgresError {
+        PostgresError(
+            sqlState: "42501",
+            message: "role '\(TextSafety.visible(connection.user))' may not use space '\(space ?? "")' (never granted, "
+                + "or revoked): an administrator grants it with 'storectl mirror-admin grant \(space ?? "") "
+                + "\(TextSafety.visible(connection.user))'")
+    }
+
+    /// `text` as a SQL string literal.
+    static func quoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
+
+    /// The log's identity (``createTables(_:_:)``): the same for every mirror of this log, and
+    /// another for another space, server or a log made again.
+    public func logID() throws -> Int64 {
+        guard let text = try connection.execute("SELECT value FROM \(schema).meta WHERE key = 'log_id'").first?[0],
+            let id = Int64(text), id > 0
+        else {
+            throw PostgresError(sqlState: nil, message: "\(schema).meta has no readable log_id")
+        }
+        return id
+    }
+
+    /// The channel uploads to this log wake mirrors on: the default log's, or for a space one
+    /// named after its id, which only roles that may read the space know.
+    public func notifyChannel() throws -> String {
+        guard space != nil else { return Self.channel }
+        return "sharedstore_log_" + String(try logID(), radix: 16)
     }
 
     /// Uploads one local transaction and wakes the other mirrors (at commit). Returns its
@@ -144,7 +254,14 @@ public struct MirrorServer {
             try connection.execute(
                 "INSERT INTO \(schema).transactions(sequence, origin, token, author, payload) VALUES "
                     + values.joined(separator: ", "), parameters)
-            try connection.execute("SELECT pg_notify($1, $2)", [Self.channel, String(next)])
+            if space == nil {
+                try connection.execute("SELECT pg_notify($1, $2)", [Self.channel, String(next)])
+            } else {
+                // notifyChannel() in the same statement.
+                try connection.execute(
+                    "SELECT pg_notify('sharedstore_log_' || to_hex((SELECT value::bigint FROM \(schema).meta "
+                        + "WHERE key = 'log_id')), $1)", [String(next)])
+            }
             return out
         }
     }
@@ -267,7 +384,7 @@ public struct MirrorServer {
     }
 
     /// Starts receiving the wake-ups of uploads on this connection.
-    public func listen() throws { try connection.execute("LISTEN \(Self.channel)") }
+    public func listen() throws { try connection.execute("LISTEN \(try notifyChannel())") }
 
     /// Runs `body` in one server transaction (rolled back when it throws).
     private func transaction<T>(_ body: () throws -> T) throws -> T {

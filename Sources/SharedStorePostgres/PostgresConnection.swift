@@ -86,6 +86,9 @@ public final class PostgresConnection {
         return "PostgreSQL \(v / 10000).\(v % 10000) at \(host):\(port), database \(db)"
     }
 
+    /// The role this connection logged in as (libpq's `PQuser`).
+    public var user: String { PQuser(handle).map { String(cString: $0) } ?? "?" }
+
     /// Whether the server syncs its commits to disk (its `fsync` setting: "on" or "off"; nil when
     /// it does not say).
     ///
@@ -102,6 +105,17 @@ public final class PostgresConnection {
     /// Drops database `name`, ending the sessions still connected to it.
     public func dropDatabase(_ name: String) throws {
         try execute("DROP DATABASE IF EXISTS \(try Self.identifier(name)) WITH (FORCE)")
+    }
+
+    /// Creates role `name` (a plain identifier) that may log in, with no other attribute: a
+    /// machine's role for a test or benchmark of its own (``MirrorSpaces/grant(_:to:)``).
+    public func createLoginRole(_ name: String) throws {
+        try execute("CREATE ROLE \(try Self.identifier(name)) LOGIN NOSUPERUSER NOCREATEROLE NOCREATEDB")
+    }
+
+    /// Drops role `name` when it exists (its privileges in databases dropped before go with them).
+    public func dropRole(_ name: String) throws {
+        try execute("DROP ROLE IF EXISTS \(try Self.identifier(name))")
     }
 
     /// `name` when it is a plain lowercase identifier (nothing to quote).

@@ -9,6 +9,7 @@ extension Targets {
     /// storectl with its `mirror` command (only storectl links PostgreSQL's client library: the
     /// other targets stay as small in memory as they were).
     public static let storectlWithMirror = storectl.adding(MirrorCommand.command, MirrorCommand.run)
+        .adding(MirrorAdminCommand.command, MirrorAdminCommand.run)
         .adding(Conventions.completions, Conventions.runCompletions)
         .adding(Conventions.manpage, Conventions.runManpage)
 
@@ -66,6 +67,10 @@ enum MirrorCommand {
         .value("for", "SECONDS", "with --follow: stop after this many seconds"),
         .flag("verify", "compare every object with the state the server's log determines; exit 1 when any differs"),
         .flag("retry-quarantined", "apply the quarantined server rows again before the round"),
+        .value(
+            "space", "NAME",
+            "the space to mirror into (one person's or one team's data; an administrator makes it and grants "
+                + "this role the use of it with 'storectl mirror-admin'); default: the server's log outside any space"),
     ]
 
     static func run(_ inv: Invocation) throws {
@@ -79,7 +84,8 @@ enum MirrorCommand {
         }
         guard inv.arguments.has("follow") else {
             let mirror = try Mirror(
-                container: inv.container(), registry: inv.registry(), connection: try PostgresConnection(conninfo))
+                container: inv.container(), registry: inv.registry(), connection: try PostgresConnection(conninfo),
+                space: inv.arguments.value("space"))
             if inv.arguments.has("verify") { return try verify(inv, mirror) }
             if inv.arguments.has("retry-quarantined") { _ = try mirror.retryQuarantined() }
             let progress = Progress("uploading every object")
@@ -176,7 +182,9 @@ enum MirrorCommand {
         // The change signal's inotify watch, polled with the server's socket: no thread, and a
         // burst of saves is one wake-up (a thread per change cost the processor per save).
         let watch = try ChangeSignalWatch(path: ChangeSignal.path(of: container))
-        var loop = FollowLoop(container: container, registry: registry, conninfo: conninfo, output: inv.output)
+        var loop = FollowLoop(
+            container: container, registry: registry, conninfo: conninfo, space: inv.arguments.value("space"),
+            output: inv.output)
         loop.isCancelled = { stop.isSet }
         while !stop.isSet {
             let remaining = deadline.map { $0 - Monotonic.seconds() } ?? 3600
@@ -207,6 +215,7 @@ private struct FollowLoop {
     let container: Container
     let registry: TokenRegistry
     let conninfo: String
+    let space: String?
     let output: Output
     var mirror: Mirror?
     var backoff: TimeInterval = 0.1
@@ -222,10 +231,11 @@ private struct FollowLoop {
     /// Whether the loop was asked to stop (a round ends between batches then).
     var isCancelled: @Sendable () -> Bool = { false }
 
-    init(container: Container, registry: TokenRegistry, conninfo: String, output: Output) {
+    init(container: Container, registry: TokenRegistry, conninfo: String, space: String?, output: Output) {
         self.container = container
         self.registry = registry
         self.conninfo = conninfo
+        self.space = space
         self.output = output
     }
 
@@ -234,7 +244,8 @@ private struct FollowLoop {
         do {
             if mirror == nil {
                 let m = try Mirror(
-                    container: container, registry: registry, connection: try PostgresConnection(conninfo))
+                    container: container, registry: registry, connection: try PostgresConnection(conninfo),
+                    space: space)
                 try m.listen()
                 m.isCancelled = isCancelled
                 mirror = m
@@ -273,10 +284,12 @@ private struct FollowLoop {
         }
     }
 
-    /// Whether retrying cannot mend `error`: the store was migrated by a newer app, or the
-    /// server holds rows only a newer app can read.
+    /// Whether retrying cannot mend `error`: the store was migrated by a newer app, the server
+    /// holds rows only a newer app can read, or the store mirrors into another log. (A role
+    /// denied its space is retried: an administrator may grant it again.)
     static func isFatal(_ error: any Error) -> Bool {
         if case .newerModel? = MirrorError.reason(of: error) { return true }
+        if let e = error as? MirrorError, e.code == .otherLog { return true }
         if let e = error as? StoreError { return e.code == .modelOutdated || e.code == .modelNewer }
         return false
     }
@@ -286,6 +299,7 @@ private struct FollowLoop {
         switch MirrorError.reason(of: error) {
         case .busy?: return "another mirror runs on this store"
         case .serverUnreachable?: return "unreachable"
+        case .accessDenied?: return "access denied"
         case .newerModel?, .badRow?, nil: break
         }
         if let e = error as? StoreError, e.code == .busy { return "the store is busy" }

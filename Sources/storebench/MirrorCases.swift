@@ -114,6 +114,71 @@ func mirrorThroughputCase(_ s: Settings) throws -> Report {
     ])
 }
 
+/// Push and pull rates in a space, as a login role granted it (no superuser), against the same
+/// in the log outside any space as the administrator, in the same run: what a space costs
+/// (PostgreSQL's privilege checks on each statement; there is no row-level policy to run).
+func mirrorSpaceThroughputCase(_ s: Settings) throws -> Report {
+    let n = s.pick(20_000, 5000, 200)
+    let tag = UUID().uuidString.prefix(8).lowercased()
+    let (space, role) = ("bench_\(tag)", "bench_machine_\(tag)")
+    let db = try BenchDatabase()
+    defer {
+        // Roles are the server's: dropped after the database that holds their privileges.
+        _ = try? PostgresConnection().dropDatabase(db.name)
+        _ = try? PostgresConnection().dropRole(MirrorServer.spacePrefix + space)
+        _ = try? PostgresConnection().dropRole(role)
+    }
+    try PostgresConnection(db.conninfo).createLoginRole(role)
+    let spaces = MirrorSpaces(connection: try PostgresConnection(db.conninfo))
+    try spaces.create(space)
+    try spaces.grant(space, to: role)
+    var plain: [(push: Double, pull: Double)] = []
+    var inSpace: [(push: Double, pull: Double)] = []
+    // Alternated, three times each: the machine's drift falls on both alike.
+    for _ in 0..<3 {
+        plain.append(try mirrorRates(n, conninfo: db.conninfo, space: nil))
+        inSpace.append(try mirrorRates(n, conninfo: db.conninfo + " user=\(role)", space: space))
+    }
+    let best = { (rates: [(push: Double, pull: Double)]) in
+        (push: rates.map(\.push).max() ?? 0, pull: rates.map(\.pull).max() ?? 0)
+    }
+    let (p, q) = (best(plain), best(inSpace))
+    return .object([
+        ("case", .string("mirror-space-throughput")), ("transactions", .number(Double(n))),
+        ("pushed_per_s", .number(q.push.rounded())), ("pulled_per_s", .number(q.pull.rounded())),
+        ("default_log_pushed_per_s", .number(p.push.rounded())),
+        ("default_log_pulled_per_s", .number(p.pull.rounded())),
+        ("push_ratio", .number(round3(q.push / max(p.push, 1)))),
+        ("pull_ratio", .number(round3(q.pull / max(p.pull, 1)))),
+        ("note", .string("in a space as a granted login role, against the log outside any space (best of 3 each)")),
+    ])
+}
+
+/// One mirror-throughput measure: `n` one-article transactions pushed by one store and pulled
+/// by another, both through `conninfo` into `space`.
+private func mirrorRates(_ n: Int, conninfo: String, space: String?) throws -> (push: Double, pull: Double) {
+    let dir = scratch()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let a = try openStore(group: dir + "/a", model: ReadLater.model)
+    let b = try openStore(group: dir + "/b", model: ReadLater.model)
+    let context = a.newContext(name: "bench", author: "Writer")
+    for i in 0..<n {
+        try context.insert("Article", article(i))
+        try context.save()
+    }
+    let ma = try Mirror(
+        container: a, registry: try TokenRegistry(group: dir + "/a"), connection: try PostgresConnection(conninfo),
+        space: space)
+    let mb = try Mirror(
+        container: b, registry: try TokenRegistry(group: dir + "/b"), connection: try PostgresConnection(conninfo),
+        space: space)
+    var (pushed, pulled) = (0, 0)
+    let push = try throughput(n) { while case let k = try ma.push(), k > 0 { pushed += k } }
+    let pull = try throughput(n) { while case let k = try mb.pull(), k > 0 { pulled += k } }
+    guard pushed == n, pulled >= n else { throw BenchError("pushed \(pushed), pulled \(pulled) of \(n)") }
+    return (push, pull)
+}
+
 /// One-article saves on a store a `storectl mirror --follow` process mirrors, against the same
 /// saves on a store nobody follows, interleaved: what mirroring costs the app. The same with a
 /// `main-app watch` following instead (`save-history-watched`): what any process that follows

@@ -169,6 +169,7 @@ let benchProgress = BenchProgress()
         } else {
             if want("mirror-latency") { show(try mirrorLatencyCase(settings)) }
             if want("mirror-throughput") { show(try mirrorThroughputCase(settings)) }
+            if want("mirror-space-throughput") { show(try mirrorSpaceThroughputCase(settings)) }
             if want("save-history-mirrored") { for r in try saveFollowedCases(settings) { show(r) } }
         }
     }

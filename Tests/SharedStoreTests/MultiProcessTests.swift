@@ -68,10 +68,13 @@ final class Looker {
     private let error = Pipe()
     private var started = true
 
-    init(_ name: String, _ arguments: [String]) {
+    init(_ name: String, _ arguments: [String], environment: [String: String] = [:]) {
         self.arguments = arguments
         process.executableURL = Child.directory.appendingPathComponent(name)
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = error
         do { try process.run() } catch { started = false }

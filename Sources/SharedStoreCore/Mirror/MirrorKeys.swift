@@ -6,6 +6,8 @@ import SharedStoreSupport
 package enum MirrorKeys {
     /// The server sequence applied last.
     package static let pullCursor = "pull_cursor"
+    /// The id of the server log the store mirrors into (`MirrorServer.logID()`): another is refused.
+    package static let serverLog = "server_log_id"
     /// The author of the mirror's own transactions (``Mirror/author``): an app may not save under
     /// it on a mirrored store.
     package static let author = "Mirror"
