@@ -7,7 +7,9 @@
 
 sharedstore_postgres_bin() {
     local dir
-    for dir in "$(dirname "$(command -v pg_ctl 2>/dev/null || echo /nonexistent/pg_ctl)")" /usr/lib/postgresql/*/bin; do
+    # The directory pg_ctl really is in (a symlink in /usr/local/bin leaves psql and pg_basebackup out).
+    for dir in "$(dirname "$(readlink -f "$(command -v pg_ctl 2>/dev/null || echo /nonexistent/pg_ctl)")")" \
+        /usr/lib/postgresql/*/bin; do
         if [ -x "$dir/pg_ctl" ] && [ -x "$dir/initdb" ]; then echo "$dir"; return 0; fi
     done
     return 1

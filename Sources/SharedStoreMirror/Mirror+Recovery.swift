@@ -313,3 +313,19 @@ extension Mirror {
         return changes
     }
 }
+
+extension Mirror {
+    /// Finds uploads the server lost (a failover to a standby that replicated asynchronously, a
+    /// server put back to a backup): local transactions the mirror's token says went up, of which
+    /// the server holds none. Their changes go up again with a full upload, which compares every
+    /// object with the server's state. History the cleaner deleted since cannot be looked at:
+    /// `storectl mirror --verify` finds what that hides.
+    func noteLostUploads() throws {
+        guard reclaim.isEmpty, pullBack == nil, !needsFullUpload, let pushed = try pushedToken() else { return }
+        let onServer = try server.tokenRange(of: container.storeID).max
+        guard onServer < pushed.value else { return }
+        let after = try container.historyCount(after: max(onServer, 0), excludingAuthor: Self.author)
+        let beyond = try container.historyCount(after: pushed.value, excludingAuthor: Self.author)
+        if after > beyond { needsFullUpload = true }
+    }
+}

@@ -183,7 +183,10 @@ public final class Mirror {
         try container.prepareMirroring()
         try bindLog()
         try registry.register(Self.consumer)
-        try Self.mapAccess(server) { try recoverTimeline() }
+        try Self.mapAccess(server) {
+            try recoverTimeline()
+            try noteLostUploads()
+        }
     }
 
     /// The space this store mirrors into (nil: the log outside any space).
