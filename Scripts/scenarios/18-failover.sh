@@ -2,7 +2,8 @@
 # replicating synchronously. Two machines mirror through libpq's multi-host string (both servers,
 # target_session_attrs=read-write). During a burst of uploads the primary is killed and the
 # standby promoted: every upload a mirror was told had committed is on the new primary, the
-# mirrors reconnect on their own and converge, and `storectl mirror --verify` is clean. Prints how
+# mirrors reconnect on their own and converge, and `storectl mirror --verify` is clean; one of them
+# pulls from the standby (--read-from) until it is promoted. Prints how
 # long the mirror could not upload (kill to the first upload through the new primary). Then the same
 # with asynchronous replication and a standby that fell behind: the uploads the failover lost are
 # found by the mirror that made them and sent again, and `--verify` is clean.
@@ -46,9 +47,15 @@ share-extension share --group "$A" --url https://failover.example/0 --title "a 0
 main-app sync --group "$B" --json >/dev/null
 background "$work/mirror-a.out" storectl mirror --follow --group "$A" --json
 mirror_a=$last_pid
-background "$work/mirror-b.out" storectl mirror --follow --group "$B" --json
+# Machine B pulls from the standby (--read-from); its uploads and wake-ups go to the primary.
+background "$work/mirror-b.out" storectl mirror --follow --group "$B" --json \
+    --read-from "host=$standby port=5432 target_session_attrs=any application_name=mirror_b_reads"
 mirror_b=$last_pid
 wait_for_line "$work/mirror-a.out" '"pushed"' 30 || finish
+# (Its first try may find the log not yet on the standby: it says so and tries again.)
+wait_for_line "$work/mirror-b.out" '"lag":0' 30 || finish
+assert_eq "$(psql_ -h "$standby" -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'mirror_b_reads'")" 1 \
+    "machine B's mirror reads from the standby (--read-from)"
 
 # A burst of saves on machine A (each pushed by its mirror as it comes), and the kill in its middle.
 burst=200

@@ -101,6 +101,8 @@ public final class Mirror {
     public let container: Container
     public let registry: TokenRegistry
     let server: MirrorServer
+    /// Where pulls read: the server, or a standby of it.
+    let reader: MirrorServer
     /// Asked between batches: true ends the round early (a follower asked to stop); what was
     /// done is kept, and the next round goes on from there.
     public var isCancelled: @Sendable () -> Bool = { false }
@@ -146,13 +148,16 @@ public final class Mirror {
     /// Prepares the store (the mirror's tables) and the server's schema, and registers the
     /// mirror as a consumer. `space` is the space the store mirrors into (nil: the server's log
     /// outside any space, which the first mirror makes); a store mirrors into one log for good.
+    /// `readConnection`, when given, is where pulls read (a streaming standby: the primary takes
+    /// the uploads and the wake-ups; a standby that lags only makes pulls later, never skipped).
     ///
     /// - Throws: ``MirrorError`` when another process mirrors this store, the store keeps no
     ///   history, mirrors into another log (``MirrorError/Code/otherLog``), or this role may not
     ///   use the space (``MirrorError/Code/accessDenied``); ``PostgresError`` when the server
     ///   cannot be reached or its tables are newer than this build.
     public init(
-        container: Container, registry: TokenRegistry, connection: PostgresConnection, space: String? = nil
+        container: Container, registry: TokenRegistry, connection: PostgresConnection, space: String? = nil,
+        readConnection: PostgresConnection? = nil
     ) throws {
         guard container.storePath.hasPrefix("/") else { throw MirrorError("an in-memory store cannot be mirrored") }
         guard container.options.historyTracking else {
@@ -179,7 +184,16 @@ public final class Mirror {
         self.container = container
         self.registry = registry
         server = try MirrorServer(connection: connection, space: space)
+        reader = try readConnection.map { try MirrorServer(connection: $0, space: space) } ?? server
         try Self.mapAccess(server) { try server.prepare() }
+        if readConnection != nil {
+            let (log, read) = (try server.logID(), try Self.mapAccess(reader) { try reader.logID() })
+            guard log == read else {
+                throw MirrorError(
+                    "the server pulls would read from (\(reader.connection.serverDescription)) holds another log than "
+                        + "the one uploads go to: --read-from must name a standby of the same server", code: .otherLog)
+            }
+        }
         try container.prepareMirroring()
         try bindLog()
         try registry.register(Self.consumer)
@@ -234,7 +248,7 @@ public final class Mirror {
 
     /// Pushes, then pulls, until both are done; returns what it did and the lag after.
     public func round() throws -> MirrorRound {
-        try Self.mapAccess(server) { try unmappedRound() }
+        try Self.mapAccess(server) { try Self.mapAccess(reader) { try unmappedRound() } }
     }
 
     private func unmappedRound() throws -> MirrorRound {
@@ -409,7 +423,7 @@ public final class Mirror {
     private func pullBatch() throws -> (read: Int, done: Int) {
         let cursor = try container.mirrorValue(MirrorKeys.pullCursor) ?? 0
         scanned = max(scanned, cursor)
-        let (remote, through, read) = try server.pull(
+        let (remote, through, read) = try reader.pull(
             after: scanned, for: container.storeID, reclaim: reclaim, limit: batchSize)
         cleanThrough = max(cleanThrough, try pushedToken()?.value ?? 0)
         if let (_, floor) = pullBack {

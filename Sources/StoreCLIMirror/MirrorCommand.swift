@@ -68,6 +68,10 @@ enum MirrorCommand {
         .flag("verify", "compare every object with the state the server's log determines; exit 1 when any differs"),
         .flag("retry-quarantined", "apply the quarantined server rows again before the round"),
         .value(
+            "read-from", "URL",
+            "pull from this server instead, a streaming standby of the one uploads go to (a libpq URL or key=value "
+                + "string without a password; add target_session_attrs=any when PGTARGETSESSIONATTRS says read-write)"),
+        .value(
             "space", "NAME",
             "the space to mirror into (one person's or one team's data; an administrator makes it and grants "
                 + "this role the use of it with 'storectl mirror-admin'); default: the server's log outside any space"),
@@ -85,7 +89,8 @@ enum MirrorCommand {
         guard inv.arguments.has("follow") else {
             let mirror = try Mirror(
                 container: inv.container(), registry: inv.registry(), connection: try PostgresConnection(conninfo),
-                space: inv.arguments.value("space"))
+                space: inv.arguments.value("space"),
+                readConnection: try readConnectionString(inv).map { try PostgresConnection($0) })
             if inv.arguments.has("verify") { return try verify(inv, mirror) }
             if inv.arguments.has("retry-quarantined") { _ = try mirror.retryQuarantined() }
             let progress = Progress("uploading every object")
@@ -133,17 +138,26 @@ enum MirrorCommand {
     /// The connection string: libpq's environment, or `--postgres` when it sets no password
     /// (a command line is visible to every user in `ps`), as libpq itself reads the string.
     static func connectionString(_ inv: Invocation) throws -> String {
-        guard let text = inv.arguments.value("postgres") else { return "" }
+        try connectionString(inv, option: "postgres") ?? ""
+    }
+
+    /// `--read-from`'s connection string (nil: pulls read where uploads go), checked as `--postgres`'s.
+    static func readConnectionString(_ inv: Invocation) throws -> String? {
+        try connectionString(inv, option: "read-from")
+    }
+
+    private static func connectionString(_ inv: Invocation, option: String) throws -> String? {
+        guard let text = inv.arguments.value(option) else { return nil }
         let options: [String: String]
         do {
             options = try PostgresConnection.options(of: text)
         } catch let error as PostgresError {
-            throw UsageError("--postgres: \(error.message)")
+            throw UsageError("--\(option): \(error.message)")
         }
         // `sslpassword` is a secret too (the client key's passphrase).
         if options["password"].map({ !$0.isEmpty }) == true || options["sslpassword"].map({ !$0.isEmpty }) == true {
             throw UsageError(
-                "--postgres must not carry a password (other users see it in ps): put it in PGPASSFILE (~/.pgpass)")
+                "--\(option) must not carry a password (other users see it in ps): put it in PGPASSFILE (~/.pgpass)")
         }
         return text
     }
@@ -185,6 +199,7 @@ enum MirrorCommand {
         var loop = FollowLoop(
             container: container, registry: registry, conninfo: conninfo, space: inv.arguments.value("space"),
             output: inv.output)
+        loop.readConninfo = try readConnectionString(inv)
         loop.isCancelled = { stop.isSet }
         while !stop.isSet {
             let remaining = deadline.map { $0 - Monotonic.seconds() } ?? 3600
@@ -216,6 +231,8 @@ private struct FollowLoop {
     let registry: TokenRegistry
     let conninfo: String
     let space: String?
+    /// Where pulls read (`--read-from`; nil: where uploads go).
+    var readConninfo: String?
     let output: Output
     var mirror: Mirror?
     var backoff: TimeInterval = 0.1
@@ -245,7 +262,7 @@ private struct FollowLoop {
             if mirror == nil {
                 let m = try Mirror(
                     container: container, registry: registry, connection: try PostgresConnection(conninfo),
-                    space: space)
+                    space: space, readConnection: try readConninfo.map { try PostgresConnection($0) })
                 try m.listen()
                 m.isCancelled = isCancelled
                 mirror = m
@@ -261,7 +278,8 @@ private struct FollowLoop {
             printedFirst = true
             lastError = nil
             backoff = 0.1
-            return 5
+            // A standby pulls read from may lag the primary that woke this round: look again soon.
+            return readConninfo != nil && (round.lag ?? 0) > 0 ? 0.1 : 5
         } catch {
             if Self.isFatal(error) {
                 fatal = error
