@@ -185,7 +185,14 @@ public final class Mirror {
         self.registry = registry
         server = try MirrorServer(connection: connection, space: space)
         reader = try readConnection.map { try MirrorServer(connection: $0, space: space) } ?? server
-        try Self.mapAccess(server) { try server.prepare() }
+        do {
+            try Self.mapAccess(server) { try server.prepare() }
+        } catch let error as PostgresError where error.sqlState == "42501" && space == nil {
+            throw PostgresError(
+                sqlState: error.sqlState,
+                message: error.message + " (the log outside any space is made by its first mirror and used by that "
+                    + "role; a role granted a space mirrors with --space NAME)")
+        }
         if readConnection != nil {
             let (log, read) = (try server.logID(), try Self.mapAccess(reader) { try reader.logID() })
             guard log == read else {
@@ -210,16 +217,27 @@ public final class Mirror {
     /// and its record of what it uploaded name sequences of that log only.
     private func bindLog() throws {
         let id = try server.logID()
+        let here = space.map { "space '\($0)'" } ?? "the log outside any space"
         guard let bound = try container.mirrorValue(MirrorKeys.serverLog) else {
+            // Mirrored before logs were recorded: by a build without spaces, into the log outside
+            // any space. Its cursor names that log's sequences, never a space's.
+            let cursor = try container.mirrorValue(MirrorKeys.pullCursor) ?? 0
+            let pushed = try pushedToken()
+            let mirroredBefore = cursor > 0 || pushed != nil
+            guard space == nil || !mirroredBefore else {
+                throw MirrorError(
+                    "this store was mirrored before into the log outside any space (by a build that did not record "
+                        + "logs), not into \(here): a store mirrors into one log; run without --space, or start a new "
+                        + "store", code: .otherLog)
+            }
             try container.setMirrorValue(MirrorKeys.serverLog, id)
             return
         }
         guard bound != id else { return }
-        let here = space.map { "space '\($0)'" } ?? "the log outside any space"
         throw MirrorError(
-            "this store mirrors into another server log than \(here) on \(serverDescription) (another space, "
-                + "another server, or a log made anew): a store mirrors into one log; to move its objects, start a "
-                + "new store and copy them", code: .otherLog)
+            "this store mirrors into another server log (id \(bound)) than \(here) on \(serverDescription) (id \(id)): "
+                + "another space, another server, or a log made anew; a store mirrors into one log; to move its "
+                + "objects, start a new store and copy them", code: .otherLog)
     }
 
     /// Runs `body`, turning PostgreSQL's "permission denied" on a space into an error that names

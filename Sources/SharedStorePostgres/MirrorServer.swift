@@ -163,7 +163,7 @@ public struct MirrorServer {
             throw PostgresError(
                 sqlState: error.sqlState,
                 message: "there is no space '\(space ?? "")' on this server (an administrator makes one with "
-                    + "'storectl mirror-admin create-space \(space ?? "")')")
+                    + "'storectl mirror-admin --create-space \(space ?? "")')")
         }
     }
 
@@ -172,7 +172,7 @@ public struct MirrorServer {
         PostgresError(
             sqlState: "42501",
             message: "role '\(TextSafety.visible(connection.user))' may not use space '\(space ?? "")' (never granted, "
-                + "or revoked): an administrator grants it with 'storectl mirror-admin grant \(space ?? "") "
+                + "or revoked): an administrator grants it with 'storectl mirror-admin --grant \(space ?? "") --role "
                 + "\(TextSafety.visible(connection.user))'")
     }
 
@@ -214,7 +214,7 @@ public struct MirrorServer {
         return try transaction {
             // One upload at a time: the sequence numbers given here commit in order, and every
             // row of a batch gets them in the order of its tokens.
-            try connection.execute("SELECT pg_advisory_xact_lock(hashtext($1 || '.upload'))", [schema])
+            try lockUploads()
             let originText = origin.uuidString.lowercased()
             let tokens = "{" + uploads.map { String($0.token) }.joined(separator: ",") + "}"
             var known: [Int64: Int64] = [:]
@@ -264,6 +264,19 @@ public struct MirrorServer {
             }
             return out
         }
+    }
+
+    /// Takes the log's upload lock until the transaction ends. A space has its own, which only its
+    /// members may take (an advisory lock's key is public: any role could hold it and stop the
+    /// space's uploads); a member holding it past 30 s fails this upload, which the next round
+    /// tries again.
+    private func lockUploads() throws {
+        guard space != nil else {
+            try connection.execute("SELECT pg_advisory_xact_lock(hashtext($1 || '.upload'))", [schema])
+            return
+        }
+        try connection.execute("SET LOCAL lock_timeout = '30s'")
+        try connection.execute("SELECT 1 FROM \(schema).upload_lock WHERE id = 1 FOR UPDATE")
     }
 
     /// The largest sequence on the server (0: none).

@@ -2,18 +2,21 @@ import Foundation
 import SharedStoreSupport
 
 /// What an administrator does with spaces (issue 25): makes one, grants a role the use of it,
-/// revokes that, lists them, deletes one. Run as a role that may create schemas and roles
-/// (`CREATEROLE` and `CREATE` on the database, or a superuser); the mirrors connect as roles
-/// without either.
+/// revokes that, lists them, deletes one. Run as a role that may create schemas (`CREATE` on the
+/// database, or a superuser); the mirrors connect as roles without it.
 ///
-/// A space is a schema, `sharedstore_space_NAME`, holding one log (the tables a mirror uses), and
-/// a role of the same name that may read and append to it (`USAGE` on the schema, `SELECT` and
-/// `INSERT` on its log, `SELECT` on its meta table; never `UPDATE` or `DELETE`). Granting a space
-/// to a machine's role makes that role a member of the space's role; revoking takes the
-/// membership away, and PostgreSQL checks it at the mirror's next statement. Why a schema per
-/// space rather than row-level security on one shared table: the server's own privileges decide
-/// with no policy run per row (nothing to measure on push and pull), a space's log keeps its own
-/// sequence and indexes, and a space is one unit to prune, dump, move to another server or drop.
+/// A space is a schema, `sharedstore_space_NAME`, holding one log (the tables a mirror uses).
+/// Granting a space gives a role, directly, `USAGE` on the schema, `SELECT` and `INSERT` on its
+/// log, `SELECT` on its meta table and the right to take its upload lock; never `UPDATE` or
+/// `DELETE` on the log. There is no role of the space to switch to: a revoke takes the privileges
+/// themselves away, and PostgreSQL checks them at the next statement of every session of that
+/// role. The log refuses a row that is not the next in order (a trigger of the administrator's),
+/// so a member cannot put a row where machines that read past it would never see it.
+///
+/// Why a schema per space rather than row-level security on one shared table: the server's own
+/// privileges decide with no policy run per row, a space's log keeps its own sequence, indexes and
+/// upload lock (only its members may take it), and a space is one unit to prune, dump, move to
+/// another server or drop.
 ///
 /// For example, as the administrator:
 /// ```swift
@@ -27,7 +30,7 @@ public struct MirrorSpaces {
     /// Spaces administered through `connection`.
     public init(connection: PostgresConnection) { self.connection = connection }
 
-    /// One space: its name and the roles granted it.
+    /// One space: its name and the roles granted it (directly: members of those roles reach it too).
     public struct Space: Sendable, Hashable {
         public let name: String
         public let roles: [String]
@@ -39,33 +42,47 @@ public struct MirrorSpaces {
         }
     }
 
-    /// Makes space `name`: its schema with an empty log, and its role.
+    /// Makes space `name`: its schema with an empty log, its upload lock and the trigger that
+    /// keeps the log in order.
     ///
     /// - Throws: ``PostgresError`` for an invalid name, a space that exists already, or a role
-    ///   that may not create schemas or roles.
+    ///   that may not create schemas.
     public func create(_ name: String) throws {
         let schema = try MirrorServer.schema(forSpace: name)
         try transaction {
             if try exists(name) { throw PostgresError(sqlState: "42P06", message: "space '\(name)' exists already") }
-            let roleExists = try connection.execute("SELECT 1 FROM pg_roles WHERE rolname = $1", [schema])
-            if roleExists.isEmpty { try connection.execute("CREATE ROLE \(schema) NOLOGIN") }
             try connection.execute("CREATE SCHEMA \(schema)")
             try MirrorServer.createTables(connection, schema)
-            try connection.execute("GRANT USAGE ON SCHEMA \(schema) TO \(schema)")
-            try connection.execute("GRANT SELECT, INSERT ON \(schema).transactions TO \(schema)")
-            try connection.execute("GRANT SELECT ON \(schema).meta TO \(schema)")
+            try connection.execute("CREATE TABLE \(schema).upload_lock(id int PRIMARY KEY, taken bigint)")
+            try connection.execute("INSERT INTO \(schema).upload_lock VALUES (1, 0)")
+            try connection.execute(
+                """
+                CREATE FUNCTION \(schema).next_in_order() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF NEW.sequence IS DISTINCT FROM
+                        (SELECT coalesce(max(sequence), 0) + 1 FROM \(schema).transactions) THEN
+                        RAISE EXCEPTION 'sequence % is not the next in the log of this space', NEW.sequence
+                            USING ERRCODE = '23514';
+                    END IF;
+                    RETURN NEW;
+                END $$
+                """)
+            try connection.execute(
+                "CREATE TRIGGER next_in_order BEFORE INSERT ON \(schema).transactions "
+                    + "FOR EACH ROW EXECUTE FUNCTION \(schema).next_in_order()")
         }
     }
 
-    /// Deletes space `name`: its log, every row in it, and its role (the grants go with it).
+    /// Deletes space `name`: its log and every row in it (the grants go with it). Waits at most
+    /// 10 s for sessions that use it.
     ///
-    /// - Throws: ``PostgresError`` when there is no such space.
+    /// - Throws: ``PostgresError`` when there is no such space, or a session holds it longer.
     public func delete(_ name: String) throws {
         let schema = try MirrorServer.schema(forSpace: name)
         try transaction {
             guard try exists(name) else { throw noSpace(name) }
+            try connection.execute("SET LOCAL lock_timeout = '10s'")
             try connection.execute("DROP SCHEMA \(schema) CASCADE")
-            try connection.execute("DROP ROLE IF EXISTS \(schema)")
         }
     }
 
@@ -77,23 +94,24 @@ public struct MirrorSpaces {
     }
 
     /// Takes space `name` away from `role`: its mirrors stop at their next statement, with an
-    /// error that says so. A role that was never granted the space is an error too.
+    /// error that says so. A role that was never granted the space directly is an error too (one
+    /// that reaches it as a member of a granted role is told which).
     ///
     /// - Throws: ``PostgresError`` when there is no such space or role, or the role was not granted it.
     public func revoke(_ name: String, from role: String) throws {
         try changeMembership(name, role, grant: false)
     }
 
-    /// Every space, by name, with the roles granted it.
+    /// Every space, by name, with the roles granted it directly.
     public func list() throws -> [Space] {
         let rows = try connection.execute(
             """
             SELECT substr(n.nspname, length($1) + 1),
-                coalesce(string_agg(m.rolname, ',' ORDER BY m.rolname), '')
+                coalesce(string_agg(r.rolname, ',' ORDER BY r.rolname), '')
             FROM pg_namespace n
-            LEFT JOIN pg_roles s ON s.rolname = n.nspname
-            LEFT JOIN pg_auth_members a ON a.roleid = s.oid
-            LEFT JOIN pg_roles m ON m.oid = a.member
+            LEFT JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = 'transactions'
+            LEFT JOIN LATERAL aclexplode(c.relacl) a ON a.privilege_type = 'INSERT'
+            LEFT JOIN pg_roles r ON r.oid = a.grantee AND r.oid <> c.relowner
             WHERE starts_with(n.nspname, $1)
             GROUP BY n.nspname ORDER BY n.nspname
             """, [MirrorServer.spacePrefix])
@@ -115,6 +133,12 @@ public struct MirrorSpaces {
         guard !role.isEmpty, role.utf8.count <= 63, !role.contains("\0") else {
             throw PostgresError(sqlState: nil, message: "'\(TextSafety.visible(role))' is not a role name")
         }
+        guard !role.hasPrefix("pg_") else {
+            throw PostgresError(
+                sqlState: "42939",
+                message: "'\(TextSafety.visible(role))' is a role PostgreSQL reserves: grant a space "
+                    + "to a role of a machine, a user or a team")
+        }
         guard try exists(name) else { throw noSpace(name) }
         guard !(try connection.execute("SELECT 1 FROM pg_roles WHERE rolname = $1", [role])).isEmpty else {
             throw PostgresError(
@@ -122,22 +146,46 @@ public struct MirrorSpaces {
                 message: "there is no role '\(TextSafety.visible(role))' on this server (make it first, for example "
                     + "CREATE ROLE name LOGIN PASSWORD '…')")
         }
-        let member =
-            try connection.execute(
-                "SELECT pg_has_role($1, $2, 'MEMBER') AND $1 <> $2", [role, schema]
-            ).first?[0] == "t"
-        if !grant && !member {
+        let granted = try list().first { $0.name == name }?.roles.contains(role) == true
+        if !grant && !granted {
+            let through =
+                try connection.execute(
+                    """
+                    SELECT string_agg(g, ', ' ORDER BY g) FROM unnest($2::text[]) g
+                    WHERE g <> $1 AND pg_has_role($1, g, 'MEMBER')
+                    """.replacingOccurrences(of: "$2::text[]", with: "string_to_array($2, chr(1))"),
+                    [role, (try list().first { $0.name == name }?.roles ?? []).joined(separator: "\u{1}")]
+                ).first?[0] ?? nil
             throw PostgresError(
                 sqlState: "42704",
-                message: "role '\(TextSafety.visible(role))' was not granted space '\(name)'")
+                message: "role '\(TextSafety.visible(role))' was not granted space '\(name)'"
+                    + (through.map {
+                        " (it reaches it as a member of \(TextSafety.visible($0)): revoke it from that role)"
+                    }
+                        ?? ""))
         }
-        // The server quotes the role's name (%I): any name a role may have is safe here.
-        let verb = grant ? "GRANT %I TO %I" : "REVOKE %I FROM %I"
-        guard
-            let statement = try connection.execute("SELECT format($1, $2::text, $3::text)", [verb, schema, role])
-                .first?[0]
-        else { throw PostgresError(sqlState: nil, message: "the server did not format the \(verb) statement") }
-        try connection.execute(statement)
+        // The server quotes the names (%I): any name a role may have is safe here.
+        let statements =
+            grant
+            ? [
+                "GRANT USAGE ON SCHEMA %I TO %I", "GRANT SELECT, INSERT ON %I.transactions TO %I",
+                "GRANT SELECT ON %I.meta TO %I", "GRANT SELECT, UPDATE ON %I.upload_lock TO %I",
+            ]
+            : [
+                "REVOKE ALL ON %I.transactions FROM %I", "REVOKE ALL ON %I.meta FROM %I",
+                "REVOKE ALL ON %I.upload_lock FROM %I", "REVOKE ALL ON SCHEMA %I FROM %I",
+            ]
+        try transaction {
+            for verb in statements {
+                guard
+                    let statement = try connection.execute(
+                        "SELECT format($1, $2::text, $3::text)", [verb, schema, role]
+                    )
+                    .first?[0]
+                else { throw PostgresError(sqlState: nil, message: "the server did not format '\(verb)'") }
+                try connection.execute(statement)
+            }
+        }
     }
 
     private func noSpace(_ name: String) -> PostgresError {

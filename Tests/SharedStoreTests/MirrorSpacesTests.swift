@@ -3,6 +3,7 @@ import ReadLater
 import SharedStore
 import SharedStoreMirror
 import SharedStorePostgres
+import SharedStoreSQLite
 import Testing
 
 /// Spaces (issue 25): each a log of its own that PostgreSQL lets only the roles granted it read
@@ -114,7 +115,65 @@ struct MirrorSpacesTests {
         #expect(error?.code == .accessDenied)
         #expect(error?.reason == .accessDenied(space: a, role: bob))
         #expect(error?.description.contains("role '\(bob)' may not use space '\(a)'") == true)
-        #expect(error?.description.contains("storectl mirror-admin grant \(a) \(bob)") == true)
+        #expect(error?.description.contains("storectl mirror-admin --grant \(a) --role \(bob)") == true)
+    }
+
+    /// A revoke takes the privileges away from every session of the role at once: there is no
+    /// role of the space a session could have switched to. A role that reaches a space through a
+    /// group is told so when revoked, not told it worked.
+    @Test func aRevokeLeavesNoWayBackAndSaysWhenAGroupGrantsTheSpace() throws {
+        let server = Server()
+        let space = try server.space("shared")
+        let (member, team) = (try server.role("member"), try server.role("team"))
+        try server.admin.grant(space, to: member)
+        let session = try server.connect(as: member)
+        let log = MirrorServer.spacePrefix + space + ".transactions"
+        #expect(try session.execute("SELECT count(*) FROM \(log)").first?[0] == "0")
+        #expect(throws: PostgresError.self) { try session.execute("SET ROLE \(MirrorServer.spacePrefix + space)") }
+        try server.admin.revoke(space, from: member)
+        let error = #expect(throws: PostgresError.self) { try session.execute("SELECT count(*) FROM \(log)") }
+        #expect(error?.sqlState == "42501")
+
+        try PostgresConnection(try #require(server.database).conninfo).execute("GRANT \(team) TO \(member)")
+        try server.admin.grant(space, to: team)
+        #expect(try session.execute("SELECT count(*) FROM \(log)").first?[0] == "0")
+        let revoke = #expect(throws: PostgresError.self) { try server.admin.revoke(space, from: member) }
+        #expect(revoke?.message.contains("as a member of \(team)") == true, "\(revoke?.message ?? "")")
+        #expect(try server.admin.list().first { $0.name == space }?.roles == [team])
+        #expect(throws: PostgresError.self) { try server.admin.grant(space, to: "pg_read_all_data") }
+    }
+
+    /// A store a build without spaces mirrored (it recorded no log) stays with the log outside
+    /// any space: joining a space with that cursor would skip the space's rows.
+    @Test func aStoreMirroredBeforeLogsWereRecordedDoesNotJoinASpace() throws {
+        let server = Server()
+        let space = try server.space("later")
+        let role = try server.role("old")
+        try server.admin.grant(space, to: role)
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let context = container.newContext(author: "MainApp")
+        try context.insert(ReadLater.Article(title: "old", url: "https://spaces.example/old"))
+        try context.save()
+        do {
+            let mirror = try Mirror(
+                container: container, registry: try TokenRegistry(group: group.path),
+                connection: try PostgresConnection(try #require(server.database).conninfo))
+            _ = try mirror.round()
+        }
+        try SQLiteConnection(path: group.path + "/" + Container.storeFileName, busyTimeoutMilliseconds: 1000)
+            .execute("DELETE FROM ss_mirror WHERE key = 'server_log_id'")
+        let error = #expect(throws: MirrorError.self) {
+            _ = try Mirror(
+                container: container, registry: try TokenRegistry(group: group.path),
+                connection: try server.connect(as: role), space: space)
+        }
+        #expect(error?.code == .otherLog)
+        // Without --space it goes on with its log, and records it.
+        _ = try Mirror(
+            container: container, registry: try TokenRegistry(group: group.path),
+            connection: try PostgresConnection(try #require(server.database).conninfo)
+        ).round()
     }
 
     @Test func aRevokedRoleStopsAtItsNextRoundAndGoesOnWhenGrantedAgain() throws {
@@ -173,18 +232,43 @@ struct MirrorSpacesTests {
             "UPDATE \(own).transactions SET payload = '{}'",
             "DELETE FROM \(own).transactions",
             "UPDATE \(own).meta SET value = '1' WHERE key = 'log_id'",
-            // Nor can it make itself a member of another space, or grant its own to others.
-            "GRANT \(other) TO \(attacker)",
-            "GRANT \(own) TO \(victim)",
+            // Nor can it grant itself another space, or take another space's upload lock.
+            "GRANT USAGE ON SCHEMA \(other) TO \(attacker)",
+            "SELECT 1 FROM \(other).upload_lock FOR UPDATE",
+            // In its own space, a row out of order (one machines that read past it would never see)
+            // is refused by the log's trigger (23514, below), as is any change to the lock's table.
+            "ALTER TABLE \(own).transactions DISABLE TRIGGER next_in_order",
+            "DROP TRIGGER next_in_order ON \(own).transactions",
         ]
         for statement in statements {
             let error = #expect(throws: PostgresError.self, "\(statement)") { try sql.execute(statement) }
             #expect(error?.sqlState == "42501", "\(statement): \(error?.description ?? "")")
         }
+        // Granting its own space to another role is not in its power (PostgreSQL only warns).
+        _ = try? sql.execute("GRANT SELECT ON \(own).transactions TO \(victim)")
+        let admin = try PostgresConnection(try #require(server.database).conninfo)
+        #expect(
+            try admin.execute("SELECT has_table_privilege($1, $2, 'SELECT')", [victim, own + ".transactions"])
+                .first?[0] == "f")
+        // Rows out of order in its own space: refused.
+        for sequence in ["0", "1000", "9223372036854775807"] {
+            let error = #expect(throws: PostgresError.self) {
+                try sql.execute(
+                    "INSERT INTO \(own).transactions(sequence, origin, token, payload) VALUES ($1, $2, 1, '{}')",
+                    [sequence, UUID().uuidString])
+            }
+            #expect(error?.sqlState == "23514", "sequence \(sequence): \(error?.description ?? "")")
+        }
+        // A role that is no member holding the lock key the default log uses for this space does
+        // not stop the space's uploads (its lock is its own table's row).
+        let outsider = try server.connect(as: attacker)
+        try outsider.execute("SELECT pg_advisory_lock(hashtext($1 || '.upload'))", [other])
+        try machine.add("while an outsider holds the advisory key")
+        #expect(try machine.mirror.round().pushed == 1)
         // The victim's space is as it was.
         try Self.settle([machine])
         #expect(try machine.mirror.verify().isEmpty)
-        #expect(try machine.titles == ["private"])
+        #expect(try machine.titles == ["private", "while an outsider holds the advisory key"])
     }
 
     @Test func aStoreMirrorsIntoOneLogForGood() throws {
