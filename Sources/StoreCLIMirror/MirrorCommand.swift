@@ -233,6 +233,8 @@ private struct FollowLoop {
     let space: String?
     /// Where pulls read (`--read-from`; nil: where uploads go).
     var readConninfo: String?
+    /// Rounds in a row that looked again soon for a lagging standby.
+    var standbyLooks = 0
     let output: Output
     var mirror: Mirror?
     var backoff: TimeInterval = 0.1
@@ -278,8 +280,15 @@ private struct FollowLoop {
             printedFirst = true
             lastError = nil
             backoff = 0.1
-            // A standby pulls read from may lag the primary that woke this round: look again soon.
-            return readConninfo != nil && (round.lag ?? 0) > 0 ? 0.1 : 5
+            // A standby pulls read from may lag the primary that woke this round: look again soon,
+            // for at most 5 s in a row (a lag that is this store's own, a change that cannot go up,
+            // would otherwise keep it busy).
+            if (round.lag ?? 0) == 0 { standbyLooks = 0 }
+            if readConninfo != nil, (round.lag ?? 0) > 0, standbyLooks < 50 {
+                standbyLooks += 1
+                return 0.1
+            }
+            return 5
         } catch {
             if Self.isFatal(error) {
                 fatal = error
