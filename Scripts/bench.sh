@@ -30,5 +30,13 @@ if [ ${#args[@]} -eq 0 ]; then
     echo "== running storebench --quick, to compare its ratios with the full run's"
     "$bin/storebench" --json --quick | tee bench/results-quick.jsonl
 fi
+echo "== the failover window: Scripts/scenarios/18-failover.sh on the release build, the primary with fsync on"
+if out="$(BIN="$bin" SHAREDSTORE_PG_FSYNC=on bash Scripts/scenarios/18-failover.sh 2>&1)"; then
+    printf '%s\n' "$out" | sed -n 's/.*ok: failover window: //p' | head -n 1 >bench/failover.txt
+else
+    printf '%s\n' "$out" | tail -n 5 >&2
+    echo "the failover scenario failed: no window measured" >bench/failover.txt
+fi
+cat bench/failover.txt
 python3 Scripts/lib/bench_report.py bench/results.jsonl BENCHMARKS.md bench/chart.svg
 echo "== wrote BENCHMARKS.md, bench/chart.svg and bench/index.html (the same report as a page)"

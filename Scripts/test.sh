@@ -47,7 +47,8 @@ want = ["save-history", "save-no-history", "save-history-durable", "batch-insert
         "query-indexed", "share-batch-1m", "share-batch-1m-newest", "list-1m", "widget-show-1m", "live-query-latency",
         "migrate-add-attribute-1m", "mirror-latency", "mirror-throughput", "save-history-mirrored",
         "save-history-watched", "query-range", "query-prefix", "record-fetch", "batch-insert-full-model",
-        "share-batch-1m-categories", "mirror-space-throughput"]
+        "share-batch-1m-categories", "mirror-space-throughput", "mirror-bootstrap-1m",
+        "mirror-spaces-server"]
 missing = [c for c in want if c not in cases]
 if missing:
     sys.exit("storebench smoke run lacks cases: %s" % missing)

@@ -39,6 +39,8 @@ GOALS = [
     ("mirror-latency", "p50_ms", 20, "<=", "mirror: a commit on A merged on B through the server, p50 ≤ 20 ms (loopback)"),
     ("mirror-throughput", "pushed_per_s", 5000, ">=", "mirror: ≥ 5,000 transactions/s pushed"),
     ("mirror-throughput", "pulled_per_s", 5000, ">=", "mirror: ≥ 5,000 transactions/s pulled"),
+    # Issue 25: the mirror for many users.
+    ("mirror-bootstrap-1m", "peak_rss_mib", 128, "<=", "mirror: a machine joining a space of 1,000,000 live objects: peak RSS ≤ 128 MiB"),
     # Issue 22: the product's model and queries.
     ("query-range", "ratio", 0.8, ">=", "100 articles by date range out of the store ≥ 0.8× the same indexed SQL through the C API"),
     ("query-prefix", "ratio", 0.8, ">=", "articles by a prefix of their canonical title ≥ 0.8× the same range through the C API"),
@@ -250,6 +252,18 @@ if "mirror-space-throughput" in by:
     r = by["mirror-space-throughput"]
     out.append("| mirror in a space, as a login role granted it (no superuser), against the log outside any space in the same run (%s transactions, best of 3 each) | pushed **%s/s** (%s×), pulled **%s/s** (%s×) |" % (
         fmt(r["transactions"]), fmt(r["pushed_per_s"]), r["push_ratio"], fmt(r["pulled_per_s"]), r["pull_ratio"]))
+if "mirror-spaces-server" in by:
+    r = by["mirror-spaces-server"]
+    out.append("| mirror: the whole server's uploads across %s spaces (4 connections as one login role granted them all, one upload per server transaction), against as many uploads into one space from the same connections | **%s uploads/s** (one space: %s/s, **%s×**) |" % (
+        fmt(r["spaces"]), fmt(r["uploads_per_s"]), fmt(r["one_space_uploads_per_s"]), r["ratio"]))
+if "mirror-bootstrap-1m" in by:
+    r = by["mirror-bootstrap-1m"]
+    out.append("| mirror: a machine joining a space of %s live objects (`storectl mirror --once` on an empty store: the snapshot, then the log after it) | **%s s** (%s objects/s), peak RSS **%s MiB**; the snapshot took %s s to make, on the machine that wrote them |" % (
+        fmt(r["objects"]), r["seconds"], fmt(r["objects_per_s"]), r["peak_rss_mib"], r["snapshot_seconds"]))
+if os.path.exists(os.path.join(os.path.dirname(os.path.abspath(sys.argv[2])), "bench", "failover.txt")):
+    window = open(os.path.join(os.path.dirname(os.path.abspath(sys.argv[2])), "bench", "failover.txt")).read().strip()
+    if window:
+        out.append("| mirror: failover to a synchronous streaming standby during a burst of uploads (`Scripts/scenarios/18-failover.sh`, the same run) | %s |" % window)
 if "mirror" in by and "skipped" in by["mirror"]:
     out.append("| mirror cases | skipped: %s |" % by["mirror"]["skipped"])
 out.append("")

@@ -11,9 +11,9 @@ extension Mirror {
     ///
     /// - Throws: ``ReplayCancelled`` when `cancellable` and ``isCancelled`` turns true (a follower
     ///   asked to stop does not finish a long replay first).
-    func replayLog(through: Int64, then own: [MirrorTransaction], cancellable: Bool = false) throws
-        -> (shadow: Container, known: Set<UUID>)
-    {
+    func replayLog(
+        through: Int64, then own: [MirrorTransaction], cancellable: Bool = false, from source: MirrorServer? = nil
+    ) throws -> (shadow: Container, known: Set<UUID>) {
         var options = Container.Options()
         options.inMemory = true
         // Only the objects' states count: no history is kept of the replay (it would grow with
@@ -28,13 +28,34 @@ extension Mirror {
                 if case .merge(_, _, let winner) = change { known.insert(winner) }
             }
         }
-        var after: Int64 = 0
-        while after < through {
-            if cancellable && isCancelled() { throw ReplayCancelled() }
-            let rows = try server.log(after: after, through: through, limit: 1000)
-            for t in rows { note(replay(t, into: shadow)) }
-            guard rows.count == 1000, let last = rows.last else { break }
-            after = last.sequence
+        let source = source ?? server
+        // The newest snapshot through `through`, then the log after it, read as one state of the
+        // server (a prune meanwhile would delete rows after the snapshot read).
+        try source.consistentRead {
+            var after: Int64 = 0
+            if let snapshot = try source.newestSnapshot(atMost: min(through, source.maxSequence())) {
+                try source.readSnapshot(snapshot) { payloads in
+                    if cancellable && isCancelled() { throw ReplayCancelled() }
+                    for payload in payloads {
+                        guard let (model, changes) = try? decode(snapshotPart: payload, snapshot) else { continue }
+                        _ = try? shadow.mirrorImport(
+                            sequence: snapshot.through, changes: changes, uploaded: [:], unpushedAfter: Int64.max,
+                            modelVersion: model, again: true, author: Self.author, contextName: Self.contextName)
+                        note(changes)
+                    }
+                }
+                after = snapshot.through
+            } else if case let pruned = try source.prunedThrough(), pruned > 0 {
+                throw Self.behindHorizon(
+                    through, pruned, why: "the server's state at that point cannot be read (no snapshot is that old)")
+            }
+            while after < through {
+                if cancellable && isCancelled() { throw ReplayCancelled() }
+                let rows = try source.log(after: after, through: through, limit: 1000)
+                for t in rows { note(replay(t, into: shadow)) }
+                guard rows.count == 1000, let last = rows.last else { break }
+                after = last.sequence
+            }
         }
         for t in own { note(replay(t, into: shadow)) }
         return (shadow, known)

@@ -205,6 +205,8 @@ extension Mirror {
     /// deleted, then moves the mirror's token to the newest read. Returns how many server
     /// transactions it made.
     func uploadChanged() throws -> Int {
+        // The state to compare with is gone when the log was pruned past the cursor.
+        try refuseUnclearChanges()
         let cursor = try container.mirrorValue(MirrorKeys.pullCursor) ?? 0
         let own = try server.ownTransactions(of: container.storeID, after: cursor).filter {
             !reclaim.contains($0.token)

@@ -71,8 +71,10 @@ extension Mirror {
         for q in try container.quarantinedMirrorRows() {
             guard let sequence = q.sequence else { continue }
             guard let t = try server.transaction(at: sequence) else {
-                // Removed from the server: nothing is left to apply.
+                // Removed from the server (pruned: a snapshot holds its effect): nothing is left to
+                // apply, and once settled the store takes the log's state.
                 try container.releaseQuarantine(sequence: sequence)
+                try container.setMirrorValue(MirrorKeys.reconcile, 1)
                 continue
             }
             do {

@@ -24,6 +24,10 @@ public struct MirrorRound: Sendable, Hashable {
     public var unreconciled = 0
     /// Why the store could not take the log's state (nil: it could, or did not have to).
     public var reconcileError: String?
+    /// Objects this round took from the server's snapshot (a store that joined, or one the log
+    /// was pruned past), and whether it made a snapshot.
+    public var bootstrapped = 0
+    public var snapshotMade = false
     /// Rows that could not be applied here, or local changes that could not go up, still
     /// quarantined after the round (``Mirror/retryQuarantined()`` applies them again).
     package var quarantined: [MirrorQuarantine] = []
@@ -71,6 +75,8 @@ public struct MirrorRound: Sendable, Hashable {
         if reconciled > 0 { fields.append(("reconciled", .number(Double(reconciled)))) }
         if unreconciled > 0 { fields.append(("unreconciled", .number(Double(unreconciled)))) }
         if let reconcileError { fields.append(("reconcile_error", .string(reconcileError))) }
+        if bootstrapped > 0 { fields.append(("bootstrapped", .number(Double(bootstrapped)))) }
+        if snapshotMade { fields.append(("snapshot", .bool(true))) }
         if !quarantined.isEmpty { fields.append(("quarantined", .array(quarantined.map(\.json)))) }
         return .object(fields)
     }
@@ -114,6 +120,16 @@ public final class Mirror {
     /// How far the server's order may run past the stored pull cursor before it is stored again
     /// without an import (a store that only uploads).
     public var cursorStride: Int64 = 10_000
+    /// Rows the log must grow by past the newest snapshot before this mirror makes one (and at
+    /// least as many as that snapshot holds objects); 0: it never makes one.
+    public var snapshotEvery: Int64 = 10_000
+    /// Seconds between two reports of this store's pull cursor to the server (the horizon waits
+    /// for the lowest reported cursor of the mirrors seen lately).
+    public var cursorReportInterval: TimeInterval = 10
+    var lastCursorReport = Date.distantPast
+    /// The next round makes a store the log pruned past take the server's state even where that
+    /// drops changes of its own that did not go up (``MirrorError/Code/behindHorizon``).
+    public var rejoinDiscardingUnpushed = false
     /// Local history after this token holds no unpushed change (see ``Container/mirrorImport``).
     var cleanThrough: Int64 = 0
     /// The server sequence read through: remote transactions up to it are applied, this store's
@@ -245,6 +261,8 @@ public final class Mirror {
     static func mapAccess<T>(_ server: MirrorServer, _ body: () throws -> T) throws -> T {
         do {
             return try body()
+        } catch let error as PostgresError where error.sqlState == MirrorServer.movedState {
+            throw MirrorError(error.message, code: .spaceMoved)
         } catch let error as PostgresError where error.sqlState == "42501" && server.space != nil {
             let denied = server.accessDenied()
             throw MirrorError(
@@ -272,7 +290,14 @@ public final class Mirror {
     private func unmappedRound() throws -> MirrorRound {
         var round = MirrorRound(server: serverDescription)
         try checkServerLog()
+        // Rejoining drops what this store did not push: the server's state comes first.
+        if rejoinDiscardingUnpushed {
+            round.bootstrapped = try bootstrapIfNeeded()
+            rejoinDiscardingUnpushed = false
+        }
+        try refuseUnclearChanges()
         round.pushed = try push()
+        round.bootstrapped += try bootstrapIfNeeded()
         round.pulled = try pull()
         // A pull that found unpushed history deleted meanwhile (an eviction during the round)
         // stopped: the full upload goes first, then the pull again.
@@ -295,6 +320,8 @@ public final class Mirror {
             if done.written > 0 { round.pushed += try push() }
         }
         round.reconcileError = failure
+        try reportCursorIfDue()
+        if remote == 0 && !isCancelled() { round.snapshotMade = try snapshotIfDue() }
         return round
     }
 
@@ -527,6 +554,7 @@ public final class Mirror {
     /// removed from the server (an administrator, a restore of the server), and new rows would
     /// take sequence numbers it has read past — it would never pull them.
     private func checkServerLog() throws {
+        try server.checkNotMoved()
         let cursor = max(scanned, try container.mirrorValue(MirrorKeys.pullCursor) ?? 0)
         guard cursor > 0 else { return }
         let last = try server.maxSequence()

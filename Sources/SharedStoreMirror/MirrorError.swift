@@ -28,6 +28,12 @@ public struct MirrorError: Error, Sendable, CustomStringConvertible {
         case accessDenied
         /// The store mirrors into another server log (another space or server): it is refused.
         case otherLog
+        /// The server pruned its log past this store's pull cursor, and this store's changes that
+        /// did not go up cannot be told apart from what it missed: `--rejoin` takes the server's state.
+        case behindHorizon
+        /// An administrator moved the space to another server: the space directory names it
+        /// (`storectl mirror --directory` follows it on its own).
+        case spaceMoved
         /// Anything else (the store cannot be mirrored as it is).
         case other
     }

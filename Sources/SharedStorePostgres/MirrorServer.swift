@@ -45,6 +45,9 @@ public struct MirrorServer {
     public static let channel = "sharedstore_mirror"
     /// The schema of the log outside any space.
     public static let defaultSchema = "sharedstore_mirror"
+    /// The SQLSTATE of a space's log that was moved to another server (its uploads are refused
+    /// there; the space directory names the new one).
+    public static let movedState = "SSMOV"
     /// The prefix of a space's schema, and of the role that may use it.
     public static let spacePrefix = "sharedstore_space_"
 
@@ -133,6 +136,7 @@ public struct MirrorServer {
         try connection.execute(
             "INSERT INTO \(schema).meta(key, value) VALUES ('log_id', $1) ON CONFLICT (key) DO NOTHING",
             [String(Int64.random(in: 1...Int64.max))])
+        try createRetentionTables(connection, schema)
     }
 
     private func checkVersion() throws {
@@ -157,6 +161,15 @@ public struct MirrorServer {
             let rows = try connection.execute(
                 "SELECT has_table_privilege(\(Self.quoted(schema + ".transactions")), 'INSERT')")
             guard rows.first?[0] == "t" else { throw accessDenied() }
+            try checkNotMoved()
+            let retention = try connection.execute(
+                "SELECT to_regclass(\(Self.quoted(schema + ".cursors"))) IS NOT NULL")
+            guard retention.first?[0] == "t" else {
+                throw PostgresError(
+                    sqlState: nil,
+                    message: "space '\(space ?? "")' was made by an older build (it has no snapshots or cursors): an "
+                        + "administrator brings it up to date with 'storectl mirror-admin --upgrade \(space ?? "")'")
+            }
         } catch let error as PostgresError where error.sqlState == "42501" {
             throw accessDenied()
         } catch let error as PostgresError where error.sqlState == "3F000" || error.sqlState == "42P01" {
@@ -165,6 +178,19 @@ public struct MirrorServer {
                 message: "there is no space '\(space ?? "")' on this server (an administrator makes one with "
                     + "'storectl mirror-admin --create-space \(space ?? "")')")
         }
+    }
+
+    /// Throws SQLSTATE ``movedState`` when an administrator moved this space to another server:
+    /// this copy takes no upload and gets no new row (the space directory names the new server).
+    public func checkNotMoved() throws {
+        guard space != nil,
+            let to = try connection.execute("SELECT value FROM \(schema).meta WHERE key = 'moved_to'").first?[0]
+        else { return }
+        throw PostgresError(
+            sqlState: Self.movedState,
+            message:
+                "space '\(space ?? "")' was moved from \(connection.serverDescription) to \(TextSafety.visible(to)): "
+                + "the space directory names its server")
     }
 
     /// The error of a role that may not use this space.
@@ -225,6 +251,9 @@ public struct MirrorServer {
                 if let t = row[0].flatMap({ Int64($0) }), let s = row[1].flatMap({ Int64($0) }) { known[t] = s }
             }
             var next = try maxSequence()
+            // A row pruned below the horizon was uploaded before, whatever the log holds now.
+            let pruned = try prunedMaxToken(of: originText)
+            for u in uploads where known[u.token] == nil && u.token > 0 && u.token <= pruned { known[u.token] = 0 }
             var out: [(Int64, Bool)] = []
             var values: [String] = []
             var parameters: [String?] = []
@@ -270,7 +299,7 @@ public struct MirrorServer {
     /// members may take (an advisory lock's key is public: any role could hold it and stop the
     /// space's uploads); a member holding it past 30 s fails this upload, which the next round
     /// tries again.
-    private func lockUploads() throws {
+    func lockUploads() throws {
         guard space != nil else {
             try connection.execute("SELECT pg_advisory_xact_lock(hashtext($1 || '.upload'))", [schema])
             return
@@ -283,17 +312,21 @@ public struct MirrorServer {
     ///
     /// - Throws: ``PostgresError`` when the server's answer is not a number.
     public func maxSequence() throws -> Int64 {
-        try number("SELECT coalesce(max(sequence), 0) FROM \(schema).transactions", [])
+        try number(Self.maxSequenceSQL(schema), [])
     }
 
     /// The largest and the smallest token `origin` uploaded (0 when none): a store whose history
     /// is behind its largest was put back to an older copy, and its full uploads take keys below
-    /// its smallest.
+    /// its smallest. Rows pruned below the horizon count.
     public func tokenRange(of origin: UUID) throws -> (min: Int64, max: Int64) {
         let parameters = [origin.uuidString.lowercased()]
+        let union = """
+            FROM (SELECT min(token) AS lo, max(token) AS hi FROM \(schema).transactions WHERE origin = $1
+                UNION ALL SELECT min_token, max_token FROM \(schema).pruned_origins WHERE origin = $1) r
+            """
         return (
-            try number("SELECT coalesce(min(token), 0) FROM \(schema).transactions WHERE origin = $1", parameters),
-            try number("SELECT coalesce(max(token), 0) FROM \(schema).transactions WHERE origin = $1", parameters)
+            try number("SELECT coalesce(min(lo), 0) " + union, parameters),
+            try number("SELECT coalesce(max(hi), 0) " + union, parameters)
         )
     }
 
@@ -400,7 +433,7 @@ public struct MirrorServer {
     public func listen() throws { try connection.execute("LISTEN \(try notifyChannel())") }
 
     /// Runs `body` in one server transaction (rolled back when it throws).
-    private func transaction<T>(_ body: () throws -> T) throws -> T {
+    func transaction<T>(_ body: () throws -> T) throws -> T {
         try connection.execute("BEGIN")
         do {
             let result = try body()

@@ -55,22 +55,53 @@ public struct MirrorSpaces {
             try MirrorServer.createTables(connection, schema)
             try connection.execute("CREATE TABLE \(schema).upload_lock(id int PRIMARY KEY, taken bigint)")
             try connection.execute("INSERT INTO \(schema).upload_lock VALUES (1, 0)")
-            try connection.execute(
-                """
-                CREATE FUNCTION \(schema).next_in_order() RETURNS trigger LANGUAGE plpgsql AS $$
-                BEGIN
-                    IF NEW.sequence IS DISTINCT FROM
-                        (SELECT coalesce(max(sequence), 0) + 1 FROM \(schema).transactions) THEN
-                        RAISE EXCEPTION 'sequence % is not the next in the log of this space', NEW.sequence
-                            USING ERRCODE = '23514';
-                    END IF;
-                    RETURN NEW;
-                END $$
-                """)
+            try connection.execute(Self.orderFunction(schema))
             try connection.execute(
                 "CREATE TRIGGER next_in_order BEFORE INSERT ON \(schema).transactions "
                     + "FOR EACH ROW EXECUTE FUNCTION \(schema).next_in_order()")
         }
+    }
+
+    /// The function of the trigger that keeps a space's log in order: a row must take the next
+    /// sequence after the largest the log gave (its largest row, or where it was pruned through).
+    static func orderFunction(_ schema: String) -> String {
+        """
+        CREATE OR REPLACE FUNCTION \(schema).next_in_order() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF EXISTS (SELECT 1 FROM \(schema).meta WHERE key = 'moved_to') THEN
+                RAISE EXCEPTION 'this space was moved to another server' USING ERRCODE = '\(MirrorServer.movedState)';
+            END IF;
+            IF NEW.sequence IS DISTINCT FROM (\(MirrorServer.maxSequenceSQL(schema))) + 1 THEN
+                RAISE EXCEPTION 'sequence % is not the next in the log of this space', NEW.sequence
+                    USING ERRCODE = '23514';
+            END IF;
+            RETURN NEW;
+        END $$
+        """
+    }
+
+    /// Brings space `name`, made by an older build, to this build's layout: the tables of
+    /// retention (snapshots, cursors), the order trigger that knows where the log was pruned, and
+    /// its members' privileges on them. Doing it again changes nothing.
+    ///
+    /// - Throws: ``PostgresError`` when there is no such space.
+    public func upgrade(_ name: String) throws {
+        let schema = try MirrorServer.schema(forSpace: name)
+        guard try exists(name) else { throw noSpace(name) }
+        try transaction {
+            try MirrorServer.createRetentionTables(connection, schema)
+            try connection.execute(Self.orderFunction(schema))
+        }
+        for role in try list().first(where: { $0.name == name })?.roles ?? [] {
+            try changeMembership(name, role, grant: true)
+        }
+    }
+
+    /// Prunes space `name` (nil: the log outside any space) as ``MirrorServer/prune(goneAfter:)``
+    /// says, after bringing a space to this build's layout.
+    public func prune(_ name: String?, goneAfter: TimeInterval) throws -> MirrorPruneResult {
+        if let name { try upgrade(name) }
+        return try MirrorServer(connection: connection, space: name).prune(goneAfter: goneAfter)
     }
 
     /// Deletes space `name`: its log and every row in it (the grants go with it). Waits at most
@@ -122,6 +153,15 @@ public struct MirrorSpaces {
         }
     }
 
+    /// Whether the log outside any space exists on this server (its first mirror made it) and this
+    /// role may delete from it (it owns it, or is a superuser): what ``prune(_:goneAfter:)`` needs.
+    public func defaultLogPrunable() throws -> Bool {
+        let table = MirrorServer.quoted(MirrorServer.defaultSchema + ".transactions")
+        return try connection.execute(
+            "SELECT CASE WHEN to_regclass(\(table)) IS NULL THEN false ELSE has_table_privilege(\(table), 'DELETE') END"
+        ).first?[0] == "t"
+    }
+
     /// Whether space `name` exists.
     public func exists(_ name: String) throws -> Bool {
         let schema = try MirrorServer.schema(forSpace: name)
@@ -164,19 +204,10 @@ public struct MirrorSpaces {
                     }
                         ?? ""))
         }
-        // The server quotes the names (%I): any name a role may have is safe here.
-        let statements =
-            grant
-            ? [
-                "GRANT USAGE ON SCHEMA %I TO %I", "GRANT SELECT, INSERT ON %I.transactions TO %I",
-                "GRANT SELECT ON %I.meta TO %I", "GRANT SELECT, UPDATE ON %I.upload_lock TO %I",
-            ]
-            : [
-                "REVOKE ALL ON %I.transactions FROM %I", "REVOKE ALL ON %I.meta FROM %I",
-                "REVOKE ALL ON %I.upload_lock FROM %I", "REVOKE ALL ON SCHEMA %I FROM %I",
-            ]
         try transaction {
-            for verb in statements {
+            // A space of an older build gains the tables these name first (``upgrade(_:)``).
+            try MirrorServer.createRetentionTables(connection, schema)
+            for verb in Self.membershipStatements(grant: grant) {
                 guard
                     let statement = try connection.execute(
                         "SELECT format($1, $2::text, $3::text)", [verb, schema, role]
@@ -188,7 +219,25 @@ public struct MirrorSpaces {
         }
     }
 
-    private func noSpace(_ name: String) -> PostgresError {
+    /// The statements that grant (or revoke) a role a space: `format` patterns of the schema and
+    /// the role (the server quotes the names, %I: any name a role may have is safe here).
+    static func membershipStatements(grant: Bool) -> [String] {
+        grant
+            ? [
+                "GRANT USAGE ON SCHEMA %I TO %I", "GRANT SELECT, INSERT ON %I.transactions TO %I",
+                "GRANT SELECT ON %I.meta TO %I", "GRANT SELECT, UPDATE ON %I.upload_lock TO %I",
+                "GRANT SELECT, INSERT ON %I.snapshots TO %I", "GRANT SELECT, INSERT ON %I.snapshot_chunks TO %I",
+                "GRANT SELECT, INSERT, UPDATE ON %I.cursors TO %I", "GRANT SELECT ON %I.pruned_origins TO %I",
+            ]
+            : [
+                "REVOKE ALL ON %I.transactions FROM %I", "REVOKE ALL ON %I.meta FROM %I",
+                "REVOKE ALL ON %I.upload_lock FROM %I", "REVOKE ALL ON %I.snapshots FROM %I",
+                "REVOKE ALL ON %I.snapshot_chunks FROM %I", "REVOKE ALL ON %I.cursors FROM %I",
+                "REVOKE ALL ON %I.pruned_origins FROM %I", "REVOKE ALL ON SCHEMA %I FROM %I",
+            ]
+    }
+
+    func noSpace(_ name: String) -> PostgresError {
         PostgresError(sqlState: "3F000", message: "there is no space '\(name)' on this server")
     }
 

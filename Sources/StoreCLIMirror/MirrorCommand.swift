@@ -75,33 +75,77 @@ enum MirrorCommand {
             "space", "NAME",
             "the space to mirror into (one person's or one team's data; an administrator makes it and grants "
                 + "this role the use of it with 'storectl mirror-admin'); default: the server's log outside any space"),
+        .value(
+            "directory", "URL",
+            "with --space: the server holding the space directory (a libpq URL or key=value string without a "
+                + "password); the mirror connects to the server it names for the space, and follows a move"),
+        .flag(
+            "rejoin",
+            "with --once: when the server pruned its log past this store and cannot tell what it changed since its "
+                + "last upload, take the server's state, dropping those changes"),
+        .value(
+            "snapshot-every", "ROWS",
+            "make a snapshot of the server's state when the log grew by this many rows (and as many as the last "
+                + "snapshot has objects) since the last one; 0: never; default 10000"),
     ]
 
     static func run(_ inv: Invocation) throws {
-        let conninfo = try connectionString(inv)
         let modes = ["once", "follow", "verify"].filter { inv.arguments.has($0) }
         if modes.count > 1 {
             throw UsageError(modes.map { "--" + $0 }.joined(separator: " and ") + " exclude each other")
         }
-        if inv.arguments.has("retry-quarantined") && !modes.isEmpty && modes != ["once"] {
-            throw UsageError("--retry-quarantined goes with --once only")
+        for flag in ["retry-quarantined", "rejoin"] where inv.arguments.has(flag) && !modes.isEmpty && modes != ["once"]
+        {
+            throw UsageError("--\(flag) goes with --once only")
         }
+        let snapshotEvery = try inv.arguments.integer("snapshot-every", in: 0...Int(Int32.max)).map { Int64($0) }
+        let server = try serverResolver(inv)
         guard inv.arguments.has("follow") else {
-            let mirror = try Mirror(
-                container: inv.container(), registry: inv.registry(), connection: try PostgresConnection(conninfo),
-                space: inv.arguments.value("space"),
-                readConnection: try readConnectionString(inv).map { try PostgresConnection($0) })
-            if inv.arguments.has("verify") { return try verify(inv, mirror) }
-            if inv.arguments.has("retry-quarantined") { _ = try mirror.retryQuarantined() }
-            let progress = Progress("uploading every object")
-            mirror.fullUploadProgress = { progress.update($0, of: $1) }
-            defer { progress.finish() }
-            let round = try mirror.round()
-            inv.output.record(round.json)
-            try failIfQuarantined(round)
+            // A space moved meanwhile is looked up again (twice at most).
+            for attempt in 1...3 {
+                do {
+                    return try once(inv, conninfo: try server(), snapshotEvery: snapshotEvery)
+                } catch let error as MirrorError
+                    where error.code == .spaceMoved && attempt < 3 && inv.arguments.has("directory")
+                {
+                    continue
+                }
+            }
             return
         }
-        try follow(inv, conninfo: conninfo, seconds: try inv.arguments.seconds("for", in: 0...31_536_000))
+        try follow(
+            inv, server: server, seconds: try inv.arguments.seconds("for", in: 0...31_536_000),
+            snapshotEvery: snapshotEvery)
+    }
+
+    /// Where the mirror connects, asked at each connection: `--postgres` (or libpq's environment),
+    /// or with `--directory`, the server the space directory names for `--space`.
+    static func serverResolver(_ inv: Invocation) throws -> () throws -> String {
+        let conninfo = try connectionString(inv)
+        guard let directory = try connectionString(inv, option: "directory") else { return { conninfo } }
+        guard let space = inv.arguments.value("space") else { throw UsageError("--directory needs --space NAME") }
+        for option in ["postgres", "read-from"] where inv.arguments.value(option) != nil {
+            throw UsageError("--directory and --\(option) exclude each other (the directory names the server)")
+        }
+        return { try MirrorDirectory(connection: try PostgresConnection(directory)).server(of: space) }
+    }
+
+    /// `--once` or `--verify`: one round (or the comparison) through `conninfo`.
+    static func once(_ inv: Invocation, conninfo: String, snapshotEvery: Int64?) throws {
+        let mirror = try Mirror(
+            container: inv.container(), registry: inv.registry(), connection: try PostgresConnection(conninfo),
+            space: inv.arguments.value("space"),
+            readConnection: try readConnectionString(inv).map { try PostgresConnection($0) })
+        if inv.arguments.has("verify") { return try verify(inv, mirror) }
+        if inv.arguments.has("retry-quarantined") { _ = try mirror.retryQuarantined() }
+        mirror.rejoinDiscardingUnpushed = inv.arguments.has("rejoin")
+        if let snapshotEvery { mirror.snapshotEvery = snapshotEvery }
+        let progress = Progress("uploading every object")
+        mirror.fullUploadProgress = { progress.update($0, of: $1) }
+        defer { progress.finish() }
+        let round = try mirror.round()
+        inv.output.record(round.json)
+        try failIfQuarantined(round)
     }
 
     /// A round that leaves rows in quarantine fails (exit 1), naming how many; so does one whose
@@ -146,7 +190,7 @@ enum MirrorCommand {
         try connectionString(inv, option: "read-from")
     }
 
-    private static func connectionString(_ inv: Invocation, option: String) throws -> String? {
+    static func connectionString(_ inv: Invocation, option: String) throws -> String? {
         guard let text = inv.arguments.value(option) else { return nil }
         let options: [String: String]
         do {
@@ -168,7 +212,9 @@ enum MirrorCommand {
     /// How long a follower asked to stop may go on finishing its round.
     static let stopGrace: TimeInterval = 10
 
-    static func follow(_ inv: Invocation, conninfo: String, seconds: TimeInterval?) throws {
+    static func follow(
+        _ inv: Invocation, server: @escaping () throws -> String, seconds: TimeInterval?, snapshotEvery: Int64?
+    ) throws {
         // SIGINT and SIGTERM end the loop from here on (exit 0), however early they come.
         let stop = StopFlag()
         let wake = try WakePipe()
@@ -197,9 +243,10 @@ enum MirrorCommand {
         // burst of saves is one wake-up (a thread per change cost the processor per save).
         let watch = try ChangeSignalWatch(path: ChangeSignal.path(of: container))
         var loop = FollowLoop(
-            container: container, registry: registry, conninfo: conninfo, space: inv.arguments.value("space"),
+            container: container, registry: registry, server: server, space: inv.arguments.value("space"),
             output: inv.output)
         loop.readConninfo = try readConnectionString(inv)
+        loop.snapshotEvery = snapshotEvery
         loop.isCancelled = { stop.isSet }
         while !stop.isSet {
             let remaining = deadline.map { $0 - Monotonic.seconds() } ?? 3600
@@ -229,10 +276,13 @@ enum MirrorCommand {
 private struct FollowLoop {
     let container: Container
     let registry: TokenRegistry
-    let conninfo: String
+    /// Where to connect, asked at each connection (the space directory may have moved the space).
+    let server: () throws -> String
     let space: String?
     /// Where pulls read (`--read-from`; nil: where uploads go).
     var readConninfo: String?
+    /// `--snapshot-every` (nil: the mirror's default).
+    var snapshotEvery: Int64?
     /// Rounds in a row that looked again soon for a lagging standby.
     var standbyLooks = 0
     let output: Output
@@ -250,10 +300,13 @@ private struct FollowLoop {
     /// Whether the loop was asked to stop (a round ends between batches then).
     var isCancelled: @Sendable () -> Bool = { false }
 
-    init(container: Container, registry: TokenRegistry, conninfo: String, space: String?, output: Output) {
+    init(
+        container: Container, registry: TokenRegistry, server: @escaping () throws -> String, space: String?,
+        output: Output
+    ) {
         self.container = container
         self.registry = registry
-        self.conninfo = conninfo
+        self.server = server
         self.space = space
         self.output = output
     }
@@ -263,10 +316,11 @@ private struct FollowLoop {
         do {
             if mirror == nil {
                 let m = try Mirror(
-                    container: container, registry: registry, connection: try PostgresConnection(conninfo),
+                    container: container, registry: registry, connection: try PostgresConnection(try server()),
                     space: space, readConnection: try readConninfo.map { try PostgresConnection($0) })
                 try m.listen()
                 m.isCancelled = isCancelled
+                if let snapshotEvery { m.snapshotEvery = snapshotEvery }
                 mirror = m
             }
             guard let mirror else { return backoff }
@@ -306,7 +360,10 @@ private struct FollowLoop {
             lastError = text
             keepAlive()
             let wait = backoff
-            backoff = min(backoff * 2, 5)
+            // A space moved is looked up again soon: the directory names its new server at once,
+            // or within the move's last step.
+            let moved = (error as? MirrorError)?.code == .spaceMoved
+            backoff = moved ? 0.1 : min(backoff * 2, 5)
             return wait
         }
     }
@@ -316,7 +373,7 @@ private struct FollowLoop {
     /// denied its space is retried: an administrator may grant it again.)
     static func isFatal(_ error: any Error) -> Bool {
         if case .newerModel? = MirrorError.reason(of: error) { return true }
-        if let e = error as? MirrorError, e.code == .otherLog { return true }
+        if let e = error as? MirrorError, e.code == .otherLog || e.code == .behindHorizon { return true }
         if let e = error as? StoreError { return e.code == .modelOutdated || e.code == .modelNewer }
         return false
     }
@@ -330,6 +387,7 @@ private struct FollowLoop {
         case .newerModel?, .badRow?, nil: break
         }
         if let e = error as? StoreError, e.code == .busy { return "the store is busy" }
+        if let e = error as? MirrorError, e.code == .spaceMoved { return "the space moved" }
         return "the round failed"
     }
 

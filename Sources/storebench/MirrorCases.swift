@@ -244,3 +244,131 @@ private func saveFollowedCase(_ s: Settings, name: String, follower: (String) th
     }
     return report
 }
+
+/// A machine joining a log of `n` live objects (1,000,000 in a full run) as users run it,
+/// `storectl mirror --once` in a process of its own: it starts from the snapshot another mirror
+/// made, and its time and peak memory are what joining costs (the goal: at most 128 MiB). The
+/// snapshot is made first by the mirror of the machine that wrote them (its own figures too).
+func mirrorBootstrapCase(_ s: Settings) throws -> Report {
+    let n = s.pick(1_000_000, 100_000, 1000)
+    let dir = scratch()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let db = try BenchDatabase()
+    let a = try openStore(group: dir + "/a", model: ReadLater.model)
+    let context = a.newContext(name: "bench", author: "Writer")
+    var i = 0
+    while i < n {
+        for _ in 0..<min(500, n - i) {
+            try context.insert("Article", article(i))
+            i += 1
+        }
+        try context.save()
+    }
+    let ma = try Mirror(
+        container: a, registry: try TokenRegistry(group: dir + "/a"), connection: try PostgresConnection(db.conninfo))
+    ma.snapshotEvery = 1
+    var t0 = now()
+    while try ma.push() > 0 {}
+    let pushSeconds = now() - t0
+    t0 = now()
+    guard try ma.round().snapshotMade else { throw BenchError("the writer's mirror made no snapshot") }
+    let snapshotSeconds = now() - t0
+    // The joining machine's group directory, made as the targets make it, then left to the process.
+    _ = try openStore(group: dir + "/b", model: ReadLater.model)
+    let join = try measureProcess(
+        binDirectory() + "/storectl", ["mirror", "--once", "--group", dir + "/b", "--json"],
+        env: ["PGDATABASE": db.name])
+    let joined = try openStore(group: dir + "/b", model: ReadLater.model).newContext().count(FetchRequest("Article"))
+    guard joined == n else { throw BenchError("the joining machine holds \(joined) of \(n) articles") }
+    return .object([
+        ("case", .string("mirror-bootstrap-1m")), ("objects", .number(Double(n))),
+        ("seconds", .number(round3(join.seconds))), ("objects_per_s", .number((Double(n) / join.seconds).rounded())),
+        ("peak_rss_mib", .number(round3(join.peakMiB))), ("goal_peak_rss_mib", .number(128)),
+        ("writer_push_seconds", .number(round3(pushSeconds))),
+        ("snapshot_seconds", .number(round3(snapshotSeconds))),
+        ("note", .string("storectl mirror --once on an empty store: the snapshot's objects, then the log after it")),
+    ])
+}
+
+/// Uploads per second the whole server takes across `spaces` spaces (1,000 in a full run): four
+/// connections, as one login role granted every space, each uploading in turn to its quarter of
+/// the spaces, one transaction per upload; against the same number of uploads into one space from
+/// the same four connections, in the same run (they wait for its one upload lock).
+func mirrorSpacesServerCase(_ s: Settings) throws -> Report {
+    let count = s.pick(1000, 200, 8)
+    let perSpace = s.pick(20, 10, 2)
+    let tag = UUID().uuidString.prefix(8).lowercased()
+    let role = "bench_machine_\(tag)"
+    let db = try BenchDatabase()
+    defer {
+        _ = try? PostgresConnection().dropDatabase(db.name)
+        _ = try? PostgresConnection().dropRole(role)
+    }
+    try PostgresConnection(db.conninfo).createLoginRole(role)
+    let spaces = MirrorSpaces(connection: try PostgresConnection(db.conninfo))
+    let names = (0..<count).map { "bench_\(tag)_\($0)" }
+    let t0 = now()
+    for name in names {
+        try spaces.create(name)
+        try spaces.grant(name, to: role)
+    }
+    let setup = now() - t0
+    let total = count * perSpace
+    let conninfo = db.conninfo + " user=\(role)"
+    let many = try uploadRate(conninfo, names, rounds: perSpace)
+    let one = try uploadRate(conninfo, [names[0]], rounds: total)
+    return .object([
+        ("case", .string("mirror-spaces-server")), ("spaces", .number(Double(count))),
+        ("uploads", .number(Double(total))), ("uploads_per_s", .number(many.rounded())),
+        ("one_space_uploads_per_s", .number(one.rounded())), ("ratio", .number(round3(many / max(one, 1)))),
+        ("setup_seconds", .number(round3(setup))),
+        (
+            "note",
+            .string("4 connections, one upload (one article) per server transaction; spaces made and granted first")
+        ),
+    ])
+}
+
+/// Uploads per second from four connections, each taking its share of `spaces` in turn for
+/// `rounds` rounds (one space: every connection uploads to it).
+private func uploadRate(_ conninfo: String, _ spaces: [String], rounds: Int) throws -> Double {
+    let workers = 4
+    let failures = FailureBox()
+    // A one-article payload of the shape a mirror uploads.
+    let payload =
+        #"{"v":1,"model":3,"at":"1764460828.502","changes":[{"k":"u","e":"Article","g":"0193a0b1-0000-7000-8000-"#
+        + #"000000000001","a":{"title":["s","An article"],"url":["s","https://example.com/1"],"#
+        + #""createdAt":["t","1764460828.5"],"isRead":["b",false]},"r":{},"p":"1"}]}"#
+    let t0 = now()
+    DispatchQueue.concurrentPerform(iterations: workers) { w in
+        do {
+            let connection = try PostgresConnection(conninfo)
+            let mine =
+                spaces.count == 1 ? spaces : spaces.enumerated().filter { $0.offset % workers == w }.map(\.element)
+            let servers = try mine.map { try MirrorServer(connection: connection, space: $0) }
+            let origin = UUID()
+            var token: Int64 = 0
+            let turns = spaces.count == 1 ? rounds / workers : rounds
+            for _ in 0..<turns {
+                for server in servers {
+                    token += 1
+                    try server.upload(origin: origin, token: token, author: "Bench", payload: payload)
+                }
+            }
+        } catch {
+            failures.note("\(error)")
+        }
+    }
+    let elapsed = now() - t0
+    if let failure = failures.first { throw BenchError("an upload failed: \(failure)") }
+    let uploads = spaces.count == 1 ? rounds / workers * workers : rounds * spaces.count
+    return Double(uploads) / elapsed
+}
+
+/// The first failure of several threads.
+final class FailureBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var failure: String?
+    func note(_ text: String) { lock.withLock { if failure == nil { failure = text } } }
+    var first: String? { lock.withLock { failure } }
+}

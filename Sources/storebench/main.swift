@@ -163,13 +163,21 @@ let benchProgress = BenchProgress()
     }
     if want("share-batch-1m-categories") { show(try shareBatchCategoriesCase(settings)) }
     if want("migrate-add-attribute-1m") { show(try migrateCase(settings)) }
-    if want("mirror") || want("save-history-mirrored") {
+    // Any mirror case asked for (by its name, or by a prefix of it) needs the server.
+    let serverCases = [
+        "mirror-latency", "mirror-throughput", "mirror-space-throughput", "mirror-bootstrap-1m", "mirror-spaces-server",
+        "save-history-mirrored",
+    ]
+    let mirrorCases = only?.contains { asked in serverCases.contains { $0.hasPrefix(asked) } }
+    if mirrorCases ?? true {
         if let reason = mirrorSkipReason() {
             show(.object([("case", .string("mirror")), ("skipped", .string(reason))]))
         } else {
             if want("mirror-latency") { show(try mirrorLatencyCase(settings)) }
             if want("mirror-throughput") { show(try mirrorThroughputCase(settings)) }
             if want("mirror-space-throughput") { show(try mirrorSpaceThroughputCase(settings)) }
+            if want("mirror-bootstrap-1m") { show(try mirrorBootstrapCase(settings)) }
+            if want("mirror-spaces-server") { show(try mirrorSpacesServerCase(settings)) }
             if want("save-history-mirrored") { for r in try saveFollowedCases(settings) { show(r) } }
         }
     }

@@ -1,0 +1,246 @@
+import Foundation
+import SharedStoreSupport
+
+/// A snapshot of a log (issue 25): the state of every object the log named through sequence
+/// `through`, in `chunks` payloads of the log's own format, made by a mirror that replayed the
+/// log. A machine that joins, or one whose cursor the log was pruned past, starts from it and
+/// pulls the log after `through`.
+public struct MirrorSnapshot: Sendable, Hashable {
+    /// The last sequence it holds the effect of.
+    public let through: Int64
+    /// How many payloads it is, and how many objects (deleted ones aside) they hold.
+    public let chunks: Int
+    public let objects: Int64
+}
+
+/// What one prune of a log did (``MirrorServer/prune(goneAfter:)``).
+public struct MirrorPruneResult: Sendable, Hashable {
+    /// The sequence the log is pruned through now (rows at or below it are gone; the snapshot at
+    /// it holds their effect), and how many rows this prune deleted.
+    public var prunedThrough: Int64 = 0
+    public var deleted: Int64 = 0
+    /// Mirrors seen within the age that holds the horizon back, and those counted gone.
+    public var live = 0
+    public var gone = 0
+    /// The lowest pull cursor of a live mirror (nil: none is live).
+    public var lowestLiveCursor: Int64?
+    /// The newest snapshot (nil: none was made yet; nothing can be pruned without one).
+    public var newestSnapshot: Int64?
+}
+
+/// Retention: the log is pruned below a horizon, with a snapshot in its place.
+///
+/// - Every mirror reports its pull cursor (``reportCursor(origin:cursor:)``, table `cursors`).
+/// - Mirrors make snapshots (``storeSnapshot(through:chunks:objects:origin:)``) as the log grows:
+///   a snapshot is written whole in one transaction beside the log, and writers go on.
+/// - ``prune(goneAfter:)`` (the log's owner, an administrator) deletes the rows at or below the
+///   newest snapshot that no live mirror still has to pull: the horizon is the lowest cursor of
+///   the mirrors seen within `goneAfter`. A mirror not seen for longer counts as gone, and starts
+///   again from the snapshot when it returns.
+/// - What each origin had uploaded below the horizon stays known (`pruned_origins`: its lowest
+///   and highest key), so an upload repeated after a crash is never taken for a new one.
+extension MirrorServer {
+    /// The tables of retention, when missing: snapshots, their payloads, the mirrors' cursors,
+    /// and the key range of each origin's pruned rows.
+    static func createRetentionTables(_ connection: PostgresConnection, _ schema: String) throws {
+        try connection.execute(
+            """
+            CREATE TABLE IF NOT EXISTS \(schema).snapshots(
+                through bigint PRIMARY KEY, chunks int NOT NULL, objects bigint NOT NULL,
+                made_by uuid, made_at timestamptz NOT NULL DEFAULT now())
+            """)
+        try connection.execute(
+            """
+            CREATE TABLE IF NOT EXISTS \(schema).snapshot_chunks(
+                through bigint NOT NULL, chunk int NOT NULL, payload text NOT NULL, PRIMARY KEY (through, chunk))
+            """)
+        try connection.execute(
+            """
+            CREATE TABLE IF NOT EXISTS \(schema).cursors(
+                origin uuid PRIMARY KEY, cursor bigint NOT NULL, seen_at timestamptz NOT NULL DEFAULT now())
+            """)
+        try connection.execute(
+            """
+            CREATE TABLE IF NOT EXISTS \(schema).pruned_origins(
+                origin uuid PRIMARY KEY, min_token bigint NOT NULL, max_token bigint NOT NULL)
+            """)
+        try connection.execute(
+            "INSERT INTO \(schema).meta(key, value) VALUES ('pruned_through', '0') ON CONFLICT (key) DO NOTHING")
+    }
+
+    /// The SQL of the largest sequence the log has given: its largest row, or the sequence it was
+    /// pruned through when that is larger (every row may be pruned).
+    static func maxSequenceSQL(_ schema: String) -> String {
+        """
+        SELECT greatest(coalesce((SELECT max(sequence) FROM \(schema).transactions), 0),
+            coalesce((SELECT value::bigint FROM \(schema).meta WHERE key = 'pruned_through'), 0))
+        """
+    }
+
+    /// The sequence the log was pruned through (0: never).
+    public func prunedThrough() throws -> Int64 {
+        guard
+            let text = try connection.execute("SELECT value FROM \(schema).meta WHERE key = 'pruned_through'")
+                .first?[0]
+        else { return 0 }
+        guard let value = Int64(text), value >= 0 else {
+            throw PostgresError(sqlState: nil, message: "\(schema).meta has an unreadable pruned_through '\(text)'")
+        }
+        return value
+    }
+
+    /// The newest snapshot through `atMost` or before (nil: none).
+    public func newestSnapshot(atMost: Int64 = .max) throws -> MirrorSnapshot? {
+        let rows = try connection.execute(
+            """
+            SELECT through, chunks, objects FROM \(schema).snapshots
+            WHERE through <= $1 ORDER BY through DESC LIMIT 1
+            """, [String(atMost)])
+        guard let row = rows.first else { return nil }
+        guard row.count == 3, let through = row[0].flatMap({ Int64($0) }), let chunks = row[1].flatMap({ Int($0) }),
+            let objects = row[2].flatMap({ Int64($0) }), through > 0, chunks >= 0
+        else { throw PostgresError(sqlState: nil, message: "\(schema).snapshots holds an unreadable row") }
+        return MirrorSnapshot(through: through, chunks: chunks, objects: objects)
+    }
+
+    /// Stores a snapshot through `through`, whole, in one transaction (a reader sees all of it or
+    /// none). Returns false, storing nothing, when one through that sequence exists already
+    /// (another mirror made it).
+    @discardableResult
+    public func storeSnapshot(through: Int64, chunks: [String], objects: Int64, origin: UUID) throws -> Bool {
+        try transaction {
+            let made = try connection.execute(
+                """
+                INSERT INTO \(schema).snapshots(through, chunks, objects, made_by) VALUES ($1, $2, $3, $4)
+                ON CONFLICT (through) DO NOTHING RETURNING through
+                """, [String(through), String(chunks.count), String(objects), origin.uuidString.lowercased()])
+            guard !made.isEmpty else { return false }
+            for start in stride(from: 0, to: chunks.count, by: 50) {
+                let part = chunks[start..<min(start + 50, chunks.count)]
+                var values: [String] = []
+                var parameters: [String?] = [String(through)]
+                for (i, payload) in part.enumerated() {
+                    values.append("($1, $\(parameters.count + 1), $\(parameters.count + 2))")
+                    parameters += [String(start + i), payload]
+                }
+                try connection.execute(
+                    "INSERT INTO \(schema).snapshot_chunks(through, chunk, payload) VALUES "
+                        + values.joined(separator: ", "), parameters)
+            }
+            return true
+        }
+    }
+
+    /// Runs `body` in one repeatable-read, read-only transaction: every statement in it sees the
+    /// log as it was at the first (a prune meanwhile deletes nothing it reads).
+    public func consistentRead<T>(_ body: () throws -> T) throws -> T {
+        try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        do {
+            let result = try body()
+            try connection.execute("COMMIT")
+            return result
+        } catch {
+            _ = try? connection.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Reads the payloads of `snapshot`, `batch` at a time in order (inside
+    /// ``consistentRead(_:)``, so that a prune cannot delete it meanwhile).
+    ///
+    /// - Throws: ``PostgresError`` when payloads are missing (a row deleted by hand), or what
+    ///   `body` throws (the read stops there).
+    public func readSnapshot(_ snapshot: MirrorSnapshot, batch: Int = 20, _ body: ([String]) throws -> Void) throws {
+        var next = 0
+        while next < snapshot.chunks {
+            let rows = try connection.execute(
+                """
+                SELECT chunk, payload FROM \(schema).snapshot_chunks
+                WHERE through = $1 AND chunk >= $2 ORDER BY chunk LIMIT $3
+                """, [String(snapshot.through), String(next), String(max(batch, 1))])
+            var payloads: [String] = []
+            for row in rows {
+                guard row.count == 2, row[0] == String(next), let payload = row[1] else { break }
+                payloads.append(payload)
+                next += 1
+            }
+            guard !payloads.isEmpty else {
+                throw PostgresError(
+                    sqlState: nil,
+                    message: "the snapshot through sequence \(snapshot.through) lacks its part \(next) of "
+                        + "\(snapshot.chunks): it was damaged on the server; the next one made replaces it")
+            }
+            try body(payloads)
+        }
+    }
+
+    /// Records that the mirror of `origin` has pulled through `cursor`, now: the horizon does not
+    /// pass it while it is seen.
+    public func reportCursor(origin: UUID, cursor: Int64) throws {
+        try connection.execute(
+            """
+            INSERT INTO \(schema).cursors(origin, cursor) VALUES ($1, $2)
+            ON CONFLICT (origin) DO UPDATE SET cursor = EXCLUDED.cursor, seen_at = now()
+            """, [origin.uuidString.lowercased(), String(cursor)])
+    }
+
+    /// The highest key of `origin`'s pruned rows (0: none): an upload with a positive key at or
+    /// below it was on the server before, and is not new.
+    func prunedMaxToken(of origin: String) throws -> Int64 {
+        try connection.execute("SELECT max_token FROM \(schema).pruned_origins WHERE origin = $1", [origin])
+            .first?[0].flatMap { Int64($0) } ?? 0
+    }
+
+    /// Deletes the rows at or below the newest snapshot that every live mirror has pulled: the
+    /// horizon is the lowest cursor of the mirrors seen within `goneAfter` seconds (none: the
+    /// whole log is behind it). Older snapshots go too. Run by the log's owner (an administrator
+    /// for a space); uploads wait for it only while it deletes.
+    ///
+    /// - Throws: ``PostgresError`` when the role may not delete from the log.
+    public func prune(goneAfter: TimeInterval) throws -> MirrorPruneResult {
+        guard goneAfter.isFinite, goneAfter >= 0 else {
+            throw PostgresError(
+                sqlState: "22023", message: "the age after which a mirror counts as gone must be 0 or more")
+        }
+        return try transaction {
+            try lockUploads()
+            var result = MirrorPruneResult()
+            let seen = try connection.execute(
+                """
+                SELECT count(*) FILTER (WHERE seen_at > now() - make_interval(secs => $1::float8)),
+                    count(*) FILTER (WHERE seen_at <= now() - make_interval(secs => $1::float8)),
+                    min(cursor) FILTER (WHERE seen_at > now() - make_interval(secs => $1::float8))
+                FROM \(schema).cursors
+                """, [String(goneAfter)])
+            result.live = seen.first?[0].flatMap { Int($0) } ?? 0
+            result.gone = seen.first?[1].flatMap { Int($0) } ?? 0
+            result.lowestLiveCursor = seen.first?[2].flatMap { Int64($0) }
+            let pruned = try prunedThrough()
+            result.prunedThrough = pruned
+            let limit = try result.lowestLiveCursor ?? maxSequence()
+            let target = try connection.execute(
+                "SELECT max(through) FROM \(schema).snapshots WHERE through <= $1", [String(limit)]
+            ).first?[0].flatMap { Int64($0) }
+            result.newestSnapshot = try newestSnapshot()?.through
+            guard let target, target > pruned else { return result }
+            try connection.execute(
+                """
+                INSERT INTO \(schema).pruned_origins(origin, min_token, max_token)
+                SELECT origin, min(token), max(token) FROM \(schema).transactions WHERE sequence <= $1 GROUP BY origin
+                ON CONFLICT (origin) DO UPDATE SET min_token = least(pruned_origins.min_token, EXCLUDED.min_token),
+                    max_token = greatest(pruned_origins.max_token, EXCLUDED.max_token)
+                """, [String(target)])
+            result.deleted =
+                try connection.execute(
+                    "WITH gone AS (DELETE FROM \(schema).transactions WHERE sequence <= $1 RETURNING 1) "
+                        + "SELECT count(*) FROM gone", [String(target)]
+                ).first?[0].flatMap { Int64($0) } ?? 0
+            try connection.execute("DELETE FROM \(schema).snapshot_chunks WHERE through < $1", [String(target)])
+            try connection.execute("DELETE FROM \(schema).snapshots WHERE through < $1", [String(target)])
+            try connection.execute(
+                "UPDATE \(schema).meta SET value = $1 WHERE key = 'pruned_through'", [String(target)])
+            result.prunedThrough = target
+            return result
+        }
+    }
+}
