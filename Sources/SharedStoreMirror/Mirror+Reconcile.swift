@@ -14,36 +14,15 @@ extension Mirror {
     func replayLog(
         through: Int64, then own: [MirrorTransaction], cancellable: Bool = false, from source: MirrorServer? = nil
     ) throws -> (shadow: Container, known: Set<UUID>) {
-        var options = Container.Options()
-        options.inMemory = true
-        // Only the objects' states count: no history is kept of the replay (it would grow with
-        // the log, in memory).
-        options.historyTracking = false
-        let shadow = try Container(group: "", model: container.model, options: options)
-        try shadow.prepareMirroring()
+        let shadow = try newShadow()
         var known = Set<UUID>()
-        func note(_ changes: [MirrorChange]) {
-            for change in changes {
-                known.insert(change.globalID)
-                if case .merge(_, _, let winner) = change { known.insert(winner) }
-            }
-        }
         let source = source ?? server
         // The newest snapshot through `through`, then the log after it, read as one state of the
         // server (a prune meanwhile would delete rows after the snapshot read).
         try source.consistentRead {
             var after: Int64 = 0
             if let snapshot = try source.newestSnapshot(atMost: min(through, source.maxSequence())) {
-                try source.readSnapshot(snapshot) { payloads in
-                    if cancellable && isCancelled() { throw ReplayCancelled() }
-                    for payload in payloads {
-                        guard let (model, changes) = try? decode(snapshotPart: payload, snapshot) else { continue }
-                        _ = try? shadow.mirrorImport(
-                            sequence: snapshot.through, changes: changes, uploaded: [:], unpushedAfter: Int64.max,
-                            modelVersion: model, again: true, author: Self.author, contextName: Self.contextName)
-                        note(changes)
-                    }
-                }
+                known = try replay(snapshot, from: source, into: shadow, cancellable: cancellable)
                 after = snapshot.through
             } else if case let pruned = try source.prunedThrough(), pruned > 0 {
                 throw Self.behindHorizon(
@@ -52,13 +31,53 @@ extension Mirror {
             while after < through {
                 if cancellable && isCancelled() { throw ReplayCancelled() }
                 let rows = try source.log(after: after, through: through, limit: 1000)
-                for t in rows { note(replay(t, into: shadow)) }
+                for t in rows { known.formUnion(Self.named(replay(t, into: shadow))) }
                 guard rows.count == 1000, let last = rows.last else { break }
                 after = last.sequence
             }
         }
-        for t in own { note(replay(t, into: shadow)) }
+        for t in own { known.formUnion(Self.named(replay(t, into: shadow))) }
         return (shadow, known)
+    }
+
+    /// An empty store in memory with this store's model, keeping no history (the replay's objects
+    /// alone count; history would grow with the log, in memory).
+    func newShadow() throws -> Container {
+        var options = Container.Options()
+        options.inMemory = true
+        options.historyTracking = false
+        let shadow = try Container(group: "", model: container.model, options: options)
+        try shadow.prepareMirroring()
+        return shadow
+    }
+
+    /// Applies the payloads of `snapshot` (read from `source`) to `shadow`, as a store that joins
+    /// takes them; returns the global ids they name.
+    func replay(_ snapshot: MirrorSnapshot, from source: MirrorServer, into shadow: Container, cancellable: Bool)
+        throws -> Set<UUID>
+    {
+        var known = Set<UUID>()
+        try source.readSnapshot(snapshot) { payloads in
+            if cancellable && isCancelled() { throw ReplayCancelled() }
+            for payload in payloads {
+                guard let (model, changes) = try? decode(snapshotPart: payload, snapshot) else { continue }
+                _ = try? shadow.mirrorImport(
+                    sequence: snapshot.through, changes: changes, uploaded: [:], unpushedAfter: Int64.max,
+                    modelVersion: model, again: true, author: Self.author, contextName: Self.contextName)
+                known.formUnion(Self.named(changes))
+            }
+        }
+        return known
+    }
+
+    /// The global ids `changes` name: made, changed, deleted, merged, and what they merged into.
+    static func named(_ changes: [MirrorChange]) -> Set<UUID> {
+        var out = Set<UUID>()
+        for change in changes {
+            out.insert(change.globalID)
+            if case .merge(_, _, let winner) = change { out.insert(winner) }
+        }
+        return out
     }
 
     /// When this store may have applied something in another order than the server's (an

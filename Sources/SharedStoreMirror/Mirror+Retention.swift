@@ -93,11 +93,19 @@ extension Mirror {
     /// unpushed changes (``rejoinDiscardingUnpushed``: none); `local` are its objects now, each of
     /// which the snapshot decides (absent from it: deleted).
     private func takeSnapshotState(local: Set<UUID>) throws -> Int {
-        guard let through = try reader.newestSnapshot(atMost: reader.maxSequence())?.through else { return 0 }
-        let own = try server.ownTransactions(of: container.storeID, after: through).filter {
-            !reclaim.contains($0.token)
+        // The snapshot is chosen and read in one state of the server: a prune meanwhile could
+        // delete one chosen before.
+        let shadow = try newShadow()
+        var known = Set<UUID>()
+        let chosen = try reader.consistentRead { () throws -> Int64? in
+            guard let snapshot = try reader.newestSnapshot(atMost: reader.maxSequence()) else { return nil }
+            known = try replay(snapshot, from: reader, into: shadow, cancellable: false)
+            return snapshot.through
         }
-        let (shadow, known) = try replayLog(through: through, then: own, from: reader)
+        guard let through = chosen else { return 0 }
+        for t in try server.ownTransactions(of: container.storeID, after: through) where !reclaim.contains(t.token) {
+            known.formUnion(Self.named(replay(t, into: shadow)))
+        }
         let (_, state) = try shadow.mirrorExportEverything()
         let newest = try container.currentToken()
         let unpushedAfter = rejoinDiscardingUnpushed ? newest.value : try pushedToken()?.value ?? 0
@@ -196,7 +204,8 @@ extension Mirror {
     func reportCursorIfDue() throws {
         guard Date().timeIntervalSince(lastCursorReport) >= cursorReportInterval else { return }
         var cursor = try container.mirrorValue(MirrorKeys.pullCursor) ?? 0
-        if scanned > cursor {
+        // (A restore's pull-back or a full upload waiting keeps the cursor where the store has it.)
+        if scanned > cursor && pullBack == nil && !needsFullUpload {
             try container.advanceMirrorCursor(to: scanned, ids: pendingIDs)
             pendingIDs = []
             cursor = scanned
