@@ -168,7 +168,9 @@ public struct Arguments {
     /// A number of seconds within `range`.
     public func seconds(_ name: String, in range: ClosedRange<Double>) throws -> Double? {
         guard let text = values[name] else { return nil }
-        guard let v = Double(text), v.isFinite, range.contains(v) else {
+        // Decimal only: Double("0x10") is 16, and "1e3" or "inf" are no way to write seconds.
+        let decimal = !text.isEmpty && text.allSatisfy { $0.isASCII && ($0.isNumber || $0 == ".") }
+        guard decimal, let v = Double(text), v.isFinite, range.contains(v) else {
             throw UsageError(
                 "--\(name) must be a number of seconds from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
         }

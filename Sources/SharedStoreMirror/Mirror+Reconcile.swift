@@ -53,15 +53,20 @@ extension Mirror {
 
     /// Applies the payloads of `snapshot` (read from `source`) to `shadow`, as a store that joins
     /// takes them; returns the global ids they name.
+    ///
+    /// - Throws: ``MirrorError`` for a part that cannot be read (`.malformedRow`) or was made by a
+    ///   newer model (`.newerModel`), or what applying it throws.
     func replay(_ snapshot: MirrorSnapshot, from source: MirrorServer, into shadow: Container, cancellable: Bool)
         throws -> Set<UUID>
     {
         var known = Set<UUID>()
         try source.readSnapshot(snapshot) { payloads in
             if cancellable && isCancelled() { throw ReplayCancelled() }
+            // A part that cannot be read or applied fails the replay: skipped, every object of it
+            // would be missing from the state (a snapshot made from it would drop them for good).
             for payload in payloads {
-                guard let (model, changes) = try? decode(snapshotPart: payload, snapshot) else { continue }
-                _ = try? shadow.mirrorImport(
+                let (model, changes) = try decode(snapshotPart: payload, snapshot)
+                _ = try shadow.mirrorImport(
                     sequence: snapshot.through, changes: changes, uploaded: [:], unpushedAfter: Int64.max,
                     modelVersion: model, again: true, author: Self.author, contextName: Self.contextName)
                 known.formUnion(Self.named(changes))

@@ -61,6 +61,21 @@ extension Mirror {
         if try pushedToken() == nil && container.historyDeletedThrough() > 0 {
             throw Self.behindHorizon(cursor, pruned, why: "this store's history from before its first upload is gone")
         }
+        // Local transactions after the mirror's token whose keys the server pruned: uploaded
+        // before a crash, or another transaction under the same number in a copy this store was
+        // put back to; the pruned rows cannot say which.
+        let pushed = try pushedToken()?.value ?? 0
+        let prunedMax = try server.prunedMaxToken(of: container.storeID.uuidString.lowercased())
+        if prunedMax > pushed,
+            try container.historyCount(after: pushed, excludingAuthor: Self.author)
+                > container.historyCount(after: prunedMax, excludingAuthor: Self.author)
+        {
+            throw Self.behindHorizon(
+                cursor, pruned,
+                why: "transactions of this store after its last recorded upload have keys whose rows the server "
+                    + "pruned (they went up before a crash, or a copy this store was put back to used the same numbers)"
+            )
+        }
     }
 
     /// Imports the newest snapshot into a store with no objects.
@@ -157,6 +172,10 @@ extension Mirror {
         do {
             shadow = try replayLog(through: through, then: [], cancellable: true).shadow
         } catch is ReplayCancelled {
+            return false
+        } catch let error as MirrorError where error.code == .newerModel {
+            // The newest snapshot was made by a newer app: this one cannot read it, and leaves
+            // snapshots to the machines that can.
             return false
         }
         let chunks = try Self.snapshotPayloads(of: shadow, batchSize: batchSize)

@@ -290,6 +290,9 @@ public final class Mirror {
     private func unmappedRound() throws -> MirrorRound {
         var round = MirrorRound(server: serverDescription)
         try checkServerLog()
+        // Seen before it pulls: a prune meanwhile keeps what it has not pulled (a newcomer or a
+        // store back after long reports where it starts).
+        try reportCursorIfDue()
         // Rejoining drops what this store did not push: the server's state comes first.
         if rejoinDiscardingUnpushed {
             round.bootstrapped = try bootstrapIfNeeded()
@@ -433,7 +436,9 @@ public final class Mirror {
         -> [(sequence: Int64, isNew: Bool)]
     {
         var out = results
-        for (i, (u, r)) in zip(uploads, results).enumerated() where !r.isNew {
+        // (Sequence 0: the server pruned the row; its key says it went up, and a store whose
+        // history could name another transaction by it stops before pushing, behind the horizon.)
+        for (i, (u, r)) in zip(uploads, results).enumerated() where !r.isNew && r.sequence > 0 {
             let there = try server.transaction(at: r.sequence).flatMap { MirrorPayload.timestamp($0.payload) }
             guard there == nil || there != MirrorPayload.timestamp(u.payload) else { continue }
             let again = MirrorUpload(token: try freshKeys(1)[0], author: u.author, payload: u.payload)
@@ -468,8 +473,15 @@ public final class Mirror {
     private func pullBatch() throws -> (read: Int, done: Int) {
         let cursor = try container.mirrorValue(MirrorKeys.pullCursor) ?? 0
         scanned = max(scanned, cursor)
-        let (remote, through, read) = try reader.pull(
+        let (remote, through, read, first) = try reader.pull(
             after: scanned, for: container.storeID, reclaim: reclaim, limit: batchSize)
+        // Rows after the cursor that are gone were pruned meanwhile (this store was counted gone):
+        // nothing after them is applied; the next round starts from the snapshot.
+        if first.map({ $0 > scanned + 1 }) ?? true, try reader.prunedThrough() > scanned {
+            throw MirrorError(
+                "the server pruned rows from \(scanned + 1) of its log while this store was pulling them: "
+                    + "nothing after them was applied; the next round starts from the server's snapshot")
+        }
         cleanThrough = max(cleanThrough, try pushedToken()?.value ?? 0)
         if let (_, floor) = pullBack {
             // Only what was saved after the restore is this copy's own unpushed change, and

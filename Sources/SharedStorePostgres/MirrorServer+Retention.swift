@@ -54,11 +54,7 @@ extension MirrorServer {
             CREATE TABLE IF NOT EXISTS \(schema).snapshot_chunks(
                 through bigint NOT NULL, chunk int NOT NULL, payload text NOT NULL, PRIMARY KEY (through, chunk))
             """)
-        try connection.execute(
-            """
-            CREATE TABLE IF NOT EXISTS \(schema).cursors(
-                origin uuid PRIMARY KEY, cursor bigint NOT NULL, seen_at timestamptz NOT NULL DEFAULT now())
-            """)
+        try createCursorTable(connection, schema)
         try connection.execute(
             """
             CREATE TABLE IF NOT EXISTS \(schema).pruned_origins(
@@ -66,6 +62,42 @@ extension MirrorServer {
             """)
         try connection.execute(
             "INSERT INTO \(schema).meta(key, value) VALUES ('pruned_through', '0') ON CONFLICT (key) DO NOTHING")
+    }
+
+    /// The mirrors' cursors, one row per store and role. A member's row is stamped by the server
+    /// (its role, the time), and row-level security lets a member change only rows of its own
+    /// role: no member can make another machine look gone, or seen in the future.
+    private static func createCursorTable(_ connection: PostgresConnection, _ schema: String) throws {
+        try connection.execute(
+            """
+            CREATE TABLE IF NOT EXISTS \(schema).cursors(
+                origin uuid NOT NULL, role name NOT NULL DEFAULT current_user, cursor bigint NOT NULL,
+                seen_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (origin, role))
+            """)
+        try connection.execute(
+            """
+            CREATE OR REPLACE FUNCTION \(schema).cursor_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF NOT pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = TG_RELID), 'USAGE') THEN
+                    NEW.role := current_user;
+                    NEW.seen_at := now();
+                END IF;
+                RETURN NEW;
+            END $$
+            """)
+        try connection.execute("DROP TRIGGER IF EXISTS cursor_stamp ON \(schema).cursors")
+        try connection.execute(
+            "CREATE TRIGGER cursor_stamp BEFORE INSERT OR UPDATE ON \(schema).cursors "
+                + "FOR EACH ROW EXECUTE FUNCTION \(schema).cursor_stamp()")
+        try connection.execute("ALTER TABLE \(schema).cursors ENABLE ROW LEVEL SECURITY")
+        for (policy, rule) in [
+            ("cursors_read", "FOR SELECT USING (true)"),
+            ("cursors_insert", "FOR INSERT WITH CHECK (role = current_user)"),
+            ("cursors_update", "FOR UPDATE USING (role = current_user) WITH CHECK (role = current_user)"),
+        ] {
+            try connection.execute("DROP POLICY IF EXISTS \(policy) ON \(schema).cursors")
+            try connection.execute("CREATE POLICY \(policy) ON \(schema).cursors \(rule)")
+        }
     }
 
     /// The SQL of the largest sequence the log has given: its largest row, or the sequence it was
@@ -93,14 +125,20 @@ extension MirrorServer {
     public func newestSnapshot(atMost: Int64 = .max) throws -> MirrorSnapshot? {
         let rows = try connection.execute(
             """
-            SELECT through, chunks, objects FROM \(schema).snapshots
-            WHERE through <= $1 ORDER BY through DESC LIMIT 1
+            SELECT through, chunks, objects FROM \(schema).snapshots s
+            WHERE through <= $1 AND \(Self.whole(schema)) ORDER BY through DESC LIMIT 1
             """, [String(atMost)])
         guard let row = rows.first else { return nil }
         guard row.count == 3, let through = row[0].flatMap({ Int64($0) }), let chunks = row[1].flatMap({ Int($0) }),
             let objects = row[2].flatMap({ Int64($0) }), through > 0, chunks >= 0
         else { throw PostgresError(sqlState: nil, message: "\(schema).snapshots holds an unreadable row") }
         return MirrorSnapshot(through: through, chunks: chunks, objects: objects)
+    }
+
+    /// The condition that snapshot `s` has every one of its parts (a header a member wrote
+    /// alone is no snapshot: it is neither read nor pruned through).
+    static func whole(_ schema: String) -> String {
+        "s.chunks = (SELECT count(*) FROM \(schema).snapshot_chunks c WHERE c.through = s.through)"
     }
 
     /// Stores a snapshot through `through`, whole, in one transaction (a reader sees all of it or
@@ -180,15 +218,30 @@ extension MirrorServer {
         try connection.execute(
             """
             INSERT INTO \(schema).cursors(origin, cursor) VALUES ($1, $2)
-            ON CONFLICT (origin) DO UPDATE SET cursor = EXCLUDED.cursor, seen_at = now()
+            ON CONFLICT (origin, role) DO UPDATE SET cursor = EXCLUDED.cursor, seen_at = now()
             """, [origin.uuidString.lowercased(), String(cursor)])
     }
 
     /// The highest key of `origin`'s pruned rows (0: none): an upload with a positive key at or
     /// below it was on the server before, and is not new.
-    func prunedMaxToken(of origin: String) throws -> Int64 {
+    public func prunedMaxToken(of origin: String) throws -> Int64 {
         try connection.execute("SELECT max_token FROM \(schema).pruned_origins WHERE origin = $1", [origin])
             .first?[0].flatMap { Int64($0) } ?? 0
+    }
+
+    /// Throws when this role may not prune the log (only its owner deletes rows: SQLSTATE 42501),
+    /// or the space was moved to another server (``movedState``).
+    public func checkMayPrune() throws {
+        let owner = try connection.execute(
+            "SELECT has_table_privilege(\(Self.quoted(schema + ".transactions")), 'DELETE')")
+        guard owner.first?[0] == "t" else {
+            let what = space.map { "space '\($0)'" } ?? "this log"
+            throw PostgresError(
+                sqlState: "42501",
+                message: "role '\(TextSafety.visible(connection.user))' may not prune \(what): only the log's owner "
+                    + "(an administrator) prunes")
+        }
+        try checkNotMoved()
     }
 
     /// Deletes the rows at or below the newest snapshot that every live mirror has pulled: the
@@ -202,6 +255,7 @@ extension MirrorServer {
             throw PostgresError(
                 sqlState: "22023", message: "the age after which a mirror counts as gone must be 0 or more")
         }
+        try checkMayPrune()
         return try transaction {
             try lockUploads()
             var result = MirrorPruneResult()
@@ -219,7 +273,8 @@ extension MirrorServer {
             result.prunedThrough = pruned
             let limit = try result.lowestLiveCursor ?? maxSequence()
             let target = try connection.execute(
-                "SELECT max(through) FROM \(schema).snapshots WHERE through <= $1", [String(limit)]
+                "SELECT max(through) FROM \(schema).snapshots s WHERE through <= $1 AND \(Self.whole(schema))",
+                [String(limit)]
             ).first?[0].flatMap { Int64($0) }
             result.newestSnapshot = try newestSnapshot()?.through
             guard let target, target > pruned else { return result }

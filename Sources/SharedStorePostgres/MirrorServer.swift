@@ -384,9 +384,10 @@ public struct MirrorServer {
     /// payloads) — except those whose token is in `reclaim`: rows of `origin` that its store
     /// lost (it was put back to an older copy), returned to be applied again. `through` is the
     /// last sequence read, `read` how many rows were (fewer than `limit`: nothing more was
-    /// committed).
+    /// committed), `first` the first sequence read (nil: none; one past `sequence + 1` means rows
+    /// after `sequence` were pruned: the log's sequences have no gaps).
     public func pull(after sequence: Int64, for origin: UUID, reclaim: Set<Int64> = [], limit: Int = 500) throws
-        -> (transactions: [MirrorTransaction], through: Int64, read: Int)
+        -> (transactions: [MirrorTransaction], through: Int64, read: Int, first: Int64?)
     {
         let reclaimed = "{" + reclaim.sorted().map(String.init).joined(separator: ",") + "}"
         let rows = try connection.execute(
@@ -407,7 +408,7 @@ public struct MirrorServer {
                 out.append(MirrorTransaction(sequence: s, origin: o, token: t, author: row[3], payload: payload))
             }
         }
-        return (out, through, rows.count)
+        return (out, through, rows.count, rows.first?[0].flatMap { Int64($0) })
     }
 
     /// `origin`'s own transactions after `sequence`, in order.

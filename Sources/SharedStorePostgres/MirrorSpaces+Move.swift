@@ -44,6 +44,7 @@ extension MirrorSpaces {
         let sameLogThere = { () throws -> Bool in
             try destination.exists(name) && (try? MirrorServer(connection: target, space: name).logID()) == logID
         }
+        try refuseSameDatabase(schema, target)
         if try movedTo(schema) != nil {
             guard try sameLogThere() else {
                 throw PostgresError(
@@ -104,6 +105,23 @@ extension MirrorSpaces {
                 message: "\(target.serverDescription) holds another space '\(name)': delete it there first")
         }
         try destination.delete(name)
+    }
+
+    /// Refuses a target that is this very database, however its string is written: a random
+    /// value written here is looked for there (a move onto itself would delete the space).
+    private func refuseSameDatabase(_ schema: String, _ target: PostgresConnection) throws {
+        let probe = String(UInt64.random(in: 1...UInt64.max))
+        try connection.execute(
+            "INSERT INTO \(schema).meta(key, value) VALUES ('move_probe', $1) "
+                + "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", [probe])
+        defer { _ = try? connection.execute("DELETE FROM \(schema).meta WHERE key = 'move_probe'") }
+        let there = try? target.execute("SELECT value FROM \(schema).meta WHERE key = 'move_probe'").first?[0]
+        guard there != probe else {
+            throw PostgresError(
+                sqlState: "42P06",
+                message: "the server --to names (\(target.serverDescription)) is the one space "
+                    + "'\(schema.dropFirst(MirrorServer.spacePrefix.count))' is on: nothing to move")
+        }
     }
 
     /// Where the space of `schema` on this server was moved (nil: it was not).

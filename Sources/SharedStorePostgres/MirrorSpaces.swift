@@ -100,8 +100,13 @@ public struct MirrorSpaces {
     /// Prunes space `name` (nil: the log outside any space) as ``MirrorServer/prune(goneAfter:)``
     /// says, after bringing a space to this build's layout.
     public func prune(_ name: String?, goneAfter: TimeInterval) throws -> MirrorPruneResult {
-        if let name { try upgrade(name) }
-        return try MirrorServer(connection: connection, space: name).prune(goneAfter: goneAfter)
+        let log = try MirrorServer(connection: connection, space: name)
+        if let name {
+            guard try exists(name) else { throw noSpace(name) }
+            try log.checkMayPrune()
+            try upgrade(name)
+        }
+        return try log.prune(goneAfter: goneAfter)
     }
 
     /// Deletes space `name`: its log and every row in it (the grants go with it). Waits at most

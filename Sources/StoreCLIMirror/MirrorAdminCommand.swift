@@ -78,13 +78,7 @@ enum MirrorAdminCommand {
             try spaces.grant(name, to: role)
             inv.output.record(.object([("space", .string(name)), ("role", .string(role)), ("granted", .bool(true))]))
         case ("prune", _), ("prune-all", _):
-            let names: [String?] =
-                action == "prune"
-                ? [name] : try spaces.list().map(\.name) + (try spaces.defaultLogPrunable() ? [nil] : [])
-            for space in names {
-                let result = try spaces.prune(space, goneAfter: goneAfter ?? 2_592_000)
-                inv.output.record(Self.json(space, result))
-            }
+            try prune(inv, action == "prune" ? name : nil, spaces, goneAfter: goneAfter ?? 2_592_000)
         case ("place", _), ("move", _),
             ("list", _) where inv.arguments.value("directory") != nil:
             try placeOrMove(inv, action, name, spaces)
@@ -98,6 +92,21 @@ enum MirrorAdminCommand {
             for space in try spaces.list() {
                 inv.output.record(
                     .object([("space", .string(space.name)), ("roles", .array(space.roles.map { .string($0) }))]))
+            }
+        }
+    }
+
+    /// `--prune NAME` (`name`), or `--prune-all` (nil): a line per log. A space's copy that a
+    /// move left behind is skipped by `--prune-all` (it is pruned where it went).
+    static func prune(_ inv: Invocation, _ name: String?, _ spaces: MirrorSpaces, goneAfter: TimeInterval) throws {
+        let names: [String?] =
+            try name.map { [$0] } ?? spaces.list().map(\.name) + (try spaces.defaultLogPrunable() ? [nil] : [])
+        for space in names {
+            do {
+                inv.output.record(Self.json(space, try spaces.prune(space, goneAfter: goneAfter)))
+            } catch let error as PostgresError where error.sqlState == MirrorServer.movedState && name == nil {
+                inv.output.record(
+                    .object([("space", space.map(JSONValue.string) ?? .null), ("skipped", .string(error.message))]))
             }
         }
     }

@@ -99,6 +99,9 @@ enum MirrorCommand {
             throw UsageError("--\(flag) goes with --once only")
         }
         let snapshotEvery = try inv.arguments.integer("snapshot-every", in: 0...Int(Int32.max)).map { Int64($0) }
+        if snapshotEvery != nil && inv.arguments.has("verify") {
+            throw UsageError("--snapshot-every goes with --once or --follow")
+        }
         let server = try serverResolver(inv)
         guard inv.arguments.has("follow") else {
             // A space moved meanwhile is looked up again (twice at most).

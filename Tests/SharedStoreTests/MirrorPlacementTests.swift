@@ -138,6 +138,15 @@ struct MirrorPlacementTests {
     /// by the directory (every role reads it).
     @Test func aMoveOntoAnotherSpaceOfTheSameNameIsRefusedAndNothingMoves() throws {
         let servers = try Servers()
+        // The server the space is on, however written, is no target: a move onto itself deleted it.
+        for written in [servers.one.conninfo, "postgresql:///\(servers.one.name)"] {
+            let same = #expect(throws: PostgresError.self) {
+                try servers.admin(servers.one).move(
+                    servers.space, to: try PostgresConnection(written), toServer: written,
+                    directory: try servers.directory)
+            }
+            #expect(same?.message.contains("nothing to move") == true, "\(String(describing: same))")
+        }
         try servers.admin(servers.two).create(servers.space)
         let error = #expect(throws: PostgresError.self) { try servers.move(to: servers.two) }
         #expect(error?.sqlState == "42P06")

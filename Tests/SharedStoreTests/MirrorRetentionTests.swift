@@ -22,8 +22,10 @@ struct MirrorRetentionTests {
         let container: Container
         let mirror: Mirror
 
-        init(_ server: Server, role: String, space: String, snapshotEvery: Int64 = 0) throws {
-            container = try group.open()
+        init(_ server: Server, role: String, space: String, snapshotEvery: Int64 = 0, model: Model = ReadLater.model)
+            throws
+        {
+            container = try group.open(model)
             mirror = try Mirror(
                 container: container, registry: try TokenRegistry(group: group.path),
                 connection: try server.connect(as: role), space: space)
@@ -266,6 +268,152 @@ extension MirrorRetentionTests {
         #expect(try server.admin.prune(space, goneAfter: 0).prunedThrough == 3)
         try Self.write(1, in: machine, live: 3, reference: &reference, ids: &ids, rng: &rng, tag: "b")
         #expect(try machine.mirror.round().pushed == 1)
+    }
+}
+
+/// Found by a hostile review: each was a silent divergence, a loss, or a space wedged for good.
+extension MirrorRetentionTests {
+    /// A machine of an older model cannot read a newer model's snapshot: it makes none (a snapshot
+    /// built without it dropped every object it held), and a newcomer gets every object.
+    @Test func anOlderAppMakesNoSnapshotFromANewerOnesAndDropsNothing() throws {
+        let server = Server()
+        let space = try server.space("models")
+        let role = try server.role("models")
+        try server.admin.grant(space, to: role)
+        let old = try Machine(server, role: role, space: space, model: try ReadLater.model(version: 1))
+        let new = try Machine(server, role: role, space: space, snapshotEvery: 10)
+        var reference: [String: String] = [:]
+        var ids: [String: ObjectID] = [:]
+        var rng = SeededGenerator(seed: 13)
+        try Self.write(20, in: old, live: 20, reference: &reference, ids: &ids, rng: &rng, tag: "a")
+        try MirrorTests.settle([old.mirror, new.mirror])
+        #expect(try server.admin.prune(space, goneAfter: 3600).newestSnapshot != nil)
+        var oldIDs: [String: ObjectID] = [:]
+        old.mirror.snapshotEvery = 10
+        try Self.write(20, in: old, live: 40, reference: &reference, ids: &oldIDs, rng: &rng, tag: "b")
+        let round = try old.mirror.round()
+        #expect(!round.snapshotMade && round.lag == 0, "the newest snapshot is the newer app's")
+        _ = try server.admin.prune(space, goneAfter: 3600)
+        let newcomer = try Machine(server, role: role, space: space)
+        try MirrorTests.settle([old.mirror, new.mirror, newcomer.mirror])
+        #expect(try newcomer.articles == reference && reference.count == 40)
+        #expect(try newcomer.mirror.verify().isEmpty && new.mirror.verify().isEmpty)
+    }
+
+    /// A store that pushed transactions before a crash, then lost the record of it (its registry
+    /// put back), and was pruned past meanwhile: their keys name pruned rows, which cannot say
+    /// whether they are the same transactions. It stops and names --rejoin instead of uploading
+    /// them again over another machine's later change.
+    @Test(.tags(.multiProcess)) func keysOfPrunedRowsAreNeverUploadedAgainOverLaterChanges() throws {
+        let server = Server()
+        let space = try server.space("crash")
+        let role = try server.role("crash")
+        try server.admin.grant(space, to: role)
+        let a = try Machine(server, role: role, space: space, snapshotEvery: 1)
+        var b: Machine? = try Machine(server, role: role, space: space)
+        let bGroup = try #require(b).group
+        var reference: [String: String] = [:]
+        var ids: [String: ObjectID] = [:]
+        var rng = SeededGenerator(seed: 17)
+        try Self.write(5, in: try #require(b), live: 7, reference: &reference, ids: &ids, rng: &rng, tag: "a")
+        _ = try #require(b).mirror.round()
+        try Self.write(2, in: try #require(b), live: 7, reference: &reference, ids: &ids, rng: &rng, tag: "b")
+        let registry = bGroup.path + "/" + TokenRegistry.fileName
+        let saved = try Data(contentsOf: URL(fileURLWithPath: registry))
+        _ = try #require(b).mirror.round()
+        b = nil
+        try MirrorTests.settle([a.mirror])
+        // Machine A changes one of B's two last articles.
+        let (url, id) = try #require(ids.first { $0.key.contains("/b/") })
+        let context = a.container.newContext(author: "MainApp")
+        let there = try #require(try context.fetch(FetchRequest("Article")).first { $0["url"].stringValue == url })
+        try context.update(there.id, ["title": .string("changed on A")])
+        try context.save()
+        reference[url] = "changed on A"
+        _ = id
+        // More of A's own, so that its next snapshot is due (as many rows as the last one has objects).
+        var aIDs: [String: ObjectID] = [:]
+        try Self.write(10, in: a, live: 20, reference: &reference, ids: &aIDs, rng: &rng, tag: "c")
+        _ = try a.mirror.round()
+        _ = try a.mirror.round()
+        #expect(try server.admin.prune(space, goneAfter: 0).prunedThrough >= 18)
+        try saved.write(to: URL(fileURLWithPath: registry))
+        let back = try Mirror(
+            container: try bGroup.open(), registry: try TokenRegistry(group: bGroup.path),
+            connection: try server.connect(as: role), space: space)
+        let error = #expect(throws: MirrorError.self) { try back.round() }
+        #expect(error?.code == .behindHorizon)
+        back.rejoinDiscardingUnpushed = true
+        try MirrorTests.settle([back, a.mirror])
+        #expect(try a.articles == reference)
+        #expect(try back.verify().isEmpty && a.mirror.verify().isEmpty)
+    }
+
+    /// A prune that passes a store while it pulls (it was counted gone) leaves a gap after its
+    /// cursor: the pull stops before it, and the next round starts from the snapshot.
+    @Test func aPruneDuringAPullStopsItAndTheNextRoundStartsFromTheSnapshot() throws {
+        let server = Server()
+        let space = try server.space("gap")
+        let role = try server.role("gap")
+        try server.admin.grant(space, to: role)
+        let writer = try Machine(server, role: role, space: space)
+        let reader = try Machine(server, role: role, space: space)
+        var reference: [String: String] = [:]
+        var ids: [String: ObjectID] = [:]
+        var rng = SeededGenerator(seed: 19)
+        try Self.write(10, in: writer, live: 20, reference: &reference, ids: &ids, rng: &rng, tag: "a")
+        try MirrorTests.settle([writer.mirror, reader.mirror])
+        writer.mirror.snapshotEvery = 1
+        try Self.write(50, in: writer, live: 20, reference: &reference, ids: &ids, rng: &rng, tag: "b")
+        _ = try writer.mirror.round()
+        _ = try writer.mirror.round()
+        reader.mirror.batchSize = 10
+        nonisolated(unsafe) let admin = try server.admin
+        nonisolated(unsafe) var pruned = false
+        reader.mirror.isCancelled = {
+            if !pruned { pruned = (try? admin.prune(space, goneAfter: 0)) != nil }
+            return false
+        }
+        let error = #expect(throws: MirrorError.self) { try reader.mirror.round() }
+        #expect(
+            error?.description.contains("while this store was pulling them") == true, "\(String(describing: error))")
+        reader.mirror.isCancelled = { false }
+        try MirrorTests.settle([reader.mirror, writer.mirror])
+        #expect(try reader.articles == reference)
+        #expect(try reader.mirror.verify().isEmpty)
+    }
+
+    /// What a member may write on the server: its own cursor rows, stamped by the server (it
+    /// cannot make another machine look gone, or itself seen in the future); a snapshot header
+    /// without its parts is neither read nor pruned through.
+    @Test func membersCannotForgeCursorsOrWedgeTheSpaceWithAPartialSnapshot() throws {
+        let server = Server()
+        let space = try server.space("forge")
+        let (role, evil) = (try server.role("forge"), try server.role("evil"))
+        try server.admin.grant(space, to: role)
+        try server.admin.grant(space, to: evil)
+        let writer = try Machine(server, role: role, space: space)
+        var reference: [String: String] = [:]
+        var ids: [String: ObjectID] = [:]
+        var rng = SeededGenerator(seed: 23)
+        try Self.write(5, in: writer, live: 5, reference: &reference, ids: &ids, rng: &rng, tag: "a")
+        _ = try writer.mirror.round()
+        let schema = MirrorServer.spacePrefix + space
+        let hostile = try server.connect(as: evil)
+        let forged = try hostile.execute(
+            "WITH u AS (UPDATE \(schema).cursors SET seen_at = '1970-01-01' RETURNING 1) SELECT count(*) FROM u")
+        #expect(forged.first?[0] == "0")
+        try hostile.execute(
+            "INSERT INTO \(schema).cursors(origin, cursor, seen_at) VALUES (gen_random_uuid(), 0, 'infinity')")
+        let stamped = try hostile.execute("SELECT seen_at <= now() FROM \(schema).cursors WHERE role = current_user")
+        #expect(stamped.first?[0] == "t")
+        try hostile.execute("INSERT INTO \(schema).snapshots(through, chunks, objects) VALUES (5, 3, 3)")
+        let newcomer = try Machine(server, role: role, space: space)
+        try MirrorTests.settle([writer.mirror, newcomer.mirror])
+        #expect(try newcomer.articles == reference)
+        #expect(try newcomer.mirror.verify().isEmpty)
+        // The header alone is no snapshot: a prune leaves the log whole.
+        #expect(try server.admin.prune(space, goneAfter: 0).prunedThrough == 0)
     }
 }
 
