@@ -142,7 +142,7 @@ extension MirrorSpaces {
             }
             for (table, columns, key) in [
                 ("pruned_origins", ["origin", "min_token", "max_token"], ["origin"]),
-                ("cursors", ["origin", "cursor", "seen_at"], ["origin"]),
+                ("cursors", ["origin", "role", "cursor", "seen_at"], ["origin", "role"]),
                 ("snapshots", ["through", "chunks", "objects", "made_by", "made_at"], ["through"]),
                 ("snapshot_chunks", ["through", "chunk", "payload"], ["through", "chunk"]),
                 ("transactions", ["sequence", "origin", "token", "author", "uploaded_at", "payload"], ["sequence"]),

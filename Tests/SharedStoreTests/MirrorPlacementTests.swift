@@ -118,6 +118,8 @@ struct MirrorPlacementTests {
         try Self.add(container, "one")
         _ = try servers.mirror(container, group).round()
         _ = try servers.move(to: servers.two)
+        // A round there: its cursor is reported on the new server, under its role, and moves with it.
+        _ = try servers.mirror(container, group).round()
         try servers.directory.place(servers.space, on: servers.one.conninfo)
         let resumed = try servers.admin(servers.one).move(
             servers.space, to: try PostgresConnection(servers.two.conninfo), toServer: servers.two.conninfo,
@@ -131,6 +133,9 @@ struct MirrorPlacementTests {
         #expect(try mirror.round().pushed == 1)
         #expect(try mirror.verify().isEmpty)
         #expect(try servers.directory.list().first { $0.space == servers.space }?.epoch == 5)
+        let roles = try PostgresConnection(servers.one.conninfo).execute(
+            "SELECT DISTINCT role FROM \(MirrorServer.spacePrefix + servers.space).cursors")
+        #expect(roles.map { $0[0] } == [servers.role], "cursor rows keep the role that reported them")
     }
 
     /// A target that holds another space of the same name is refused before anything is marked:
