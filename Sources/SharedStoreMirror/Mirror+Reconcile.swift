@@ -13,9 +13,10 @@ extension Mirror {
     ///   asked to stop does not finish a long replay first).
     func replayLog(
         through: Int64, then own: [MirrorTransaction], cancellable: Bool = false, from source: MirrorServer? = nil
-    ) throws -> (shadow: Container, known: Set<UUID>) {
+    ) throws -> (shadow: Container, known: Set<UUID>, newer: Int64?) {
         let shadow = try newShadow()
         var known = Set<UUID>()
+        var newer: Int64?
         let source = source ?? server
         // The newest snapshot through `through`, then the log after it, read as one state of the
         // server (a prune meanwhile would delete rows after the snapshot read).
@@ -24,20 +25,21 @@ extension Mirror {
             if let snapshot = try source.newestSnapshot(atMost: min(through, source.maxSequence())) {
                 known = try replay(snapshot, from: source, into: shadow, cancellable: cancellable)
                 after = snapshot.through
-            } else if case let pruned = try source.prunedThrough(), pruned > 0 {
+            } else if through > 0, case let pruned = try source.prunedThrough(), pruned > 0 {
+                // (The state through 0 is empty, pruned or not.)
                 throw Self.behindHorizon(
                     through, pruned, why: "the server's state at that point cannot be read (no snapshot is that old)")
             }
             while after < through {
                 if cancellable && isCancelled() { throw ReplayCancelled() }
                 let rows = try source.log(after: after, through: through, limit: 1000)
-                for t in rows { known.formUnion(Self.named(replay(t, into: shadow))) }
+                for t in rows { known.formUnion(Self.named(replay(t, into: shadow, newer: &newer))) }
                 guard rows.count == 1000, let last = rows.last else { break }
                 after = last.sequence
             }
         }
-        for t in own { known.formUnion(Self.named(replay(t, into: shadow))) }
-        return (shadow, known)
+        for t in own { known.formUnion(Self.named(replay(t, into: shadow, newer: &newer))) }
+        return (shadow, known, newer)
     }
 
     /// An empty store in memory with this store's model, keeping no history (the replay's objects
@@ -114,7 +116,7 @@ extension Mirror {
         let shadow: Container
         let known: Set<UUID>
         do {
-            (shadow, known) = try replayLog(through: scanned, then: own, cancellable: true)
+            (shadow, known, _) = try replayLog(through: scanned, then: own, cancellable: true)
         } catch is ReplayCancelled {
             return (nil, nil)
         }

@@ -308,7 +308,23 @@ extension Mirror {
     /// Applies row `t` to `shadow` as a pull would; returns its changes (none: it cannot be read).
     @discardableResult
     func replay(_ t: MirrorTransaction, into shadow: Container) -> [MirrorChange] {
-        guard let (model, changes) = try? decode(t) else { return [] }
+        var newer: Int64?
+        return replay(t, into: shadow, newer: &newer)
+    }
+
+    /// ``replay(_:into:)``, noting in `newer` the first row left out because a newer model made
+    /// it (the state then is not the log's: this app cannot read all of it).
+    func replay(_ t: MirrorTransaction, into shadow: Container, newer: inout Int64?) -> [MirrorChange] {
+        let model: Int
+        let changes: [MirrorChange]
+        do {
+            (model, changes) = try decode(t)
+        } catch let error as MirrorError where error.code == .newerModel {
+            newer = newer ?? t.sequence
+            return []
+        } catch {
+            return []
+        }
         _ = try? shadow.mirrorImport(
             sequence: t.sequence, changes: changes, uploaded: [:], unpushedAfter: Int64.max, modelVersion: model,
             author: Self.author, contextName: Self.contextName)

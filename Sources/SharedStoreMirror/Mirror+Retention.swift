@@ -51,7 +51,7 @@ extension Mirror {
         guard !rejoinDiscardingUnpushed else { return }
         let cursor = try cursor ?? max(scanned, container.mirrorValue(MirrorKeys.pullCursor) ?? 0)
         let pruned = try pruned ?? reader.prunedThrough()
-        guard cursor < pruned else { return }
+        guard cursor < pruned, try !isNewcomer(cursor: cursor) else { return }
         if needsFullUpload || pullBack != nil || !reclaim.isEmpty {
             throw Self.behindHorizon(
                 cursor, pruned,
@@ -61,21 +61,47 @@ extension Mirror {
         if try pushedToken() == nil && container.historyDeletedThrough() > 0 {
             throw Self.behindHorizon(cursor, pruned, why: "this store's history from before its first upload is gone")
         }
-        // Local transactions after the mirror's token whose keys the server pruned: uploaded
-        // before a crash, or another transaction under the same number in a copy this store was
-        // put back to; the pruned rows cannot say which.
-        let pushed = try pushedToken()?.value ?? 0
-        let prunedMax = try server.prunedMaxToken(of: container.storeID.uuidString.lowercased())
-        if prunedMax > pushed,
-            try container.historyCount(after: pushed, excludingAuthor: Self.author)
-                > container.historyCount(after: prunedMax, excludingAuthor: Self.author)
-        {
+        if try reusesPrunedKeys() {
             throw Self.behindHorizon(
                 cursor, pruned,
                 why: "transactions of this store after its last recorded upload have keys whose rows the server "
                     + "pruned (they went up before a crash, or a copy this store was put back to used the same numbers)"
             )
         }
+    }
+
+    /// Whether this store never mirrored: it never pulled, and the server holds nothing of it
+    /// (in the log or pruned). Everything it holds is then its own change, and goes up whole
+    /// against an empty state as on a log never pruned.
+    private func isNewcomer(cursor: Int64) throws -> Bool {
+        guard cursor == 0, pullBack == nil, reclaim.isEmpty, try pushedToken() == nil else { return false }
+        return try server.tokenRange(of: container.storeID) == (0, 0)
+    }
+
+    /// Whether a local transaction after the mirror's token (not the mirror's own) has a key
+    /// whose row the server pruned: uploaded before a crash, or another transaction under the
+    /// same number in a copy this store was put back to; the pruned rows cannot say which. A
+    /// pruned key no local transaction has (a row forged under this store's id) says nothing.
+    private func reusesPrunedKeys() throws -> Bool {
+        let pushed = try pushedToken()?.value ?? 0
+        let newest = try container.currentToken().value
+        guard newest > pushed else { return false }
+        let origin = container.storeID.uuidString.lowercased()
+        let legacy = try server.legacyPrunedMax(of: origin)
+        if legacy > pushed,
+            try container.historyCount(after: pushed, excludingAuthor: Self.author)
+                > container.historyCount(after: legacy, excludingAuthor: Self.author)
+        {
+            return true
+        }
+        var after = pushed
+        while after < newest {
+            let keys = try server.prunedKeys(of: origin, in: (after + 1)...newest, limit: 1000)
+            if try !container.historyTokens(among: keys, excludingAuthor: Self.author).isEmpty { return true }
+            guard keys.count == 1000, let last = keys.last else { return false }
+            after = last
+        }
+        return false
     }
 
     /// Imports the newest snapshot into a store with no objects.
@@ -150,12 +176,7 @@ extension Mirror {
         model: Int, changes: [MirrorChange]
     ) {
         let (model, changes) = try MirrorPayload.decode(payload, sequence: snapshot.through)
-        guard model <= container.model.version else {
-            throw MirrorError(
-                "the server's snapshot through sequence \(snapshot.through) was made with model \(model), newer than "
-                    + "this app's (\(container.model.version)): update the app to pull further", code: .newerModel,
-                reason: .newerModel(sequence: snapshot.through, rowModel: model, appModel: container.model.version))
-        }
+        try checkModel(model, at: snapshot.through, of: "the server's snapshot through sequence \(snapshot.through)")
         return (model, changes)
     }
 
@@ -214,6 +235,8 @@ extension Mirror {
             try shadow.mirrorAliases().sorted { $0.key.uuidString < $1.key.uuidString }.map { loser, winner in
                 .merge(entity: objects[winner]?.entity ?? fallback, loser: loser, winner: winner)
             })
+        // A snapshot of nothing is one empty part (a head without parts is no snapshot).
+        if payloads.isEmpty { payloads.append(MirrorPayload.encode([], modelVersion: version)) }
         return (payloads, objects.count)
     }
 

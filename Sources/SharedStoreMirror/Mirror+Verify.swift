@@ -45,7 +45,15 @@ extension Mirror {
     }
 
     private func unmappedVerify() throws -> [MirrorDifference] {
-        let server = try serverState(through: try self.server.maxSequence())
+        let replayed = try replayLog(through: try self.server.maxSequence(), then: [])
+        // Rows this app cannot read leave the log's state unknown here: no comparison says clean.
+        if let sequence = replayed.newer {
+            throw MirrorError(
+                "server transaction \(sequence) was made with a newer model than this app's "
+                    + "(\(container.model.version)): this app cannot tell the log's state; update it to verify",
+                code: .newerModel)
+        }
+        let server = try replayed.shadow.mirrorExportEverything().objects
         let local = try container.mirrorExportEverything().objects
         var out: [MirrorDifference] = []
         for gid in Set(server.keys).union(local.keys).sorted(by: { $0.uuidString < $1.uuidString }) {

@@ -541,13 +541,18 @@ public final class Mirror {
     ///   one made by a newer model (this app must be updated to pull past it).
     func decode(_ t: MirrorTransaction) throws -> (model: Int, changes: [MirrorChange]) {
         let (model, changes) = try MirrorPayload.decode(t.payload, sequence: t.sequence)
-        guard model <= container.model.version else {
-            throw MirrorError(
-                "server transaction \(t.sequence) was made with model \(model), newer than this app's "
-                    + "(\(container.model.version)): update the app to pull further", code: .newerModel,
-                reason: .newerModel(sequence: t.sequence, rowModel: model, appModel: container.model.version))
-        }
+        try checkModel(model, at: t.sequence, of: "server transaction \(t.sequence)")
         return (model, changes)
+    }
+
+    /// Throws ``MirrorError`` `.newerModel` when `model` (of `what`, at `sequence`) is newer
+    /// than this app's.
+    func checkModel(_ model: Int, at sequence: Int64, of what: String) throws {
+        guard model > container.model.version else { return }
+        throw MirrorError(
+            "\(what) was made with model \(model), newer than this app's (\(container.model.version)): update the app "
+                + "to pull further", code: .newerModel,
+            reason: .newerModel(sequence: sequence, rowModel: model, appModel: container.model.version))
     }
 
     /// Whether `error` is a row's fault (quarantined) rather than the store's or the system's

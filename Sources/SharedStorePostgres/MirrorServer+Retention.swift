@@ -6,6 +6,8 @@ import SharedStoreSupport
 /// log. A machine that joins, or one whose cursor the log was pruned past, starts from it and
 /// pulls the log after `through`.
 public struct MirrorSnapshot: Sendable, Hashable {
+    /// Its key on the server (random: a row planted before it is made cannot take it).
+    public let id: UUID
     /// The last sequence it holds the effect of.
     public let through: Int64
     /// How many payloads it is, and how many objects (deleted ones aside) they hold.
@@ -37,31 +39,94 @@ public struct MirrorPruneResult: Sendable, Hashable {
 ///   newest snapshot that no live mirror still has to pull: the horizon is the lowest cursor of
 ///   the mirrors seen within `goneAfter`. A mirror not seen for longer counts as gone, and starts
 ///   again from the snapshot when it returns.
-/// - What each origin had uploaded below the horizon stays known (`pruned_origins`: its lowest
-///   and highest key), so an upload repeated after a crash is never taken for a new one.
+/// - What each origin had uploaded below the horizon stays known (`pruned_keys`: every key;
+///   `pruned_origins`: the lowest and highest), so an upload repeated after a crash is never
+///   taken for a new one.
 extension MirrorServer {
-    /// The tables of retention, when missing: snapshots, their payloads, the mirrors' cursors,
-    /// and the key range of each origin's pruned rows.
+    /// The layout of retention this build makes (1: the first, with snapshots keyed by their
+    /// sequence and each origin's pruned keys as a range; 2: snapshots keyed by a random id,
+    /// checked values, each pruned key kept).
+    static let retentionLayout = 2
+
+    /// The tables of retention, when missing or of an older layout: snapshots and their parts,
+    /// the mirrors' cursors, and the keys of pruned rows. Two administrators bringing one log up
+    /// to date (a prune and a move) take turns; once up to date, nothing is changed.
     static func createRetentionTables(_ connection: PostgresConnection, _ schema: String) throws {
-        try connection.execute(
-            """
-            CREATE TABLE IF NOT EXISTS \(schema).snapshots(
-                through bigint PRIMARY KEY, chunks int NOT NULL, objects bigint NOT NULL,
-                made_by uuid, made_at timestamptz NOT NULL DEFAULT now())
-            """)
-        try connection.execute(
-            """
-            CREATE TABLE IF NOT EXISTS \(schema).snapshot_chunks(
-                through bigint NOT NULL, chunk int NOT NULL, payload text NOT NULL, PRIMARY KEY (through, chunk))
-            """)
+        try connection.execute("SELECT pg_advisory_xact_lock(hashtext($1))", [schema])
+        let layout =
+            try connection.execute("SELECT value FROM \(schema).meta WHERE key = 'retention_layout'").first?[0]
+            .flatMap { Int($0) } ?? 0
+        guard layout < retentionLayout else { return }
+        let first =
+            try connection.execute("SELECT to_regclass(\(quoted(schema + ".snapshots"))) IS NOT NULL").first?[0] == "t"
+        try createSnapshotTables(connection, schema)
         try createCursorTable(connection, schema)
         try connection.execute(
             """
             CREATE TABLE IF NOT EXISTS \(schema).pruned_origins(
                 origin uuid PRIMARY KEY, min_token bigint NOT NULL, max_token bigint NOT NULL)
             """)
+        // Keys pruned by the first layout are known only as a range (`legacy_max`).
+        try connection.execute(
+            "ALTER TABLE \(schema).pruned_origins ADD COLUMN IF NOT EXISTS legacy_max bigint NOT NULL DEFAULT 0")
+        try connection.execute(
+            """
+            CREATE TABLE IF NOT EXISTS \(schema).pruned_keys(
+                origin uuid NOT NULL, token bigint NOT NULL, PRIMARY KEY (origin, token))
+            """)
+        if first { try migrateFirstLayout(connection, schema) }
         try connection.execute(
             "INSERT INTO \(schema).meta(key, value) VALUES ('pruned_through', '0') ON CONFLICT (key) DO NOTHING")
+        try connection.execute(
+            """
+            INSERT INTO \(schema).meta(key, value) VALUES ('retention_layout', $1)
+            ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value
+            """, [String(retentionLayout)])
+    }
+
+    /// Snapshots: a head per snapshot, keyed by a random id (a row planted under the id of one
+    /// being made cannot be, and stops nothing), and its numbered parts. A head is a snapshot
+    /// only when every part from 0 to `parts - 1` is there (``whole(_:)``).
+    private static func createSnapshotTables(_ connection: PostgresConnection, _ schema: String) throws {
+        try connection.execute(
+            """
+            CREATE TABLE IF NOT EXISTS \(schema).snapshot_heads(
+                id uuid PRIMARY KEY, through bigint NOT NULL CHECK (through > 0),
+                parts int NOT NULL CHECK (parts > 0), objects bigint NOT NULL CHECK (objects >= 0),
+                made_by uuid, made_at timestamptz NOT NULL DEFAULT now())
+            """)
+        try connection.execute(
+            "CREATE INDEX IF NOT EXISTS snapshot_heads_through ON \(schema).snapshot_heads(through)")
+        try connection.execute(
+            """
+            CREATE TABLE IF NOT EXISTS \(schema).snapshot_parts(
+                id uuid NOT NULL REFERENCES \(schema).snapshot_heads(id) ON DELETE CASCADE,
+                part int NOT NULL CHECK (part >= 0), payload text NOT NULL, PRIMARY KEY (id, part))
+            """)
+    }
+
+    /// Brings a log of the first layout to the second: its whole snapshots become heads and
+    /// parts (a head alone, or with no part, is no snapshot and is dropped), a negative cursor
+    /// becomes 0, and each origin's pruned range is kept as `legacy_max`.
+    private static func migrateFirstLayout(_ connection: PostgresConnection, _ schema: String) throws {
+        let id = "md5('snapshot ' || s.through)::uuid"
+        try connection.execute(
+            """
+            INSERT INTO \(schema).snapshot_heads(id, through, parts, objects, made_by, made_at)
+            SELECT \(id), s.through, s.chunks, s.objects, s.made_by, s.made_at FROM \(schema).snapshots s
+            WHERE s.through > 0 AND s.chunks > 0 AND s.objects >= 0 AND s.chunks = (SELECT count(*)
+                FROM \(schema).snapshot_chunks c WHERE c.through = s.through AND c.chunk >= 0 AND c.chunk < s.chunks)
+            ON CONFLICT (id) DO NOTHING
+            """)
+        try connection.execute(
+            """
+            INSERT INTO \(schema).snapshot_parts(id, part, payload)
+            SELECT h.id, c.chunk, c.payload FROM \(schema).snapshot_chunks c
+            JOIN \(schema).snapshot_heads h ON h.id = md5('snapshot ' || c.through)::uuid
+            WHERE c.chunk >= 0 AND c.chunk < h.parts ON CONFLICT (id, part) DO NOTHING
+            """)
+        try connection.execute("DROP TABLE \(schema).snapshot_chunks, \(schema).snapshots")
+        try connection.execute("UPDATE \(schema).pruned_origins SET legacy_max = max_token")
     }
 
     /// The mirrors' cursors, one row per store and role. A member's row is stamped by the server
@@ -74,6 +139,11 @@ extension MirrorServer {
                 origin uuid NOT NULL, role name NOT NULL DEFAULT current_user, cursor bigint NOT NULL,
                 seen_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (origin, role))
             """)
+        // A cursor below 0 names no sequence (the first layout took one).
+        try connection.execute("UPDATE \(schema).cursors SET cursor = 0 WHERE cursor < 0")
+        try connection.execute("ALTER TABLE \(schema).cursors DROP CONSTRAINT IF EXISTS cursor_not_negative")
+        try connection.execute(
+            "ALTER TABLE \(schema).cursors ADD CONSTRAINT cursor_not_negative CHECK (cursor >= 0)")
         try connection.execute(
             """
             CREATE OR REPLACE FUNCTION \(schema).cursor_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -121,49 +191,62 @@ extension MirrorServer {
         return value
     }
 
-    /// The newest snapshot through `atMost` or before (nil: none).
+    /// The newest snapshot through `atMost` or before (nil: none). A head that is not a whole
+    /// snapshot (``whole(_:)``) is passed over.
     public func newestSnapshot(atMost: Int64 = .max) throws -> MirrorSnapshot? {
         let rows = try connection.execute(
             """
-            SELECT through, chunks, objects FROM \(schema).snapshots s
-            WHERE through <= $1 AND \(Self.whole(schema)) ORDER BY through DESC LIMIT 1
+            SELECT id, through, parts, objects FROM \(schema).snapshot_heads s
+            WHERE through <= $1 AND \(Self.whole(schema)) ORDER BY through DESC, made_at LIMIT 1
             """, [String(atMost)])
         guard let row = rows.first else { return nil }
-        guard row.count == 3, let through = row[0].flatMap({ Int64($0) }), let chunks = row[1].flatMap({ Int($0) }),
-            let objects = row[2].flatMap({ Int64($0) }), through > 0, chunks >= 0
-        else { throw PostgresError(sqlState: nil, message: "\(schema).snapshots holds an unreadable row") }
-        return MirrorSnapshot(through: through, chunks: chunks, objects: objects)
+        guard row.count == 4, let id = row[0].flatMap({ UUID(uuidString: $0) }),
+            let through = row[1].flatMap({ Int64($0) }), let parts = row[2].flatMap({ Int($0) }),
+            let objects = row[3].flatMap({ Int64($0) })
+        else { throw PostgresError(sqlState: nil, message: "\(schema).snapshot_heads holds an unreadable row") }
+        return MirrorSnapshot(id: id, through: through, chunks: parts, objects: objects)
     }
 
-    /// The condition that snapshot `s` has every one of its parts (a header a member wrote
-    /// alone is no snapshot: it is neither read nor pruned through).
+    /// The condition that snapshot head `s` has every one of its parts, 0 to `parts - 1` (a
+    /// head a member wrote alone, or with parts of its own numbering, is no snapshot: it is
+    /// neither read nor pruned through).
     static func whole(_ schema: String) -> String {
-        "s.chunks = (SELECT count(*) FROM \(schema).snapshot_chunks c WHERE c.through = s.through)"
+        "s.parts = (SELECT count(*) FROM \(schema).snapshot_parts c WHERE c.id = s.id AND c.part < s.parts)"
     }
 
     /// Stores a snapshot through `through`, whole, in one transaction (a reader sees all of it or
-    /// none). Returns false, storing nothing, when one through that sequence exists already
-    /// (another mirror made it).
+    /// none), under a new random id. Returns false, storing nothing, when a whole one through
+    /// that sequence exists already (another mirror made it).
+    ///
+    /// - Throws: ``PostgresError`` when `chunks` is empty (a snapshot of nothing is one empty
+    ///   part) or `through` is not a sequence.
     @discardableResult
     public func storeSnapshot(through: Int64, chunks: [String], objects: Int64, origin: UUID) throws -> Bool {
-        try transaction {
+        guard !chunks.isEmpty, through > 0, objects >= 0 else {
+            throw PostgresError(
+                sqlState: "22023", message: "a snapshot has a sequence, at least one part and no negative count")
+        }
+        let id = UUID().uuidString.lowercased()
+        return try transaction {
             let made = try connection.execute(
                 """
-                INSERT INTO \(schema).snapshots(through, chunks, objects, made_by) VALUES ($1, $2, $3, $4)
-                ON CONFLICT (through) DO NOTHING RETURNING through
-                """, [String(through), String(chunks.count), String(objects), origin.uuidString.lowercased()])
+                INSERT INTO \(schema).snapshot_heads(id, through, parts, objects, made_by)
+                SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS
+                    (SELECT 1 FROM \(schema).snapshot_heads s WHERE through = $2 AND \(Self.whole(schema)))
+                RETURNING id
+                """, [id, String(through), String(chunks.count), String(objects), origin.uuidString.lowercased()])
             guard !made.isEmpty else { return false }
             for start in stride(from: 0, to: chunks.count, by: 50) {
                 let part = chunks[start..<min(start + 50, chunks.count)]
                 var values: [String] = []
-                var parameters: [String?] = [String(through)]
+                var parameters: [String?] = [id]
                 for (i, payload) in part.enumerated() {
                     values.append("($1, $\(parameters.count + 1), $\(parameters.count + 2))")
                     parameters += [String(start + i), payload]
                 }
                 try connection.execute(
-                    "INSERT INTO \(schema).snapshot_chunks(through, chunk, payload) VALUES "
-                        + values.joined(separator: ", "), parameters)
+                    "INSERT INTO \(schema).snapshot_parts(id, part, payload) VALUES " + values.joined(separator: ", "),
+                    parameters)
             }
             return true
         }
@@ -193,9 +276,10 @@ extension MirrorServer {
         while next < snapshot.chunks {
             let rows = try connection.execute(
                 """
-                SELECT chunk, payload FROM \(schema).snapshot_chunks
-                WHERE through = $1 AND chunk >= $2 ORDER BY chunk LIMIT $3
-                """, [String(snapshot.through), String(next), String(max(batch, 1))])
+                SELECT part, payload FROM \(schema).snapshot_parts
+                WHERE id = $1 AND part >= $2 AND part < $3 ORDER BY part LIMIT $4
+                """,
+                [snapshot.id.uuidString.lowercased(), String(next), String(snapshot.chunks), String(max(batch, 1))])
             var payloads: [String] = []
             for row in rows {
                 guard row.count == 2, row[0] == String(next), let payload = row[1] else { break }
@@ -222,10 +306,36 @@ extension MirrorServer {
             """, [origin.uuidString.lowercased(), String(cursor)])
     }
 
-    /// The highest key of `origin`'s pruned rows (0: none): an upload with a positive key at or
-    /// below it was on the server before, and is not new.
-    public func prunedMaxToken(of origin: String) throws -> Int64 {
-        try connection.execute("SELECT max_token FROM \(schema).pruned_origins WHERE origin = $1", [origin])
+    /// Which of `tokens` are keys of `origin`'s pruned rows: an upload under one was on the
+    /// server before, and is not new. Each pruned key is kept (a range would let one row
+    /// forged under another origin's id with a huge key make that origin's later uploads look
+    /// old); keys pruned by the first layout are known as a range (`legacy_max`).
+    public func prunedKeys(of origin: String, among tokens: [Int64]) throws -> Set<Int64> {
+        guard !tokens.isEmpty else { return [] }
+        let list = "{" + tokens.map(String.init).joined(separator: ",") + "}"
+        let rows = try connection.execute(
+            """
+            SELECT token FROM \(schema).pruned_keys WHERE origin = $1 AND token = ANY($2::bigint[])
+            UNION SELECT t FROM unnest($2::bigint[]) t JOIN \(schema).pruned_origins p
+                ON p.origin = $1 AND t > 0 AND t <= p.legacy_max
+            """, [origin, list])
+        return Set(rows.compactMap { ($0.first ?? nil).flatMap { Int64($0) } })
+    }
+
+    /// Up to `limit` keys of `origin`'s pruned rows in `range`, smallest first (the first
+    /// layout's range aside: ``legacyPrunedMax(of:)``).
+    public func prunedKeys(of origin: String, in range: ClosedRange<Int64>, limit: Int) throws -> [Int64] {
+        try connection.execute(
+            """
+            SELECT token FROM \(schema).pruned_keys WHERE origin = $1 AND token BETWEEN $2 AND $3
+            ORDER BY token LIMIT $4
+            """, [origin, String(range.lowerBound), String(range.upperBound), String(max(limit, 1))]
+        ).compactMap { ($0.first ?? nil).flatMap { Int64($0) } }
+    }
+
+    /// The highest key of `origin` pruned by the first layout, which kept a range (0: none).
+    public func legacyPrunedMax(of origin: String) throws -> Int64 {
+        try connection.execute("SELECT legacy_max FROM \(schema).pruned_origins WHERE origin = $1", [origin])
             .first?[0].flatMap { Int64($0) } ?? 0
     }
 
@@ -273,11 +383,16 @@ extension MirrorServer {
             result.prunedThrough = pruned
             let limit = try result.lowestLiveCursor ?? maxSequence()
             let target = try connection.execute(
-                "SELECT max(through) FROM \(schema).snapshots s WHERE through <= $1 AND \(Self.whole(schema))",
+                "SELECT max(through) FROM \(schema).snapshot_heads s WHERE through <= $1 AND \(Self.whole(schema))",
                 [String(limit)]
             ).first?[0].flatMap { Int64($0) }
             result.newestSnapshot = try newestSnapshot()?.through
             guard let target, target > pruned else { return result }
+            try connection.execute(
+                """
+                INSERT INTO \(schema).pruned_keys(origin, token)
+                SELECT origin, token FROM \(schema).transactions WHERE sequence <= $1 ON CONFLICT DO NOTHING
+                """, [String(target)])
             try connection.execute(
                 """
                 INSERT INTO \(schema).pruned_origins(origin, min_token, max_token)
@@ -290,8 +405,8 @@ extension MirrorServer {
                     "WITH gone AS (DELETE FROM \(schema).transactions WHERE sequence <= $1 RETURNING 1) "
                         + "SELECT count(*) FROM gone", [String(target)]
                 ).first?[0].flatMap { Int64($0) } ?? 0
-            try connection.execute("DELETE FROM \(schema).snapshot_chunks WHERE through < $1", [String(target)])
-            try connection.execute("DELETE FROM \(schema).snapshots WHERE through < $1", [String(target)])
+            // (Their parts go with them; so do heads that were never whole.)
+            try connection.execute("DELETE FROM \(schema).snapshot_heads WHERE through < $1", [String(target)])
             try connection.execute(
                 "UPDATE \(schema).meta SET value = $1 WHERE key = 'pruned_through'", [String(target)])
             result.prunedThrough = target

@@ -162,13 +162,13 @@ public struct MirrorServer {
                 "SELECT has_table_privilege(\(Self.quoted(schema + ".transactions")), 'INSERT')")
             guard rows.first?[0] == "t" else { throw accessDenied() }
             try checkNotMoved()
-            let retention = try connection.execute(
-                "SELECT to_regclass(\(Self.quoted(schema + ".cursors"))) IS NOT NULL")
-            guard retention.first?[0] == "t" else {
+            let layout = try connection.execute("SELECT value FROM \(schema).meta WHERE key = 'retention_layout'")
+            guard let text = layout.first?[0], let number = Int(text), number >= Self.retentionLayout else {
                 throw PostgresError(
                     sqlState: nil,
-                    message: "space '\(space ?? "")' was made by an older build (it has no snapshots or cursors): an "
-                        + "administrator brings it up to date with 'storectl mirror-admin --upgrade \(space ?? "")'")
+                    message: "space '\(space ?? "")' was made by an older build (its snapshots or cursors are missing "
+                        + "or of an older layout): an administrator brings it up to date with "
+                        + "'storectl mirror-admin --upgrade \(space ?? "")'")
             }
         } catch let error as PostgresError where error.sqlState == "42501" {
             throw accessDenied()
@@ -252,8 +252,8 @@ public struct MirrorServer {
             }
             var next = try maxSequence()
             // A row pruned below the horizon was uploaded before, whatever the log holds now.
-            let pruned = try prunedMaxToken(of: originText)
-            for u in uploads where known[u.token] == nil && u.token > 0 && u.token <= pruned { known[u.token] = 0 }
+            let pruned = try prunedKeys(of: originText, among: uploads.map(\.token).filter { known[$0] == nil })
+            for u in uploads where known[u.token] == nil && pruned.contains(u.token) { known[u.token] = 0 }
             var out: [(Int64, Bool)] = []
             var values: [String] = []
             var parameters: [String?] = []

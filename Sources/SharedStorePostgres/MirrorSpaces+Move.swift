@@ -141,15 +141,16 @@ extension MirrorSpaces {
                         + "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", row)
             }
             for (table, columns, key) in [
-                ("pruned_origins", ["origin", "min_token", "max_token"], ["origin"]),
+                ("pruned_origins", ["origin", "min_token", "max_token", "legacy_max"], ["origin"]),
+                ("pruned_keys", ["origin", "token"], ["origin", "token"]),
                 ("cursors", ["origin", "role", "cursor", "seen_at"], ["origin", "role"]),
-                ("snapshots", ["through", "chunks", "objects", "made_by", "made_at"], ["through"]),
-                ("snapshot_chunks", ["through", "chunk", "payload"], ["through", "chunk"]),
+                ("snapshot_heads", ["id", "through", "parts", "objects", "made_by", "made_at"], ["id"]),
+                ("snapshot_parts", ["id", "part", "payload"], ["id", "part"]),
                 ("transactions", ["sequence", "origin", "token", "author", "uploaded_at", "payload"], ["sequence"]),
             ] {
                 let copied = try copyRows("\(schema).\(table)", columns: columns, key: key, to: target)
                 if table == "transactions" { result.transactions = copied }
-                if table == "snapshots" { result.snapshots = Int(copied) }
+                if table == "snapshot_heads" { result.snapshots = Int(copied) }
             }
             try target.execute("COMMIT")
             return result

@@ -231,14 +231,16 @@ public struct MirrorSpaces {
             ? [
                 "GRANT USAGE ON SCHEMA %I TO %I", "GRANT SELECT, INSERT ON %I.transactions TO %I",
                 "GRANT SELECT ON %I.meta TO %I", "GRANT SELECT, UPDATE ON %I.upload_lock TO %I",
-                "GRANT SELECT, INSERT ON %I.snapshots TO %I", "GRANT SELECT, INSERT ON %I.snapshot_chunks TO %I",
+                "GRANT SELECT, INSERT ON %I.snapshot_heads TO %I", "GRANT SELECT, INSERT ON %I.snapshot_parts TO %I",
                 "GRANT SELECT, INSERT, UPDATE ON %I.cursors TO %I", "GRANT SELECT ON %I.pruned_origins TO %I",
+                "GRANT SELECT ON %I.pruned_keys TO %I",
             ]
             : [
                 "REVOKE ALL ON %I.transactions FROM %I", "REVOKE ALL ON %I.meta FROM %I",
-                "REVOKE ALL ON %I.upload_lock FROM %I", "REVOKE ALL ON %I.snapshots FROM %I",
-                "REVOKE ALL ON %I.snapshot_chunks FROM %I", "REVOKE ALL ON %I.cursors FROM %I",
-                "REVOKE ALL ON %I.pruned_origins FROM %I", "REVOKE ALL ON SCHEMA %I FROM %I",
+                "REVOKE ALL ON %I.upload_lock FROM %I", "REVOKE ALL ON %I.snapshot_heads FROM %I",
+                "REVOKE ALL ON %I.snapshot_parts FROM %I", "REVOKE ALL ON %I.cursors FROM %I",
+                "REVOKE ALL ON %I.pruned_origins FROM %I", "REVOKE ALL ON %I.pruned_keys FROM %I",
+                "REVOKE ALL ON SCHEMA %I FROM %I",
             ]
     }
 

@@ -97,17 +97,28 @@ enum MirrorAdminCommand {
     }
 
     /// `--prune NAME` (`name`), or `--prune-all` (nil): a line per log. A space's copy that a
-    /// move left behind is skipped by `--prune-all` (it is pruned where it went).
+    /// move left behind is skipped by `--prune-all` (it is pruned where it went); a space that
+    /// fails gets a line with its error, the others are pruned, and the command fails at the end.
     static func prune(_ inv: Invocation, _ name: String?, _ spaces: MirrorSpaces, goneAfter: TimeInterval) throws {
         let names: [String?] =
             try name.map { [$0] } ?? spaces.list().map(\.name) + (try spaces.defaultLogPrunable() ? [nil] : [])
+        var failed: [String] = []
         for space in names {
+            let label = space.map(JSONValue.string) ?? .null
             do {
                 inv.output.record(Self.json(space, try spaces.prune(space, goneAfter: goneAfter)))
             } catch let error as PostgresError where error.sqlState == MirrorServer.movedState && name == nil {
-                inv.output.record(
-                    .object([("space", space.map(JSONValue.string) ?? .null), ("skipped", .string(error.message))]))
+                inv.output.record(.object([("space", label), ("skipped", .string(error.message))]))
+            } catch  where name == nil {
+                inv.output.record(.object([("space", label), ("error", .string(TextSafety.visible("\(error)")))]))
+                failed.append(space ?? "(the log outside any space)")
             }
+        }
+        guard failed.isEmpty else {
+            throw PostgresError(
+                sqlState: nil,
+                message: "\(failed.count) of \(names.count) logs could not be pruned (their lines say why): "
+                    + failed.map(TextSafety.visible).joined(separator: ", "))
         }
     }
 

@@ -3,6 +3,7 @@ import ReadLater
 import SharedStore
 import SharedStoreMirror
 import SharedStorePostgres
+import Synchronization
 import Testing
 
 @testable import SharedStoreCore
@@ -252,9 +253,10 @@ extension MirrorRetentionTests {
         try server.admin.grant(space, to: role)
         let admin = try PostgresConnection(try #require(server.database).conninfo)
         let schema = MirrorServer.spacePrefix + space
-        for table in ["snapshots", "snapshot_chunks", "cursors", "pruned_origins"] {
+        for table in ["snapshot_parts", "snapshot_heads", "cursors", "pruned_origins", "pruned_keys"] {
             try admin.execute("DROP TABLE \(schema).\(table)")
         }
+        try admin.execute("DELETE FROM \(schema).meta WHERE key = 'retention_layout'")
         let error = #expect(throws: (any Error).self) { _ = try Machine(server, role: role, space: space) }
         #expect("\(error.map { "\($0)" } ?? "")".contains("storectl mirror-admin --upgrade \(space)"))
         try server.admin.upgrade(space)
@@ -384,9 +386,11 @@ extension MirrorRetentionTests {
     }
 
     /// What a member may write on the server: its own cursor rows, stamped by the server (it
-    /// cannot make another machine look gone, or itself seen in the future); a snapshot header
-    /// without its parts is neither read nor pruned through.
-    @Test func membersCannotForgeCursorsOrWedgeTheSpaceWithAPartialSnapshot() throws {
+    /// cannot make another machine look gone, or itself seen in the future), never below 0; a
+    /// snapshot head without its parts, or with none, is neither read nor pruned through; a part
+    /// planted beside a snapshot changes nothing; a row forged under another machine's id with a
+    /// huge key, once pruned, does not make that machine's later uploads look old.
+    @Test func membersCannotForgeCursorsSnapshotsOrPrunedKeys() throws {
         let server = Server()
         let space = try server.space("forge")
         let (role, evil) = (try server.role("forge"), try server.role("evil"))
@@ -407,13 +411,184 @@ extension MirrorRetentionTests {
             "INSERT INTO \(schema).cursors(origin, cursor, seen_at) VALUES (gen_random_uuid(), 0, 'infinity')")
         let stamped = try hostile.execute("SELECT seen_at <= now() FROM \(schema).cursors WHERE role = current_user")
         #expect(stamped.first?[0] == "t")
-        try hostile.execute("INSERT INTO \(schema).snapshots(through, chunks, objects) VALUES (5, 3, 3)")
+        let heads = "INSERT INTO \(schema).snapshot_heads(id, through, parts, objects) VALUES (gen_random_uuid(), "
+        for refused in [
+            "INSERT INTO \(schema).cursors(origin, cursor) VALUES (gen_random_uuid(), \(Int64.min))",
+            heads + "5, 0, 0)", heads + "0, 1, 0)", heads + "5, 1, -1)",
+        ] {
+            let error = #expect(throws: PostgresError.self, "\(refused)") { try hostile.execute(refused) }
+            #expect(error?.sqlState == "23514", "\(String(describing: error))")
+        }
+        try hostile.execute(heads + "5, 3, 3)")
+        // A row under the writer's id with a huge key, pruned later.
+        let forger = try MirrorServer(connection: hostile, space: space)
+        #expect(
+            try forger.upload(
+                origin: writer.container.storeID, token: 1 << 40, author: "MainApp",
+                payload: #"{"v":1,"model":3,"changes":[]}"#) == 6)
         let newcomer = try Machine(server, role: role, space: space)
         try MirrorTests.settle([writer.mirror, newcomer.mirror])
         #expect(try newcomer.articles == reference)
         #expect(try newcomer.mirror.verify().isEmpty)
-        // The header alone is no snapshot: a prune leaves the log whole.
+        // The head alone is no snapshot: a prune leaves the log whole.
         #expect(try server.admin.prune(space, goneAfter: 0).prunedThrough == 0)
+        writer.mirror.snapshotEvery = 1
+        _ = try writer.mirror.round()
+        #expect(try server.admin.prune(space, goneAfter: 0).prunedThrough == 6)
+        let whole = try #require(try forger.newestSnapshot())
+        try hostile.execute(
+            "INSERT INTO \(schema).snapshot_parts(id, part, payload) VALUES ($1, $2, 'planted')",
+            [whole.id.uuidString.lowercased(), String(whole.chunks)])
+        let taken = #expect(throws: PostgresError.self) {
+            try hostile.execute(
+                "INSERT INTO \(schema).snapshot_parts(id, part, payload) VALUES ($1, 0, 'planted')",
+                [whole.id.uuidString.lowercased()])
+        }
+        #expect(taken?.sqlState == "23505")
+        try Self.write(3, in: writer, live: 8, reference: &reference, ids: &ids, rng: &rng, tag: "b")
+        #expect(try writer.mirror.round().pushed == 3, "the writer's later uploads are new")
+        let late = try Machine(server, role: role, space: space)
+        try MirrorTests.settle([writer.mirror, newcomer.mirror, late.mirror])
+        for machine in [writer, newcomer, late] {
+            #expect(try machine.articles == reference)
+            #expect(try machine.mirror.verify().isEmpty)
+        }
+    }
+
+    /// A store that never mirrored, whose history was deleted before, joins a pruned space: what
+    /// it holds goes up whole (against an empty state: the server has nothing of it), and it
+    /// takes the snapshot's state beside it.
+    @Test func aStoreThatNeverMirroredJoinsAPrunedSpaceWithItsCleanedObjects() throws {
+        let server = Server()
+        let space = try server.space("fresh")
+        let role = try server.role("fresh")
+        try server.admin.grant(space, to: role)
+        let writer = try Machine(server, role: role, space: space, snapshotEvery: 1)
+        var reference: [String: String] = [:]
+        var ids: [String: ObjectID] = [:]
+        var rng = SeededGenerator(seed: 29)
+        try Self.write(5, in: writer, live: 5, reference: &reference, ids: &ids, rng: &rng, tag: "a")
+        _ = try writer.mirror.round()
+        _ = try writer.mirror.round()
+        #expect(try server.admin.prune(space, goneAfter: 0).prunedThrough == 5)
+        let fresh = try Machine(server, role: role, space: space)
+        var own: [String: ObjectID] = [:]
+        try Self.write(3, in: fresh, live: 3, reference: &reference, ids: &own, rng: &rng, tag: "own")
+        #expect(try fresh.container.deleteHistory(through: fresh.container.currentToken()) > 0)
+        try MirrorTests.settle([fresh.mirror, writer.mirror])
+        #expect(try fresh.articles == reference && reference.count == 8)
+        #expect(try writer.articles == reference)
+        #expect(try fresh.mirror.verify().isEmpty && writer.mirror.verify().isEmpty)
+    }
+
+    /// An older app whose pull stops at a newer model's row cannot tell the log's state: its
+    /// verify says so instead of calling the store clean.
+    @Test func anOlderAppsVerifyDoesNotCallALogWithANewerRowClean() throws {
+        let server = Server()
+        let space = try server.space("verify")
+        let role = try server.role("verify")
+        try server.admin.grant(space, to: role)
+        let old = try Machine(server, role: role, space: space, model: try ReadLater.model(version: 1))
+        let new = try Machine(server, role: role, space: space)
+        var reference: [String: String] = [:]
+        var ids: [String: ObjectID] = [:]
+        var rng = SeededGenerator(seed: 31)
+        try Self.write(2, in: new, live: 2, reference: &reference, ids: &ids, rng: &rng, tag: "a")
+        _ = try new.mirror.round()
+        let pulled = #expect(throws: MirrorError.self) { try old.mirror.round() }
+        #expect(pulled?.code == .newerModel)
+        let verified = #expect(throws: MirrorError.self) { try old.mirror.verify() }
+        #expect(verified?.code == .newerModel, "\(String(describing: verified))")
+    }
+}
+
+/// Logs of the first retention layout, and administrators working at once.
+extension MirrorRetentionTests {
+    /// A space pruned by the first layout (snapshots keyed by their sequence, pruned keys as a
+    /// range) is refused by a mirror until upgraded; the upgrade keeps its whole snapshot (a head
+    /// with no part is dropped) and what it pruned stays known.
+    @Test func aSpaceOfTheFirstRetentionLayoutKeepsItsSnapshotAndPrunedKeys() throws {
+        let server = Server()
+        let space = try server.space("first")
+        let role = try server.role("first")
+        try server.admin.grant(space, to: role)
+        let writer = try Machine(server, role: role, space: space, snapshotEvery: 1)
+        var reference: [String: String] = [:]
+        var ids: [String: ObjectID] = [:]
+        var rng = SeededGenerator(seed: 37)
+        try Self.write(5, in: writer, live: 5, reference: &reference, ids: &ids, rng: &rng, tag: "a")
+        _ = try writer.mirror.round()
+        _ = try writer.mirror.round()
+        #expect(try server.admin.prune(space, goneAfter: 0).prunedThrough == 5)
+        let admin = try PostgresConnection(try #require(server.database).conninfo)
+        let s = MirrorServer.spacePrefix + space
+        for statement in [
+            """
+            CREATE TABLE \(s).snapshots(through bigint PRIMARY KEY, chunks int NOT NULL, objects bigint NOT NULL,
+                made_by uuid, made_at timestamptz NOT NULL DEFAULT now())
+            """,
+            """
+            CREATE TABLE \(s).snapshot_chunks(through bigint NOT NULL, chunk int NOT NULL, payload text NOT NULL,
+                PRIMARY KEY (through, chunk))
+            """,
+            "INSERT INTO \(s).snapshots SELECT through, parts, objects, made_by, made_at FROM \(s).snapshot_heads",
+            """
+            INSERT INTO \(s).snapshot_chunks SELECT h.through, p.part, p.payload
+            FROM \(s).snapshot_parts p JOIN \(s).snapshot_heads h USING (id)
+            """,
+            "INSERT INTO \(s).snapshots(through, chunks, objects) VALUES (5000, 0, 0)",
+            "DROP TABLE \(s).snapshot_parts, \(s).snapshot_heads, \(s).pruned_keys",
+            "ALTER TABLE \(s).pruned_origins DROP COLUMN legacy_max",
+            "ALTER TABLE \(s).cursors DROP CONSTRAINT cursor_not_negative",
+            "DELETE FROM \(s).meta WHERE key = 'retention_layout'",
+        ] {
+            try admin.execute(statement)
+        }
+        let refused = #expect(throws: (any Error).self) { _ = try Machine(server, role: role, space: space) }
+        #expect("\(refused.map { "\($0)" } ?? "")".contains("storectl mirror-admin --upgrade \(space)"))
+        try server.admin.upgrade(space)
+        let log = try MirrorServer(connection: try server.connect(as: role), space: space)
+        #expect(try log.newestSnapshot()?.through == 5)
+        let again = try log.upload(
+            origin: writer.container.storeID, token: 3, author: "MainApp", payload: #"{"v":1,"model":3,"changes":[]}"#)
+        #expect(again == nil, "a key pruned by the first layout stays known")
+        let newcomer = try Machine(server, role: role, space: space)
+        try Self.write(2, in: writer, live: 7, reference: &reference, ids: &ids, rng: &rng, tag: "b")
+        try MirrorTests.settle([writer.mirror, newcomer.mirror])
+        #expect(try newcomer.articles == reference)
+        #expect(try newcomer.mirror.verify().isEmpty)
+    }
+
+    /// Administrators at once: upgrades (as a prune and a move make) of one space from two
+    /// connections take turns instead of failing; `--prune-all` prunes every space it can and
+    /// fails at the end naming the one it could not.
+    @Test(.tags(.multiProcess)) func administratorsAtOnceAndASpaceThatCannotBePruned() throws {
+        let server = Server()
+        let (good, bad) = (try server.space("good"), try server.space("bad"))
+        let role = try server.role("admins")
+        try server.admin.grant(good, to: role)
+        let conninfo = try #require(server.database).conninfo
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 2) { _ in
+            do {
+                let spaces = MirrorSpaces(connection: try PostgresConnection(conninfo))
+                for _ in 0..<10 {
+                    try spaces.upgrade(good)
+                    _ = try spaces.prune(good, goneAfter: 0)
+                }
+            } catch {
+                failures.withLock { $0.append("\(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty)
+        let admin = try PostgresConnection(conninfo)
+        try admin.execute("DROP TABLE \(MirrorServer.spacePrefix + bad).snapshot_heads CASCADE")
+        let child = try Child(
+            "storectl", ["mirror-admin", "--prune-all", "--gone-after", "0", "--json"],
+            environment: try #require(server.database).environment)
+        #expect(try child.waitForExit() != 0)
+        #expect(child.lines.contains { $0.contains("\"space\":\"\(good)\",\"pruned_through\"") }, "\(child.lines)")
+        #expect(child.lines.contains { $0.contains("\"space\":\"\(bad)\",\"error\"") }, "\(child.lines)")
     }
 }
 

@@ -37,6 +37,12 @@ extension Container {
         try readOneStatement { s in try s.historyCount(after: token, excludingAuthor: author) }
     }
 
+    /// Which of `tokens` name a history transaction not of `author` (one read).
+    package func historyTokens(among tokens: [Int64], excludingAuthor author: String) throws -> [Int64] {
+        guard !tokens.isEmpty else { return [] }
+        return try read { s in try s.historyTokens(among: tokens, excludingAuthor: author) }
+    }
+
     /// The changes to upload for each of `transactions` (one read): for an insert or update, the
     /// object's state now (a deletion when it is gone since); for a delete, the delete. Changes
     /// recorded without a global id (history from before them) are left out. Also returns the

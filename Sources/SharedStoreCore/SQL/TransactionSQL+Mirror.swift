@@ -224,6 +224,12 @@ extension TransactionSQL {
             .firstRow([.integer(token), .text(author)]) { Int($0.int64(0)) } ?? 0
     }
 
+    /// Which of `tokens` name a history transaction not of `author`.
+    func historyTokens(among tokens: [Int64], excludingAuthor author: String) throws -> [Int64] {
+        let statement = try c.cached("SELECT 1 FROM ss_history WHERE token = ? AND (author IS NULL OR author <> ?)")
+        return try tokens.filter { t in try statement.firstRow([.integer(t), .text(author)]) { _ in true } ?? false }
+    }
+
     /// Up to `limit` primary keys of `e` after `after`, in order.
     func primaryKeys(after: Int64, of e: Entity, limit: Int) throws -> [Int64] {
         let key = StoreColumn.primaryKey
