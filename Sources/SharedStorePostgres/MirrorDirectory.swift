@@ -28,8 +28,7 @@ public struct MirrorDirectory {
 
     /// Makes the directory's table when missing, readable by every role (run as the administrator).
     public func prepare() throws {
-        try connection.execute("BEGIN")
-        do {
+        try connection.transaction {
             try connection.execute("SELECT pg_advisory_xact_lock(hashtext($1))", [Self.schema])
             try connection.execute("CREATE SCHEMA IF NOT EXISTS \(Self.schema)")
             try connection.execute(
@@ -40,10 +39,6 @@ public struct MirrorDirectory {
                 """)
             try connection.execute("GRANT USAGE ON SCHEMA \(Self.schema) TO PUBLIC")
             try connection.execute("GRANT SELECT ON \(Self.schema).spaces TO PUBLIC")
-            try connection.execute("COMMIT")
-        } catch {
-            _ = try? connection.execute("ROLLBACK")
-            throw error
         }
     }
 

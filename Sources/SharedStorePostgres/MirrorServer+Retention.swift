@@ -255,15 +255,7 @@ extension MirrorServer {
     /// Runs `body` in one repeatable-read, read-only transaction: every statement in it sees the
     /// log as it was at the first (a prune meanwhile deletes nothing it reads).
     public func consistentRead<T>(_ body: () throws -> T) throws -> T {
-        try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        do {
-            let result = try body()
-            try connection.execute("COMMIT")
-            return result
-        } catch {
-            _ = try? connection.execute("ROLLBACK")
-            throw error
-        }
+        try connection.transaction(begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", body)
     }
 
     /// Reads the payloads of `snapshot`, `batch` at a time in order (inside

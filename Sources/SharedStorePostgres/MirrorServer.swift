@@ -434,14 +434,20 @@ public struct MirrorServer {
     public func listen() throws { try connection.execute("LISTEN \(try notifyChannel())") }
 
     /// Runs `body` in one server transaction (rolled back when it throws).
-    func transaction<T>(_ body: () throws -> T) throws -> T {
-        try connection.execute("BEGIN")
+    func transaction<T>(_ body: () throws -> T) throws -> T { try connection.transaction(body) }
+}
+
+extension PostgresConnection {
+    /// Runs `body` in one transaction that `begin` starts, committed when it returns and rolled
+    /// back when it throws.
+    func transaction<T>(begin: String = "BEGIN", _ body: () throws -> T) throws -> T {
+        try execute(begin)
         do {
             let result = try body()
-            try connection.execute("COMMIT")
+            try execute("COMMIT")
             return result
         } catch {
-            _ = try? connection.execute("ROLLBACK")
+            _ = try? execute("ROLLBACK")
             throw error
         }
     }

@@ -58,12 +58,11 @@ extension MirrorSpaces {
         try upgrade(name)
         let roles = try list().first { $0.name == name }?.roles ?? []
         try clearTarget(name, roles: roles, on: destination, sameLog: try sameLogThere())
-        var result = MirrorMoveResult()
-        try connection.execute("BEGIN")
-        do {
+        let result = try connection.transaction { () throws -> MirrorMoveResult in
             try connection.execute("SET LOCAL lock_timeout = '30s'")
             try connection.execute("SELECT 1 FROM \(schema).upload_lock WHERE id = 1 FOR UPDATE")
             try destination.create(name)
+            let result: MirrorMoveResult
             do {
                 result = try copy(schema, to: target)
             } catch {
@@ -76,10 +75,7 @@ extension MirrorSpaces {
                     + "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", [toServer])
             // Followers waiting here wake (at commit), find the space moved and look it up.
             try connection.execute("SELECT pg_notify($1, 'moved')", [try source.notifyChannel()])
-            try connection.execute("COMMIT")
-        } catch {
-            _ = try? connection.execute("ROLLBACK")
-            throw error
+            return result
         }
         try directory.place(name, on: toServer)
         return result
@@ -132,9 +128,8 @@ extension MirrorSpaces {
     /// Copies the log of `schema` (its meta values first, so that the order trigger there knows
     /// where it was pruned) to the same schema on `target`, in one transaction there.
     private func copy(_ schema: String, to target: PostgresConnection) throws -> MirrorMoveResult {
-        var result = MirrorMoveResult()
-        try target.execute("BEGIN")
-        do {
+        try target.transaction {
+            var result = MirrorMoveResult()
             for row in try connection.execute("SELECT key, value FROM \(schema).meta WHERE key <> 'schema_version'") {
                 try target.execute(
                     "INSERT INTO \(schema).meta(key, value) VALUES ($1, $2) "
@@ -152,11 +147,7 @@ extension MirrorSpaces {
                 if table == "transactions" { result.transactions = copied }
                 if table == "snapshot_heads" { result.snapshots = Int(copied) }
             }
-            try target.execute("COMMIT")
             return result
-        } catch {
-            _ = try? target.execute("ROLLBACK")
-            throw error
         }
     }
 

@@ -248,14 +248,5 @@ public struct MirrorSpaces {
         PostgresError(sqlState: "3F000", message: "there is no space '\(name)' on this server")
     }
 
-    private func transaction(_ body: () throws -> Void) throws {
-        try connection.execute("BEGIN")
-        do {
-            try body()
-            try connection.execute("COMMIT")
-        } catch {
-            _ = try? connection.execute("ROLLBACK")
-            throw error
-        }
-    }
+    private func transaction(_ body: () throws -> Void) throws { try connection.transaction(body) }
 }

@@ -94,9 +94,7 @@ struct MirrorRetentionTests {
         var rng = SeededGenerator(seed: seed)
         let live = max(total / 20, 10)
         let server = Server()
-        let space = try server.space("retention")
-        let role = try server.role("retention")
-        try server.admin.grant(space, to: role)
+        let (space, role) = try server.member("retention")
         let writer = try Machine(server, role: role, space: space, snapshotEvery: 1_000)
         let returning = try Machine(server, role: role, space: space)
         var reference: [String: String] = [:]
@@ -146,9 +144,7 @@ struct MirrorRetentionTests {
     /// everything keeps every row after its cursor, and pulls them without a snapshot.
     @Test func pruningKeepsWhatALiveMirrorHasNotPulled() throws {
         let server = Server()
-        let space = try server.space("horizon")
-        let role = try server.role("horizon")
-        try server.admin.grant(space, to: role)
+        let (space, role) = try server.member("horizon")
         let writer = try Machine(server, role: role, space: space, snapshotEvery: 10)
         let slow = try Machine(server, role: role, space: space)
         var reference: [String: String] = [:]
@@ -172,9 +168,7 @@ struct MirrorRetentionTests {
     /// one; a mirror's role may not prune; the log's order goes on after every row is pruned.
     @Test func prunedRowsStayKnownAndOnlyTheOwnerPrunes() throws {
         let server = Server()
-        let space = try server.space("known")
-        let role = try server.role("known")
-        try server.admin.grant(space, to: role)
+        let (space, role) = try server.member("known")
         let writer = try Machine(server, role: role, space: space, snapshotEvery: 1)
         var reference: [String: String] = [:]
         var ids: [String: ObjectID] = [:]
@@ -207,9 +201,7 @@ extension MirrorRetentionTests {
     /// `--rejoin`; rejoining takes the server's state (the change is dropped, as it says).
     @Test(.tags(.multiProcess)) func aStoreBehindTheHorizonWithoutItsHistoryStopsUntilItRejoins() throws {
         let server = Server()
-        let space = try server.space("rejoin")
-        let role = try server.role("rejoin")
-        try server.admin.grant(space, to: role)
+        let (space, role) = try server.member("rejoin")
         let writer = try Machine(server, role: role, space: space, snapshotEvery: 1)
         let away = try Machine(server, role: role, space: space)
         var reference: [String: String] = [:]
@@ -248,9 +240,7 @@ extension MirrorRetentionTests {
     /// brings it up to date; after it, its members mirror and prune works.
     @Test func aSpaceOfAnOlderBuildIsUpgradedByTheAdministrator() throws {
         let server = Server()
-        let space = try server.space("older")
-        let role = try server.role("older")
-        try server.admin.grant(space, to: role)
+        let (space, role) = try server.member("older")
         let admin = try PostgresConnection(try #require(server.database).conninfo)
         let schema = MirrorServer.spacePrefix + space
         for table in ["snapshot_parts", "snapshot_heads", "cursors", "pruned_origins", "pruned_keys"] {
@@ -279,9 +269,7 @@ extension MirrorRetentionTests {
     /// built without it dropped every object it held), and a newcomer gets every object.
     @Test func anOlderAppMakesNoSnapshotFromANewerOnesAndDropsNothing() throws {
         let server = Server()
-        let space = try server.space("models")
-        let role = try server.role("models")
-        try server.admin.grant(space, to: role)
+        let (space, role) = try server.member("models")
         let old = try Machine(server, role: role, space: space, model: try ReadLater.model(version: 1))
         let new = try Machine(server, role: role, space: space, snapshotEvery: 10)
         var reference: [String: String] = [:]
@@ -308,9 +296,7 @@ extension MirrorRetentionTests {
     /// them again over another machine's later change.
     @Test(.tags(.multiProcess)) func keysOfPrunedRowsAreNeverUploadedAgainOverLaterChanges() throws {
         let server = Server()
-        let space = try server.space("crash")
-        let role = try server.role("crash")
-        try server.admin.grant(space, to: role)
+        let (space, role) = try server.member("crash")
         let a = try Machine(server, role: role, space: space, snapshotEvery: 1)
         var b: Machine? = try Machine(server, role: role, space: space)
         let bGroup = try #require(b).group
@@ -355,9 +341,7 @@ extension MirrorRetentionTests {
     /// cursor: the pull stops before it, and the next round starts from the snapshot.
     @Test func aPruneDuringAPullStopsItAndTheNextRoundStartsFromTheSnapshot() throws {
         let server = Server()
-        let space = try server.space("gap")
-        let role = try server.role("gap")
-        try server.admin.grant(space, to: role)
+        let (space, role) = try server.member("gap")
         let writer = try Machine(server, role: role, space: space)
         let reader = try Machine(server, role: role, space: space)
         var reference: [String: String] = [:]
@@ -460,9 +444,7 @@ extension MirrorRetentionTests {
     /// takes the snapshot's state beside it.
     @Test func aStoreThatNeverMirroredJoinsAPrunedSpaceWithItsCleanedObjects() throws {
         let server = Server()
-        let space = try server.space("fresh")
-        let role = try server.role("fresh")
-        try server.admin.grant(space, to: role)
+        let (space, role) = try server.member("fresh")
         let writer = try Machine(server, role: role, space: space, snapshotEvery: 1)
         var reference: [String: String] = [:]
         var ids: [String: ObjectID] = [:]
@@ -485,9 +467,7 @@ extension MirrorRetentionTests {
     /// verify says so instead of calling the store clean.
     @Test func anOlderAppsVerifyDoesNotCallALogWithANewerRowClean() throws {
         let server = Server()
-        let space = try server.space("verify")
-        let role = try server.role("verify")
-        try server.admin.grant(space, to: role)
+        let (space, role) = try server.member("verify")
         let old = try Machine(server, role: role, space: space, model: try ReadLater.model(version: 1))
         let new = try Machine(server, role: role, space: space)
         var reference: [String: String] = [:]
@@ -509,9 +489,7 @@ extension MirrorRetentionTests {
     /// with no part is dropped) and what it pruned stays known.
     @Test func aSpaceOfTheFirstRetentionLayoutKeepsItsSnapshotAndPrunedKeys() throws {
         let server = Server()
-        let space = try server.space("first")
-        let role = try server.role("first")
-        try server.admin.grant(space, to: role)
+        let (space, role) = try server.member("first")
         let writer = try Machine(server, role: role, space: space, snapshotEvery: 1)
         var reference: [String: String] = [:]
         var ids: [String: ObjectID] = [:]

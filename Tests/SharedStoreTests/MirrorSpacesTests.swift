@@ -42,6 +42,13 @@ struct MirrorSpacesTests {
             return space
         }
 
+        /// Space `name`_tag and role `name`_tag, granted it.
+        func member(_ name: String) throws -> (space: String, role: String) {
+            let (space, role) = (try space(name), try role(name))
+            try admin.grant(space, to: role)
+            return (space, role)
+        }
+
         /// A connection as `role`.
         func connect(as role: String) throws -> PostgresConnection {
             try PostgresConnection("\(try #require(database).conninfo) user=\(role)")
