@@ -24,8 +24,11 @@ public struct MirrorPruneResult: Sendable, Hashable {
     /// Mirrors seen within the age that holds the horizon back, and those counted gone.
     public var live = 0
     public var gone = 0
-    /// The lowest pull cursor of a live mirror (nil: none is live).
+    /// The lowest pull cursor of a live mirror (nil: none is live), and the role that reported
+    /// it: a horizon held back for long is that role's (a machine that stopped pulling, or a
+    /// member reporting made-up stores; revoking the role lets it go).
     public var lowestLiveCursor: Int64?
+    public var heldBy: String?
     /// The newest snapshot (nil: none was made yet; nothing can be pruned without one).
     public var newestSnapshot: Int64?
 }
@@ -45,8 +48,9 @@ public struct MirrorPruneResult: Sendable, Hashable {
 extension MirrorServer {
     /// The layout of retention this build makes (1: the first, with snapshots keyed by their
     /// sequence and each origin's pruned keys as a range; 2: snapshots keyed by a random id,
-    /// checked values, each pruned key kept).
-    static let retentionLayout = 2
+    /// checked values, each pruned key kept; 3: each store's id bound to the role that uploads
+    /// under it, `origins`).
+    static let retentionLayout = 3
 
     /// The tables of retention, when missing or of an older layout: snapshots and their parts,
     /// the mirrors' cursors, and the keys of pruned rows. Two administrators bringing one log up
@@ -61,6 +65,7 @@ extension MirrorServer {
             try connection.execute("SELECT to_regclass(\(quoted(schema + ".snapshots"))) IS NOT NULL").first?[0] == "t"
         try createSnapshotTables(connection, schema)
         try createCursorTable(connection, schema)
+        try createOriginTable(connection, schema)
         try connection.execute(
             """
             CREATE TABLE IF NOT EXISTS \(schema).pruned_origins(
@@ -105,6 +110,52 @@ extension MirrorServer {
             """)
     }
 
+    /// The PL/pgSQL of a trigger on a row of store `NEW.origin` by a member: claims the id for
+    /// the member's role when no role has it, and refuses the row when another role does (its
+    /// first report or upload claims a store's id, before any member can read it).
+    static func claimOrigin(_ schema: String, what: String) -> String {
+        """
+        INSERT INTO \(schema).origins(origin) VALUES (NEW.origin) ON CONFLICT (origin) DO NOTHING;
+                IF (SELECT role FROM \(schema).origins WHERE origin = NEW.origin) IS DISTINCT FROM current_user THEN
+                    RAISE EXCEPTION 'store % \(what) in this space as role %, but its id belongs to role %', NEW.origin,
+                        current_user, (SELECT role FROM \(schema).origins WHERE origin = NEW.origin)
+                        USING ERRCODE = '\(foreignOriginState)';
+                END IF;
+        """
+    }
+
+    /// Each store's id and the role that uploads under it: the first upload of a store claims
+    /// its id for the role that makes it (the order trigger of a space), and a row under an id
+    /// another role claimed is refused (SQLSTATE ``MirrorServer/foreignOriginState``). A member
+    /// cannot write rows in another machine's name: those would be taken for that machine's
+    /// uploads, and once pruned would make its later ones look old. Ids of a log made before
+    /// are claimed by the member role that last reported a cursor for them.
+    private static func createOriginTable(_ connection: PostgresConnection, _ schema: String) throws {
+        try connection.execute(
+            """
+            CREATE TABLE IF NOT EXISTS \(schema).origins(
+                origin uuid PRIMARY KEY, role name NOT NULL DEFAULT current_user,
+                claimed_at timestamptz NOT NULL DEFAULT now())
+            """)
+        try connection.execute("ALTER TABLE \(schema).origins ENABLE ROW LEVEL SECURITY")
+        for (policy, rule) in [
+            ("origins_read", "FOR SELECT USING (true)"),
+            ("origins_claim", "FOR INSERT WITH CHECK (role = current_user)"),
+        ] {
+            try connection.execute("DROP POLICY IF EXISTS \(policy) ON \(schema).origins")
+            try connection.execute("CREATE POLICY \(policy) ON \(schema).origins \(rule)")
+        }
+        try connection.execute(
+            """
+            INSERT INTO \(schema).origins(origin, role)
+            SELECT DISTINCT ON (origin) origin, role FROM \(schema).cursors
+            WHERE role <> (SELECT pg_get_userbyid(relowner) FROM pg_class
+                WHERE oid = \(quoted(schema + ".cursors"))::regclass)
+            ORDER BY origin, seen_at DESC
+            ON CONFLICT (origin) DO NOTHING
+            """)
+    }
+
     /// Brings a log of the first layout to the second: its whole snapshots become heads and
     /// parts (a head alone, or with no part, is no snapshot and is dropped), a negative cursor
     /// becomes 0, and each origin's pruned range is kept as `legacy_max`.
@@ -139,6 +190,20 @@ extension MirrorServer {
                 origin uuid NOT NULL, role name NOT NULL DEFAULT current_user, cursor bigint NOT NULL,
                 seen_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (origin, role))
             """)
+        // The very first layout had one row per store, without its role: its rows become the
+        // administrator's (they count gone in time, and claim no store id), and each member's
+        // next report its own.
+        let roleless = try connection.execute(
+            """
+            SELECT NOT EXISTS (SELECT 1 FROM information_schema.columns
+                WHERE table_schema = $1 AND table_name = 'cursors' AND column_name = 'role')
+            """, [schema])
+        if roleless.first?[0] == "t" {
+            try connection.execute(
+                "ALTER TABLE \(schema).cursors ADD COLUMN role name NOT NULL DEFAULT current_user")
+            try connection.execute("ALTER TABLE \(schema).cursors DROP CONSTRAINT IF EXISTS cursors_pkey")
+            try connection.execute("ALTER TABLE \(schema).cursors ADD PRIMARY KEY (origin, role)")
+        }
         // A cursor below 0 names no sequence (the first layout took one).
         try connection.execute("UPDATE \(schema).cursors SET cursor = 0 WHERE cursor < 0")
         try connection.execute("ALTER TABLE \(schema).cursors DROP CONSTRAINT IF EXISTS cursor_not_negative")
@@ -151,6 +216,7 @@ extension MirrorServer {
                 IF NOT pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = TG_RELID), 'USAGE') THEN
                     NEW.role := current_user;
                     NEW.seen_at := now();
+                    \(schema.hasPrefix(spacePrefix) ? claimOrigin(schema, what: "reports a cursor") : "")
                 END IF;
                 RETURN NEW;
             END $$
@@ -358,51 +424,57 @@ extension MirrorServer {
                 sqlState: "22023", message: "the age after which a mirror counts as gone must be 0 or more")
         }
         try checkMayPrune()
-        return try transaction {
-            try lockUploads()
-            var result = MirrorPruneResult()
-            let seen = try connection.execute(
-                """
-                SELECT count(*) FILTER (WHERE seen_at > now() - make_interval(secs => $1::float8)),
-                    count(*) FILTER (WHERE seen_at <= now() - make_interval(secs => $1::float8)),
-                    min(cursor) FILTER (WHERE seen_at > now() - make_interval(secs => $1::float8))
-                FROM \(schema).cursors
-                """, [String(goneAfter)])
-            result.live = seen.first?[0].flatMap { Int($0) } ?? 0
-            result.gone = seen.first?[1].flatMap { Int($0) } ?? 0
-            result.lowestLiveCursor = seen.first?[2].flatMap { Int64($0) }
-            let pruned = try prunedThrough()
-            result.prunedThrough = pruned
-            let limit = try result.lowestLiveCursor ?? maxSequence()
-            let target = try connection.execute(
-                "SELECT max(through) FROM \(schema).snapshot_heads s WHERE through <= $1 AND \(Self.whole(schema))",
-                [String(limit)]
-            ).first?[0].flatMap { Int64($0) }
-            result.newestSnapshot = try newestSnapshot()?.through
-            guard let target, target > pruned else { return result }
+        // (It waits longer than an upload: a move or another prune may hold the lock a while.)
+        return try namingLockHolder { try transaction { try pruneLocked(goneAfter: goneAfter) } }
+    }
+
+    private func pruneLocked(goneAfter: TimeInterval) throws -> MirrorPruneResult {
+        try lockUploads(wait: adminLockWait)
+        var result = MirrorPruneResult()
+        let seen = try connection.execute(
+            """
+            SELECT count(*) FILTER (WHERE seen_at > now() - make_interval(secs => $1::float8)),
+                count(*) FILTER (WHERE seen_at <= now() - make_interval(secs => $1::float8)),
+                min(cursor) FILTER (WHERE seen_at > now() - make_interval(secs => $1::float8)),
+                (SELECT role FROM \(schema).cursors WHERE seen_at > now() - make_interval(secs => $1::float8)
+                    ORDER BY cursor, seen_at LIMIT 1)
+            FROM \(schema).cursors
+            """, [String(goneAfter)])
+        result.live = seen.first?[0].flatMap { Int($0) } ?? 0
+        result.gone = seen.first?[1].flatMap { Int($0) } ?? 0
+        result.lowestLiveCursor = seen.first?[2].flatMap { Int64($0) }
+        result.heldBy = seen.first.flatMap { $0.count > 3 ? $0[3] : nil }
+        let pruned = try prunedThrough()
+        result.prunedThrough = pruned
+        let limit = try result.lowestLiveCursor ?? maxSequence()
+        let target = try connection.execute(
+            "SELECT max(through) FROM \(schema).snapshot_heads s WHERE through <= $1 AND \(Self.whole(schema))",
+            [String(limit)]
+        ).first?[0].flatMap { Int64($0) }
+        result.newestSnapshot = try newestSnapshot()?.through
+        guard let target, target > pruned else { return result }
+        try connection.execute(
+            """
+            INSERT INTO \(schema).pruned_keys(origin, token)
+            SELECT origin, token FROM \(schema).transactions WHERE sequence <= $1 ON CONFLICT DO NOTHING
+            """, [String(target)])
+        try connection.execute(
+            """
+            INSERT INTO \(schema).pruned_origins(origin, min_token, max_token)
+            SELECT origin, min(token), max(token) FROM \(schema).transactions WHERE sequence <= $1 GROUP BY origin
+            ON CONFLICT (origin) DO UPDATE SET min_token = least(pruned_origins.min_token, EXCLUDED.min_token),
+                max_token = greatest(pruned_origins.max_token, EXCLUDED.max_token)
+            """, [String(target)])
+        result.deleted =
             try connection.execute(
-                """
-                INSERT INTO \(schema).pruned_keys(origin, token)
-                SELECT origin, token FROM \(schema).transactions WHERE sequence <= $1 ON CONFLICT DO NOTHING
-                """, [String(target)])
-            try connection.execute(
-                """
-                INSERT INTO \(schema).pruned_origins(origin, min_token, max_token)
-                SELECT origin, min(token), max(token) FROM \(schema).transactions WHERE sequence <= $1 GROUP BY origin
-                ON CONFLICT (origin) DO UPDATE SET min_token = least(pruned_origins.min_token, EXCLUDED.min_token),
-                    max_token = greatest(pruned_origins.max_token, EXCLUDED.max_token)
-                """, [String(target)])
-            result.deleted =
-                try connection.execute(
-                    "WITH gone AS (DELETE FROM \(schema).transactions WHERE sequence <= $1 RETURNING 1) "
-                        + "SELECT count(*) FROM gone", [String(target)]
-                ).first?[0].flatMap { Int64($0) } ?? 0
-            // (Their parts go with them; so do heads that were never whole.)
-            try connection.execute("DELETE FROM \(schema).snapshot_heads WHERE through < $1", [String(target)])
-            try connection.execute(
-                "UPDATE \(schema).meta SET value = $1 WHERE key = 'pruned_through'", [String(target)])
-            result.prunedThrough = target
-            return result
-        }
+                "WITH gone AS (DELETE FROM \(schema).transactions WHERE sequence <= $1 RETURNING 1) "
+                    + "SELECT count(*) FROM gone", [String(target)]
+            ).first?[0].flatMap { Int64($0) } ?? 0
+        // (Their parts go with them; so do heads that were never whole.)
+        try connection.execute("DELETE FROM \(schema).snapshot_heads WHERE through < $1", [String(target)])
+        try connection.execute(
+            "UPDATE \(schema).meta SET value = $1 WHERE key = 'pruned_through'", [String(target)])
+        result.prunedThrough = target
+        return result
     }
 }

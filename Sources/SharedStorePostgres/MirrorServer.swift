@@ -48,11 +48,17 @@ public struct MirrorServer {
     /// The SQLSTATE of a space's log that was moved to another server (its uploads are refused
     /// there; the space directory names the new one).
     public static let movedState = "SSMOV"
+    /// The SQLSTATE of a row a member uploads under a store id another role's uploads claimed.
+    public static let foreignOriginState = "SSORG"
     /// The prefix of a space's schema, and of the role that may use it.
     public static let spacePrefix = "sharedstore_space_"
 
     public let connection: PostgresConnection
     public let schema: String
+    /// How long an upload waits for the space's upload lock (then it fails, naming the session
+    /// that holds it, and the next round tries again), and how long a prune or a move does.
+    public var uploadLockWait: TimeInterval = 30
+    public var adminLockWait: TimeInterval = 300
     /// The space this log is (nil: the log outside any space).
     public let space: String?
 
@@ -237,7 +243,13 @@ public struct MirrorServer {
     /// attempt, and keeps what it had).
     public func upload(origin: UUID, _ uploads: [MirrorUpload]) throws -> [(sequence: Int64, isNew: Bool)] {
         guard !uploads.isEmpty else { return [] }
-        return try transaction {
+        return try namingLockHolder { try uploadInTransaction(origin: origin, uploads) }
+    }
+
+    private func uploadInTransaction(origin: UUID, _ uploads: [MirrorUpload]) throws -> [(
+        sequence: Int64, isNew: Bool
+    )] {
+        try transaction {
             // One upload at a time: the sequence numbers given here commit in order, and every
             // row of a batch gets them in the order of its tokens.
             try lockUploads()
@@ -297,15 +309,49 @@ public struct MirrorServer {
 
     /// Takes the log's upload lock until the transaction ends. A space has its own, which only its
     /// members may take (an advisory lock's key is public: any role could hold it and stop the
-    /// space's uploads); a member holding it past 30 s fails this upload, which the next round
-    /// tries again.
-    func lockUploads() throws {
+    /// space's uploads); a member holding it past `wait` fails this transaction, with an error
+    /// naming the session that holds it (``namingLockHolder(_:)``), and the next round tries again.
+    func lockUploads(wait: TimeInterval? = nil) throws {
         guard space != nil else {
             try connection.execute("SELECT pg_advisory_xact_lock(hashtext($1 || '.upload'))", [schema])
             return
         }
-        try connection.execute("SET LOCAL lock_timeout = '30s'")
+        // (A wait that is no number waits 30 s: no trap on a caller's NaN.)
+        let seconds = wait ?? uploadLockWait
+        let milliseconds = seconds.isFinite ? Int(min(max(seconds, 0.001), 86_400) * 1000) : 30_000
+        try connection.execute("SELECT set_config('lock_timeout', $1, true)", ["\(milliseconds)ms"])
         try connection.execute("SELECT 1 FROM \(schema).upload_lock WHERE id = 1 FOR UPDATE")
+    }
+
+    /// Runs `body`, a transaction that takes the upload lock; when waiting for it timed out
+    /// (SQLSTATE 55P03), throws an error naming the session that holds it (its role and server
+    /// process), which an administrator can end.
+    func namingLockHolder<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as PostgresError where error.sqlState == "55P03" && space != nil {
+            // A row locked for update holds its locker's transaction id; that transaction's
+            // lock names the session.
+            let holder = try? connection.execute(
+                """
+                SELECT a.pid, a.usename FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                WHERE l.locktype = 'transactionid' AND l.granted AND l.mode = 'ExclusiveLock'
+                    AND l.transactionid::text = (SELECT xmax::text FROM \(schema).upload_lock WHERE id = 1)
+                LIMIT 1
+                """
+            ).first
+            let who =
+                holder.flatMap { row in
+                    row.count == 2
+                        ? row[0].map { "role '\(TextSafety.visible(row[1] ?? "?"))' (server process \($0))" } : nil
+                } ?? "another session"
+            let end = holder.flatMap { $0.first ?? nil }.map { " (SELECT pg_terminate_backend(\($0)))" } ?? ""
+            throw PostgresError(
+                sqlState: "55P03",
+                message: "\(space.map { "space '\($0)'" } ?? "the log")'s upload lock is held by \(who), which did not "
+                    + "let it go in time: an administrator can end that session\(end); "
+                    + "the next round tries again")
+        }
     }
 
     /// The largest sequence on the server (0: none).

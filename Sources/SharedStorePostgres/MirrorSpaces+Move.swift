@@ -58,24 +58,25 @@ extension MirrorSpaces {
         try upgrade(name)
         let roles = try list().first { $0.name == name }?.roles ?? []
         try clearTarget(name, roles: roles, on: destination, sameLog: try sameLogThere())
-        let result = try connection.transaction { () throws -> MirrorMoveResult in
-            try connection.execute("SET LOCAL lock_timeout = '30s'")
-            try connection.execute("SELECT 1 FROM \(schema).upload_lock WHERE id = 1 FOR UPDATE")
-            try destination.create(name)
-            let result: MirrorMoveResult
-            do {
-                result = try copy(schema, to: target)
-            } catch {
-                _ = try? destination.delete(name)
-                throw error
+        let result = try source.namingLockHolder { () throws -> MirrorMoveResult in
+            try connection.transaction {
+                try source.lockUploads(wait: source.adminLockWait)
+                try destination.create(name)
+                let result: MirrorMoveResult
+                do {
+                    result = try copy(schema, to: target)
+                } catch {
+                    _ = try? destination.delete(name)
+                    throw error
+                }
+                for role in roles { try destination.grant(name, to: role) }
+                try connection.execute(
+                    "INSERT INTO \(schema).meta(key, value) VALUES ('moved_to', $1) "
+                        + "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", [toServer])
+                // Followers waiting here wake (at commit), find the space moved and look it up.
+                try connection.execute("SELECT pg_notify($1, 'moved')", [try source.notifyChannel()])
+                return result
             }
-            for role in roles { try destination.grant(name, to: role) }
-            try connection.execute(
-                "INSERT INTO \(schema).meta(key, value) VALUES ('moved_to', $1) "
-                    + "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", [toServer])
-            // Followers waiting here wake (at commit), find the space moved and look it up.
-            try connection.execute("SELECT pg_notify($1, 'moved')", [try source.notifyChannel()])
-            return result
         }
         try directory.place(name, on: toServer)
         return result
@@ -138,6 +139,7 @@ extension MirrorSpaces {
             for (table, columns, key) in [
                 ("pruned_origins", ["origin", "min_token", "max_token", "legacy_max"], ["origin"]),
                 ("pruned_keys", ["origin", "token"], ["origin", "token"]),
+                ("origins", ["origin", "role", "claimed_at"], ["origin"]),
                 ("cursors", ["origin", "role", "cursor", "seen_at"], ["origin", "role"]),
                 ("snapshot_heads", ["id", "through", "parts", "objects", "made_by", "made_at"], ["id"]),
                 ("snapshot_parts", ["id", "part", "payload"], ["id", "part"]),

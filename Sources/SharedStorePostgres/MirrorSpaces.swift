@@ -68,6 +68,10 @@ public struct MirrorSpaces {
         """
         CREATE OR REPLACE FUNCTION \(schema).next_in_order() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
+            -- A member uploads under store ids of its own role (the owner copies any, on a move).
+            IF NOT pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = TG_RELID), 'USAGE') THEN
+                \(MirrorServer.claimOrigin(schema, what: "uploads"))
+            END IF;
             IF EXISTS (SELECT 1 FROM \(schema).meta WHERE key = 'moved_to') THEN
                 RAISE EXCEPTION 'this space was moved to another server' USING ERRCODE = '\(MirrorServer.movedState)';
             END IF;
@@ -233,13 +237,14 @@ public struct MirrorSpaces {
                 "GRANT SELECT ON %I.meta TO %I", "GRANT SELECT, UPDATE ON %I.upload_lock TO %I",
                 "GRANT SELECT, INSERT ON %I.snapshot_heads TO %I", "GRANT SELECT, INSERT ON %I.snapshot_parts TO %I",
                 "GRANT SELECT, INSERT, UPDATE ON %I.cursors TO %I", "GRANT SELECT ON %I.pruned_origins TO %I",
-                "GRANT SELECT ON %I.pruned_keys TO %I",
+                "GRANT SELECT ON %I.pruned_keys TO %I", "GRANT SELECT, INSERT ON %I.origins TO %I",
             ]
             : [
                 "REVOKE ALL ON %I.transactions FROM %I", "REVOKE ALL ON %I.meta FROM %I",
                 "REVOKE ALL ON %I.upload_lock FROM %I", "REVOKE ALL ON %I.snapshot_heads FROM %I",
                 "REVOKE ALL ON %I.snapshot_parts FROM %I", "REVOKE ALL ON %I.cursors FROM %I",
                 "REVOKE ALL ON %I.pruned_origins FROM %I", "REVOKE ALL ON %I.pruned_keys FROM %I",
+                "REVOKE ALL ON %I.origins FROM %I",
                 "REVOKE ALL ON SCHEMA %I FROM %I",
             ]
     }

@@ -180,6 +180,7 @@ enum MirrorAdminCommand {
             ("deleted", .number(Double(r.deleted))), ("live", .number(Double(r.live))),
             ("gone", .number(Double(r.gone))),
             ("lowest_live_cursor", r.lowestLiveCursor.map { .number(Double($0)) } ?? .null),
+            ("held_by", r.heldBy.map(JSONValue.string) ?? .null),
             ("snapshot", r.newestSnapshot.map { .number(Double($0)) } ?? .null),
         ])
     }

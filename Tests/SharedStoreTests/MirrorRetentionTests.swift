@@ -158,6 +158,7 @@ struct MirrorRetentionTests {
         #expect(try writer.mirror.round().lag == 0)
         let pruned = try server.admin.prune(space, goneAfter: 3600)
         #expect(pruned.prunedThrough <= cursor && pruned.prunedThrough > 0, "\(pruned), slow at \(cursor)")
+        #expect(pruned.lowestLiveCursor == cursor && pruned.heldBy == role, "the role holding the horizon is named")
         let round = try slow.mirror.round()
         #expect(round.bootstrapped == 0 && round.pulled == 60)
         #expect(try slow.articles == reference)
@@ -370,10 +371,11 @@ extension MirrorRetentionTests {
     }
 
     /// What a member may write on the server: its own cursor rows, stamped by the server (it
-    /// cannot make another machine look gone, or itself seen in the future), never below 0; a
-    /// snapshot head without its parts, or with none, is neither read nor pruned through; a part
-    /// planted beside a snapshot changes nothing; a row forged under another machine's id with a
-    /// huge key, once pruned, does not make that machine's later uploads look old.
+    /// cannot make another machine look gone, or itself seen in the future), never below 0; no
+    /// row or cursor under another role's store id (which, once pruned, would make that
+    /// machine's later uploads look old); a snapshot head without its parts, or with none, is
+    /// neither read nor pruned through; a part planted beside a snapshot changes nothing; a
+    /// huge key of its own, pruned, makes no other upload look old.
     @Test func membersCannotForgeCursorsSnapshotsOrPrunedKeys() throws {
         let server = Server()
         let space = try server.space("forge")
@@ -404,12 +406,22 @@ extension MirrorRetentionTests {
             #expect(error?.sqlState == "23514", "\(String(describing: error))")
         }
         try hostile.execute(heads + "5, 3, 3)")
-        // A row under the writer's id with a huge key, pruned later.
+        // Rows and cursors under the writer's id, at its next keys: refused.
         let forger = try MirrorServer(connection: hostile, space: space)
-        #expect(
-            try forger.upload(
-                origin: writer.container.storeID, token: 1 << 40, author: "MainApp",
-                payload: #"{"v":1,"model":3,"changes":[]}"#) == 6)
+        let empty = #"{"v":1,"model":3,"changes":[]}"#
+        let victim = writer.container.storeID
+        let next = try writer.container.currentToken().value + 1
+        let upload = #expect(throws: PostgresError.self) {
+            try forger.upload(origin: victim, token: next, author: "MainApp", payload: empty)
+        }
+        #expect(upload?.sqlState == MirrorServer.foreignOriginState, "\(String(describing: upload))")
+        #expect(upload?.message.contains("belongs to role \(role)") == true, "\(String(describing: upload))")
+        let cursor = #expect(throws: PostgresError.self) {
+            try forger.reportCursor(origin: victim, cursor: 0)
+        }
+        #expect(cursor?.sqlState == MirrorServer.foreignOriginState)
+        // A row of its own with a huge key, pruned later.
+        #expect(try forger.upload(origin: UUID(), token: 1 << 40, author: "MainApp", payload: empty) == 6)
         let newcomer = try Machine(server, role: role, space: space)
         try MirrorTests.settle([writer.mirror, newcomer.mirror])
         #expect(try newcomer.articles == reference)
@@ -518,6 +530,11 @@ extension MirrorRetentionTests {
             "DROP TABLE \(s).snapshot_parts, \(s).snapshot_heads, \(s).pruned_keys",
             "ALTER TABLE \(s).pruned_origins DROP COLUMN legacy_max",
             "ALTER TABLE \(s).cursors DROP CONSTRAINT cursor_not_negative",
+            // The very first commit's cursors: one per store, no role, no row-level security.
+            "DROP POLICY cursors_read ON \(s).cursors", "DROP POLICY cursors_insert ON \(s).cursors",
+            "DROP POLICY cursors_update ON \(s).cursors", "ALTER TABLE \(s).cursors DISABLE ROW LEVEL SECURITY",
+            "ALTER TABLE \(s).cursors DROP CONSTRAINT cursors_pkey", "ALTER TABLE \(s).cursors DROP COLUMN role",
+            "ALTER TABLE \(s).cursors ADD PRIMARY KEY (origin)", "DROP TABLE \(s).origins",
             "DELETE FROM \(s).meta WHERE key = 'retention_layout'",
         ] {
             try admin.execute(statement)
@@ -538,8 +555,10 @@ extension MirrorRetentionTests {
     }
 
     /// Administrators at once: upgrades (as a prune and a move make) of one space from two
-    /// connections take turns instead of failing; `--prune-all` prunes every space it can and
-    /// fails at the end naming the one it could not.
+    /// connections take turns instead of failing; a member that holds the upload lock makes
+    /// uploads and prunes fail after their wait with an error naming its role and the session to
+    /// end; `--prune-all` prunes every space it can and fails at the end naming the one it could
+    /// not.
     @Test(.tags(.multiProcess)) func administratorsAtOnceAndASpaceThatCannotBePruned() throws {
         let server = Server()
         let (good, bad) = (try server.space("good"), try server.space("bad"))
@@ -559,6 +578,24 @@ extension MirrorRetentionTests {
             }
         }
         #expect(failures.withLock { $0 }.isEmpty)
+        let holder = try server.connect(as: role)
+        try holder.execute("BEGIN")
+        try holder.execute("SELECT 1 FROM \(MirrorServer.spacePrefix + good).upload_lock WHERE id = 1 FOR UPDATE")
+        var upload = try MirrorServer(connection: try server.connect(as: role), space: good)
+        upload.uploadLockWait = 0.2
+        var prune = try MirrorServer(connection: try PostgresConnection(conninfo), space: good)
+        prune.adminLockWait = 0.2
+        for attempt in [
+            { _ = try upload.upload(origin: UUID(), token: 1, author: nil, payload: "{}") },
+            { _ = try prune.prune(goneAfter: 0) },
+        ] {
+            let error = #expect(throws: PostgresError.self) { try attempt() }
+            #expect(error?.sqlState == "55P03")
+            #expect(error?.message.contains("held by role '\(role)'") == true, "\(String(describing: error))")
+            #expect(error?.message.contains("pg_terminate_backend(") == true, "\(String(describing: error))")
+        }
+        try holder.execute("ROLLBACK")
+        _ = try prune.prune(goneAfter: 0)
         let admin = try PostgresConnection(conninfo)
         try admin.execute("DROP TABLE \(MirrorServer.spacePrefix + bad).snapshot_heads CASCADE")
         let child = try Child(
