@@ -113,15 +113,32 @@ extension MirrorServer {
     /// The PL/pgSQL of a trigger on a row of store `NEW.origin` by a member: claims the id for
     /// the member's role when no role has it, and refuses the row when another role does (its
     /// first report or upload claims a store's id, before any member can read it).
-    static func claimOrigin(_ schema: String, what: String) -> String {
-        """
-        INSERT INTO \(schema).origins(origin) VALUES (NEW.origin) ON CONFLICT (origin) DO NOTHING;
-                IF (SELECT role FROM \(schema).origins WHERE origin = NEW.origin) IS DISTINCT FROM current_user THEN
-                    RAISE EXCEPTION 'store % \(what) in this space as role %, but its id belongs to role %', NEW.origin,
-                        current_user, (SELECT role FROM \(schema).origins WHERE origin = NEW.origin)
-                        USING ERRCODE = '\(foreignOriginState)';
+    ///
+    /// The owner (an administrator's own mirror) claims an id no role has, and is never refused;
+    /// a move's copy (`sharedstore.copying` set in its transaction) claims nothing: the claims
+    /// are copied. `stamp` runs first for a member's row. Every name is qualified, and the
+    /// functions run with `search_path` set to `pg_catalog`: a member's own tables or functions
+    /// (a temporary `pg_class`) cannot stand in for the catalog's.
+    static func memberCheck(_ schema: String, what: String?, stamp: String = "") -> String {
+        let claim = "INSERT INTO \(schema).origins(origin) VALUES (NEW.origin) ON CONFLICT (origin) DO NOTHING;"
+        let refuse = """
+            IF (SELECT role FROM \(schema).origins WHERE origin = NEW.origin) IS DISTINCT FROM current_user THEN
+                RAISE EXCEPTION 'store % \(what ?? "") in this space as role %, but its id belongs to role %',
+                    NEW.origin, current_user, (SELECT role FROM \(schema).origins WHERE origin = NEW.origin)
+                    USING ERRCODE = '\(foreignOriginState)';
+            END IF;
+            """
+        return """
+            IF pg_catalog.pg_has_role(current_user,
+                (SELECT relowner FROM pg_catalog.pg_class WHERE oid = TG_RELID), 'USAGE') THEN
+                IF pg_catalog.current_setting('sharedstore.copying', true) IS DISTINCT FROM 'on' THEN
+                    \(what == nil ? "NULL;" : claim)
                 END IF;
-        """
+            ELSE
+                \(stamp)
+                \(what == nil ? "" : claim + "\n" + refuse)
+            END IF;
+            """
     }
 
     /// Each store's id and the role that uploads under it: the first upload of a store claims
@@ -211,13 +228,11 @@ extension MirrorServer {
             "ALTER TABLE \(schema).cursors ADD CONSTRAINT cursor_not_negative CHECK (cursor >= 0)")
         try connection.execute(
             """
-            CREATE OR REPLACE FUNCTION \(schema).cursor_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
+            CREATE OR REPLACE FUNCTION \(schema).cursor_stamp() RETURNS trigger LANGUAGE plpgsql
+            SET search_path = pg_catalog, pg_temp AS $$
             BEGIN
-                IF NOT pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = TG_RELID), 'USAGE') THEN
-                    NEW.role := current_user;
-                    NEW.seen_at := now();
-                    \(schema.hasPrefix(spacePrefix) ? claimOrigin(schema, what: "reports a cursor") : "")
-                END IF;
+                \(memberCheck(schema, what: schema.hasPrefix(spacePrefix) ? "reports a cursor" : nil,
+                    stamp: "NEW.role := current_user; NEW.seen_at := pg_catalog.now();"))
                 RETURN NEW;
             END $$
             """)

@@ -320,7 +320,18 @@ public struct MirrorServer {
         let seconds = wait ?? uploadLockWait
         let milliseconds = seconds.isFinite ? Int(min(max(seconds, 0.001), 86_400) * 1000) : 30_000
         try connection.execute("SELECT set_config('lock_timeout', $1, true)", ["\(milliseconds)ms"])
-        try connection.execute("SELECT 1 FROM \(schema).upload_lock WHERE id = 1 FOR UPDATE")
+        do {
+            try connection.execute("SELECT 1 FROM \(schema).upload_lock WHERE id = 1 FOR UPDATE")
+        } catch let error as PostgresError where error.sqlState == "55P03" {
+            throw UploadLockTimeout(error: error)
+        }
+    }
+
+    /// Waiting for the upload lock timed out (``namingLockHolder(_:)`` says who holds it, once
+    /// the transaction is rolled back).
+    struct UploadLockTimeout: Error, CustomStringConvertible {
+        let error: PostgresError
+        var description: String { "\(error)" }
     }
 
     /// Runs `body`, a transaction that takes the upload lock; when waiting for it timed out
@@ -329,7 +340,7 @@ public struct MirrorServer {
     func namingLockHolder<T>(_ body: () throws -> T) throws -> T {
         do {
             return try body()
-        } catch let error as PostgresError where error.sqlState == "55P03" && space != nil {
+        } catch is UploadLockTimeout {
             // A row locked for update holds its locker's transaction id; that transaction's
             // lock names the session.
             let holder = try? connection.execute(
@@ -343,9 +354,13 @@ public struct MirrorServer {
             let who =
                 holder.flatMap { row in
                     row.count == 2
-                        ? row[0].map { "role '\(TextSafety.visible(row[1] ?? "?"))' (server process \($0))" } : nil
+                        ? row[0].map {
+                            "role '\(TextSafety.visible(row[1] ?? "?"))' (server process \(TextSafety.visible($0)))"
+                        } : nil
                 } ?? "another session"
-            let end = holder.flatMap { $0.first ?? nil }.map { " (SELECT pg_terminate_backend(\($0)))" } ?? ""
+            let end =
+                holder.flatMap { $0.first ?? nil }.flatMap { Int64($0) }.map { " (SELECT pg_terminate_backend(\($0)))" }
+                ?? ""
             throw PostgresError(
                 sqlState: "55P03",
                 message: "\(space.map { "space '\($0)'" } ?? "the log")'s upload lock is held by \(who), which did not "

@@ -66,12 +66,11 @@ public struct MirrorSpaces {
     /// sequence after the largest the log gave (its largest row, or where it was pruned through).
     static func orderFunction(_ schema: String) -> String {
         """
-        CREATE OR REPLACE FUNCTION \(schema).next_in_order() RETURNS trigger LANGUAGE plpgsql AS $$
+        CREATE OR REPLACE FUNCTION \(schema).next_in_order() RETURNS trigger LANGUAGE plpgsql
+        SET search_path = pg_catalog, pg_temp AS $$
         BEGIN
             -- A member uploads under store ids of its own role (the owner copies any, on a move).
-            IF NOT pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = TG_RELID), 'USAGE') THEN
-                \(MirrorServer.claimOrigin(schema, what: "uploads"))
-            END IF;
+            \(MirrorServer.memberCheck(schema, what: "uploads"))
             IF EXISTS (SELECT 1 FROM \(schema).meta WHERE key = 'moved_to') THEN
                 RAISE EXCEPTION 'this space was moved to another server' USING ERRCODE = '\(MirrorServer.movedState)';
             END IF;
@@ -92,13 +91,20 @@ public struct MirrorSpaces {
     public func upgrade(_ name: String) throws {
         let schema = try MirrorServer.schema(forSpace: name)
         guard try exists(name) else { throw noSpace(name) }
+        let roles = try list().first(where: { $0.name == name })?.roles ?? []
+        // In one transaction: no member gains the new tables (and claims store ids) before
+        // the others, or before the trigger that checks them.
         try transaction {
             try MirrorServer.createRetentionTables(connection, schema)
             try connection.execute(Self.orderFunction(schema))
+            for role in roles { try applyMembership(schema, role, grant: true) }
         }
-        for role in try list().first(where: { $0.name == name })?.roles ?? [] {
-            try changeMembership(name, role, grant: true)
-        }
+    }
+
+    /// Whether the space of `schema` has this build's layout.
+    private func isCurrent(_ schema: String) throws -> Bool {
+        let layout = try connection.execute("SELECT value FROM \(schema).meta WHERE key = 'retention_layout'")
+        return layout.first?[0].flatMap { Int($0) }.map { $0 >= MirrorServer.retentionLayout } ?? false
     }
 
     /// Prunes space `name` (nil: the log outside any space) as ``MirrorServer/prune(goneAfter:)``
@@ -213,18 +219,19 @@ public struct MirrorSpaces {
                     }
                         ?? ""))
         }
-        try transaction {
-            // A space of an older build gains the tables these name first (``upgrade(_:)``).
-            try MirrorServer.createRetentionTables(connection, schema)
-            for verb in Self.membershipStatements(grant: grant) {
-                guard
-                    let statement = try connection.execute(
-                        "SELECT format($1, $2::text, $3::text)", [verb, schema, role]
-                    )
+        // A space of an older build is brought up to date first, every member with it.
+        if try !isCurrent(schema) { try upgrade(name) }
+        try transaction { try applyMembership(schema, role, grant: grant) }
+    }
+
+    /// Grants (or revokes) `role` the space of `schema`, inside the caller's transaction.
+    private func applyMembership(_ schema: String, _ role: String, grant: Bool) throws {
+        for verb in Self.membershipStatements(grant: grant) {
+            guard
+                let statement = try connection.execute("SELECT format($1, $2::text, $3::text)", [verb, schema, role])
                     .first?[0]
-                else { throw PostgresError(sqlState: nil, message: "the server did not format '\(verb)'") }
-                try connection.execute(statement)
-            }
+            else { throw PostgresError(sqlState: nil, message: "the server did not format '\(verb)'") }
+            try connection.execute(statement)
         }
     }
 

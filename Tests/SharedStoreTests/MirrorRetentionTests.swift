@@ -250,7 +250,8 @@ extension MirrorRetentionTests {
         try admin.execute("DELETE FROM \(schema).meta WHERE key = 'retention_layout'")
         let error = #expect(throws: (any Error).self) { _ = try Machine(server, role: role, space: space) }
         #expect("\(error.map { "\($0)" } ?? "")".contains("storectl mirror-admin --upgrade \(space)"))
-        try server.admin.upgrade(space)
+        // Granting another role brings the space up to date for every member; so does --upgrade.
+        try server.admin.grant(space, to: try server.role("older_too"))
         try server.admin.upgrade(space)
         let machine = try Machine(server, role: role, space: space, snapshotEvery: 1)
         var reference: [String: String] = [:]
@@ -420,6 +421,32 @@ extension MirrorRetentionTests {
             try forger.reportCursor(origin: victim, cursor: 0)
         }
         #expect(cursor?.sqlState == MirrorServer.foreignOriginState)
+        // Nor with a catalog of its own in front of the real one (a temporary pg_class that says
+        // the member owns the tables).
+        try hostile.execute("CREATE TEMP TABLE pg_class(oid oid, relowner oid)")
+        try hostile.execute(
+            """
+            INSERT INTO pg_temp.pg_class SELECT c, r.oid FROM unnest(ARRAY['\(schema).transactions'::regclass,
+                '\(schema).cursors'::regclass]) c, pg_roles r WHERE r.rolname = current_user
+            """)
+        try hostile.execute("SET search_path = pg_temp, pg_catalog")
+        let shadowed = #expect(throws: PostgresError.self) {
+            try forger.upload(origin: victim, token: next, author: "MainApp", payload: empty)
+        }
+        #expect(shadowed?.sqlState == MirrorServer.foreignOriginState, "\(String(describing: shadowed))")
+        try hostile.execute("RESET search_path")
+        try hostile.execute("DROP TABLE pg_temp.pg_class")
+        // An administrator's own mirror claims its store id too.
+        let owned = TemporaryGroup()
+        let ownerStore = try owned.open(ReadLater.model)
+        let ownerMirror = try Mirror(
+            container: ownerStore, registry: try TokenRegistry(group: owned.path),
+            connection: try PostgresConnection(try #require(server.database).conninfo), space: space)
+        _ = try ownerMirror.round()
+        let claimed = #expect(throws: PostgresError.self) {
+            try forger.upload(origin: ownerStore.storeID, token: 1 << 50, author: "MainApp", payload: empty)
+        }
+        #expect(claimed?.sqlState == MirrorServer.foreignOriginState)
         // A row of its own with a huge key, pruned later.
         #expect(try forger.upload(origin: UUID(), token: 1 << 40, author: "MainApp", payload: empty) == 6)
         let newcomer = try Machine(server, role: role, space: space)
