@@ -120,13 +120,25 @@ extension MirrorServer {
     /// functions run with `search_path` set to `pg_catalog`: a member's own tables or functions
     /// (a temporary `pg_class`) cannot stand in for the catalog's.
     static func memberCheck(_ schema: String, what: String?, stamp: String = "") -> String {
-        let claim = "INSERT INTO \(schema).origins(origin) VALUES (NEW.origin) ON CONFLICT (origin) DO NOTHING;"
-        let refuse = """
-            IF (SELECT role FROM \(schema).origins WHERE origin = NEW.origin) IS DISTINCT FROM current_user THEN
-                RAISE EXCEPTION 'store % \(what ?? "") in this space as role %, but its id belongs to role %',
-                    NEW.origin, current_user, (SELECT role FROM \(schema).origins WHERE origin = NEW.origin)
-                    USING ERRCODE = '\(foreignOriginState)';
+        // (One indexed read a row once the id is claimed: a claim is written once per store.)
+        let claim = """
+            IF NOT EXISTS (SELECT 1 FROM \(schema).origins WHERE origin = NEW.origin) THEN
+                INSERT INTO \(schema).origins(origin) VALUES (NEW.origin) ON CONFLICT (origin) DO NOTHING;
             END IF;
+            """
+        let refuse = """
+            DECLARE
+                claimed name := (SELECT role FROM \(schema).origins WHERE origin = NEW.origin);
+            BEGIN
+                IF claimed IS NULL THEN
+                    INSERT INTO \(schema).origins(origin) VALUES (NEW.origin) ON CONFLICT (origin) DO NOTHING;
+                    claimed := (SELECT role FROM \(schema).origins WHERE origin = NEW.origin);
+                END IF;
+                IF claimed IS DISTINCT FROM current_user THEN
+                    RAISE EXCEPTION 'store % \(what ?? "") in this space as role %, but its id belongs to role %',
+                        NEW.origin, current_user, claimed USING ERRCODE = '\(foreignOriginState)';
+                END IF;
+            END;
             """
         return """
             IF pg_catalog.pg_has_role(current_user,
@@ -136,7 +148,7 @@ extension MirrorServer {
                 END IF;
             ELSE
                 \(stamp)
-                \(what == nil ? "" : claim + "\n" + refuse)
+                \(what == nil ? "" : refuse)
             END IF;
             """
     }
