@@ -158,7 +158,8 @@ extension MirrorServer {
     /// another role claimed is refused (SQLSTATE ``MirrorServer/foreignOriginState``). A member
     /// cannot write rows in another machine's name: those would be taken for that machine's
     /// uploads, and once pruned would make its later ones look old. Ids of a log made before
-    /// are claimed by the member role that last reported a cursor for them.
+    /// are claimed by the one member role that reported a cursor for them (reported by several,
+    /// an id is left to its machine's next round: any member could report any id then).
     private static func createOriginTable(_ connection: PostgresConnection, _ schema: String) throws {
         try connection.execute(
             """
@@ -177,10 +178,10 @@ extension MirrorServer {
         try connection.execute(
             """
             INSERT INTO \(schema).origins(origin, role)
-            SELECT DISTINCT ON (origin) origin, role FROM \(schema).cursors
+            SELECT origin, min(role) FROM \(schema).cursors
             WHERE role <> (SELECT pg_get_userbyid(relowner) FROM pg_class
                 WHERE oid = \(quoted(schema + ".cursors"))::regclass)
-            ORDER BY origin, seen_at DESC
+            GROUP BY origin HAVING count(DISTINCT role) = 1
             ON CONFLICT (origin) DO NOTHING
             """)
     }
@@ -384,11 +385,15 @@ extension MirrorServer {
     /// Records that the mirror of `origin` has pulled through `cursor`, now: the horizon does not
     /// pass it while it is seen.
     public func reportCursor(origin: UUID, cursor: Int64) throws {
-        try connection.execute(
-            """
-            INSERT INTO \(schema).cursors(origin, cursor) VALUES ($1, $2)
-            ON CONFLICT (origin, role) DO UPDATE SET cursor = EXCLUDED.cursor, seen_at = now()
-            """, [origin.uuidString.lowercased(), String(cursor)])
+        // (A member holding a lock on the table fails the report in time; it never hangs.)
+        try transaction {
+            try connection.execute("SELECT set_config('lock_timeout', '30s', true)")
+            try connection.execute(
+                """
+                INSERT INTO \(schema).cursors(origin, cursor) VALUES ($1, $2)
+                ON CONFLICT (origin, role) DO UPDATE SET cursor = EXCLUDED.cursor, seen_at = now()
+                """, [origin.uuidString.lowercased(), String(cursor)])
+        }
     }
 
     /// Which of `tokens` are keys of `origin`'s pruned rows: an upload under one was on the

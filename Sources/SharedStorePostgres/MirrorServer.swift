@@ -320,10 +320,18 @@ public struct MirrorServer {
         let seconds = wait ?? uploadLockWait
         let milliseconds = seconds.isFinite ? Int(min(max(seconds, 0.001), 86_400) * 1000) : 30_000
         try connection.execute("SELECT set_config('lock_timeout', $1, true)", ["\(milliseconds)ms"])
+        let locked: [[String?]]
         do {
-            try connection.execute("SELECT 1 FROM \(schema).upload_lock WHERE id = 1 FOR UPDATE")
+            locked = try connection.execute("SELECT 1 FROM \(schema).upload_lock WHERE id = 1 FOR UPDATE")
         } catch let error as PostgresError where error.sqlState == "55P03" {
             throw UploadLockTimeout(error: error)
+        }
+        guard !locked.isEmpty else {
+            throw PostgresError(
+                sqlState: "55000",
+                message: "space '\(space ?? "")' has no upload lock row (id 1): it was changed on the server, and "
+                    + "uploads stop until an administrator puts it back "
+                    + "(INSERT INTO \(schema).upload_lock VALUES (1, 0))")
         }
     }
 

@@ -241,9 +241,13 @@ public struct MirrorSpaces {
         grant
             ? [
                 "GRANT USAGE ON SCHEMA %I TO %I", "GRANT SELECT, INSERT ON %I.transactions TO %I",
-                "GRANT SELECT ON %I.meta TO %I", "GRANT SELECT, UPDATE ON %I.upload_lock TO %I",
+                // UPDATE of one column only: it lets a member lock the row (FOR UPDATE), never
+                // move it away (uploads would find no lock) or lock the whole table.
+                "REVOKE UPDATE ON %I.upload_lock FROM %I", "REVOKE UPDATE ON %I.cursors FROM %I",
+                "GRANT SELECT ON %I.meta TO %I", "GRANT SELECT, UPDATE (taken) ON %I.upload_lock TO %I",
                 "GRANT SELECT, INSERT ON %I.snapshot_heads TO %I", "GRANT SELECT, INSERT ON %I.snapshot_parts TO %I",
-                "GRANT SELECT, INSERT, UPDATE ON %I.cursors TO %I", "GRANT SELECT ON %I.pruned_origins TO %I",
+                "GRANT SELECT, INSERT, UPDATE (cursor, seen_at) ON %I.cursors TO %I",
+                "GRANT SELECT ON %I.pruned_origins TO %I",
                 "GRANT SELECT ON %I.pruned_keys TO %I", "GRANT SELECT, INSERT ON %I.origins TO %I",
             ]
             : [
@@ -252,6 +256,8 @@ public struct MirrorSpaces {
                 "REVOKE ALL ON %I.snapshot_parts FROM %I", "REVOKE ALL ON %I.cursors FROM %I",
                 "REVOKE ALL ON %I.pruned_origins FROM %I", "REVOKE ALL ON %I.pruned_keys FROM %I",
                 "REVOKE ALL ON %I.origins FROM %I",
+                // Its mirrors cannot report any more: their cursors hold the horizon no longer.
+                "DELETE FROM %1$I.cursors WHERE role = %2$L",
                 "REVOKE ALL ON SCHEMA %I FROM %I",
             ]
     }

@@ -398,6 +398,16 @@ extension MirrorRetentionTests {
             "INSERT INTO \(schema).cursors(origin, cursor, seen_at) VALUES (gen_random_uuid(), 0, 'infinity')")
         let stamped = try hostile.execute("SELECT seen_at <= now() FROM \(schema).cursors WHERE role = current_user")
         #expect(stamped.first?[0] == "t")
+        // The upload lock row can be locked, never moved away; no table can be locked whole.
+        for statement in [
+            "UPDATE \(schema).upload_lock SET id = 2", "LOCK TABLE \(schema).cursors IN ACCESS EXCLUSIVE MODE",
+            "LOCK TABLE \(schema).upload_lock IN ACCESS EXCLUSIVE MODE",
+        ] {
+            try hostile.execute("BEGIN")
+            let denied = #expect(throws: PostgresError.self, "\(statement)") { try hostile.execute(statement) }
+            #expect(denied?.sqlState == "42501", "\(statement): \(String(describing: denied))")
+            try hostile.execute("ROLLBACK")
+        }
         let heads = "INSERT INTO \(schema).snapshot_heads(id, through, parts, objects) VALUES (gen_random_uuid(), "
         for refused in [
             "INSERT INTO \(schema).cursors(origin, cursor) VALUES (gen_random_uuid(), \(Int64.min))",
@@ -442,6 +452,7 @@ extension MirrorRetentionTests {
         let ownerMirror = try Mirror(
             container: ownerStore, registry: try TokenRegistry(group: owned.path),
             connection: try PostgresConnection(try #require(server.database).conninfo), space: space)
+        ownerMirror.cursorReportInterval = 0
         _ = try ownerMirror.round()
         let claimed = #expect(throws: PostgresError.self) {
             try forger.upload(origin: ownerStore.storeID, token: 1 << 50, author: "MainApp", payload: empty)
@@ -476,6 +487,10 @@ extension MirrorRetentionTests {
             #expect(try machine.articles == reference)
             #expect(try machine.mirror.verify().isEmpty)
         }
+        // The member's made-up store at cursor 0 holds the horizon, until the role is revoked.
+        #expect(try server.admin.prune(space, goneAfter: 3600).heldBy == evil)
+        try server.admin.revoke(space, from: evil)
+        #expect(try server.admin.prune(space, goneAfter: 3600).heldBy != evil)
     }
 
     /// A store that never mirrored, whose history was deleted before, joins a pruned space: what
