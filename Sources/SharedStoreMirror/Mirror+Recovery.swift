@@ -46,10 +46,14 @@ extension Mirror {
         if highest > 0 { try container.adoptHighWater(highest) }
         let lost = try container.lostTokenRanges()
         let floor = try container.mirrorValue(FullUploadKeys.floor) ?? 0
+        // A pull-back under way: its rows as found when it started. They cannot all be told
+        // again: a full upload of this copy since moved the floor below the lost copy's keys.
+        let resuming = try container.mirrorValue(FullUploadKeys.restoreThrough) ?? 0 > cursor
+        let recorded = resuming ? try container.reclaimedMirrorKeys() : []
         var reused: [Int64] = []
         var through: Int64 = 0
         var lostSince: Double?
-        let (decoded, lostRows) = try ownRowsDecoded(own, lost: lost, floor: floor)
+        let (decoded, lostRows) = try ownRowsDecoded(own, lost: lost, floor: floor, recorded: recorded)
         for t in own {
             if let why = lostRows[t.sequence] {
                 reclaim.insert(t.token)
@@ -89,11 +93,14 @@ extension Mirror {
     /// reaches `through`, nothing is pushed — what this copy holds from before the restore was
     /// pushed by the copy it replaced, and those rows (and every later change) come back first —
     /// and only transactions after the restore floor count as this store's unpushed changes.
+    /// The keys of its lost rows (``reclaim``) are recorded with it: a restart goes on with them.
     private func notePullBack(through: Int64, reused: [Int64], marker: Int64?) throws {
         if let stored = try container.mirrorValue(FullUploadKeys.restoreThrough),
             stored > (try container.mirrorValue(MirrorKeys.pullCursor) ?? 0)
         {
-            pullBack = (max(stored, through), try container.mirrorValue(FullUploadKeys.restoreFloor) ?? 0)
+            let all = max(stored, through)
+            try container.noteMirrorPullBack([(FullUploadKeys.restoreThrough, all)], reclaimed: reclaim)
+            pullBack = (all, try container.mirrorValue(FullUploadKeys.restoreFloor) ?? 0)
             return
         }
         guard through > 0 else { return }
@@ -101,8 +108,8 @@ extension Mirror {
         // copy's new saves start; saves before it that reuse numbers the server holds, too.
         let newest = try container.currentToken().value
         let floor = min(reused.min().map { $0 - 1 } ?? newest, marker ?? newest, newest)
-        try container.setMirrorValue(FullUploadKeys.restoreFloor, floor)
-        try container.setMirrorValue(FullUploadKeys.restoreThrough, through)
+        try container.noteMirrorPullBack(
+            [(FullUploadKeys.restoreFloor, floor), (FullUploadKeys.restoreThrough, through)], reclaimed: reclaim)
         pullBack = (through, floor)
     }
 
@@ -116,14 +123,17 @@ extension Mirror {
             try registry.reset(Self.consumer, to: token)
         }
         cleanThrough = max(cleanThrough, floor)
-        try container.setMirrorValue(FullUploadKeys.restoreThrough, 0)
-        // Its lost rows came back around what it held: once it settles, the log decides.
-        try container.setMirrorValue(MirrorKeys.reconcile, 1)
+        // Its lost rows came back around what it held: once it settles, the log decides. The
+        // cursor passes them: a restart never has to tell them from this copy's own again.
+        try container.endMirrorPullBack(
+            [(FullUploadKeys.restoreThrough, 0), (MirrorKeys.reconcile, 1)], cursor: scanned, ids: pendingIDs)
+        pendingIDs = []
         pullBack = nil
     }
 
-    /// Why a row of this store is one it no longer holds.
-    enum Lost { case token, reused, fullUpload, unknownObject }
+    /// Why a row of this store is one it no longer holds (`recorded`: found so when the pull-back
+    /// under way started).
+    enum Lost { case token, reused, fullUpload, unknownObject, recorded }
 
     /// The changes of each row of `own` (by sequence) that is not lost and can be read (the pull
     /// quarantines the others), and why each lost row is lost: by ``isLost``, or because it names
@@ -132,13 +142,15 @@ extension Mirror {
     /// here was made by a copy of this store that was lost — even when its token number was saved
     /// again here and that history is gone (nothing left to compare its time with). Pulled back,
     /// such a row brings the object back; compared, it would have deleted the object everywhere.
-    private func ownRowsDecoded(_ own: [MirrorTransaction], lost: [ClosedRange<Int64>], floor: Int64) throws
-        -> (changes: [Int64: [MirrorChange]], lost: [Int64: Lost])
-    {
+    private func ownRowsDecoded(
+        _ own: [MirrorTransaction], lost: [ClosedRange<Int64>], floor: Int64, recorded: Set<Int64>
+    ) throws -> (changes: [Int64: [MirrorChange]], lost: [Int64: Lost]) {
         var decoded: [Int64: [MirrorChange]] = [:]
         var lostRows: [Int64: Lost] = [:]
         for t in own {
-            if let why = try isLost(t, lost: lost, floor: floor) {
+            if recorded.contains(t.token) {
+                lostRows[t.sequence] = .recorded
+            } else if let why = try isLost(t, lost: lost, floor: floor) {
                 lostRows[t.sequence] = why
             } else {
                 decoded[t.sequence] = try? MirrorPayload.decode(t.payload, sequence: t.sequence).changes

@@ -161,7 +161,7 @@ extension Mirror {
         }
         if rejoinDiscardingUnpushed {
             try registry.reset(Self.consumer, to: newest)
-            try container.setMirrorValue(FullUploadKeys.restoreThrough, 0)
+            try container.endMirrorPullBack([(FullUploadKeys.restoreThrough, 0)], cursor: 0, ids: [])
             (needsFullUpload, pullBack, reclaim) = (false, nil, [])
             cleanThrough = max(cleanThrough, newest.value)
         }

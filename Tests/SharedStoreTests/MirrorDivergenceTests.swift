@@ -313,6 +313,43 @@ struct MirrorDivergenceTests {
         #expect(try verify.waitForExit() == 0, "\(verify.lines)")
     }
 
+    /// Found by the randomized test (seed 1488745299: an acknowledged delete came back with the
+    /// backup's title): the lost copy's delete went up in a full upload. The restored copy's
+    /// mirror found that row lost, then made a full upload of its own (a save whose history was
+    /// cleaned) before the pull-back reached it, and died. The next run took its new lowest key
+    /// as the line between its rows and the lost copy's: the delete looked like its own upload,
+    /// was never pulled back, and a later full upload put the object back everywhere.
+    @Test(.tags(.multiProcess)) func aLostRowIsPulledBackAfterARestartThatFollowedAFullUpload() throws {
+        let (db, a, b, x, backup) = try Self.twoMachinesAndABackupOfA()
+        // The lost copy deletes x; the delete goes up in a full upload, under a key below zero.
+        _ = try a.run("main-app", ["delete", x])
+        try Self.evictMirror(a)
+        _ = try a.mirror().round()
+        let restored = try Self.restoredWhole(from: backup, db)
+        // On the restored copy: a save whose history the cleaner deletes before it is pushed.
+        _ = try Self.share(restored, "after-the-restore")
+        _ = try restored.run("main-app", ["sync"])
+        _ = try restored.run("history-cleaner", ["--evict-after", "0"])
+        do {
+            // The first run: the pull meets the deleted history before the lost delete and
+            // stops, the full upload goes up, and the process ends there.
+            let first = try restored.mirror()
+            try first.pull()
+            _ = try first.push()
+        }
+        // The next run: the pull meets the deleted history again, a full upload goes first,
+        // and the pull goes on: it must pull the lost delete back, and the full upload must not
+        // take x for a change of this copy's.
+        let second = try restored.mirror()
+        try second.pull()
+        _ = try second.push()
+        try second.pull()
+        let titles = try restored.list().values.compactMap { json($0)["title"] as? String }
+        #expect(titles == ["after-the-restore"], "the lost copy's delete was not pulled back")
+        try Self.expectConverged([restored, b], count: 1)
+        #expect(try b.list().values.compactMap { json($0)["title"] as? String } == ["after-the-restore"])
+    }
+
     /// Found by the randomized test: a save on a restored store, made before its mirror runs,
     /// at a number the lost copy used for an import (which never went up), is pushed.
     @Test(.tags(.multiProcess)) func aSaveAfterARestoreAtANumberTheLostCopyUsedForAnImportGoesUp() throws {

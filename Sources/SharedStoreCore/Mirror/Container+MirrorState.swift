@@ -96,6 +96,34 @@ extension Container {
         try write { s in try s.setMirrorValue(key, value) }
     }
 
+    /// The server keys of the lost rows a restored store pulls back, recorded when its pull-back
+    /// started (``noteMirrorPullBack(_:reclaimed:)``).
+    package func reclaimedMirrorKeys() throws -> Set<Int64> {
+        try read { s in try s.reclaimedKeys() }
+    }
+
+    /// Records, in one write transaction, the state values `values` of a pull-back and the keys of
+    /// the lost rows it pulls back (added to those recorded before).
+    package func noteMirrorPullBack(_ values: [(String, Int64)], reclaimed: Set<Int64>) throws {
+        try write { s in
+            for (key, value) in values { try s.setMirrorValue(key, value) }
+            try s.addReclaimedKeys(reclaimed)
+        }
+    }
+
+    /// Ends a pull-back in one write transaction: sets `values`, forgets the keys of its rows,
+    /// and moves the pull cursor to `cursor` (everything through it was read) with `ids` recorded.
+    package func endMirrorPullBack(_ values: [(String, Int64)], cursor: Int64, ids: [(UUID, Int64)]) throws {
+        try write { s in
+            for (key, value) in values { try s.setMirrorValue(key, value) }
+            try s.clearReclaimedKeys()
+            for (gid, pk) in ids { try s.mapID(gid, pk) }
+            if try (s.mirrorValue(MirrorKeys.pullCursor) ?? 0) < cursor {
+                try s.setMirrorValue(MirrorKeys.pullCursor, cursor)
+            }
+        }
+    }
+
     /// Every object's state, by global id, and the newest token, read in one transaction: what a
     /// full upload compares with the server's state, and `storectl mirror --verify` too.
     package func mirrorExportEverything() throws -> (newest: HistoryToken, objects: [UUID: MirrorObject]) {

@@ -255,6 +255,7 @@ extension SchemaSQL {
             CREATE TABLE IF NOT EXISTS ss_mirror_quarantine(
                 id INTEGER PRIMARY KEY, sequence INTEGER UNIQUE, origin TEXT NOT NULL, token INTEGER NOT NULL,
                 gid BLOB, reason TEXT NOT NULL, at REAL NOT NULL);
+            CREATE TABLE IF NOT EXISTS ss_mirror_reclaim(token INTEGER PRIMARY KEY);
             """)
     }
 }

@@ -13,6 +13,9 @@ import SharedStoreSupport
 ///   uniqueness constraints, pointing at the winner).
 /// - `ss_mirror_quarantine`: server rows that could not be applied here (with the server's
 ///   sequence) and local changes that could not go up (without one), each with its reason.
+/// - `ss_mirror_reclaim`: while a restored store pulls back its lost rows, the server keys of
+///   those rows, as found when the pull-back started (a restart cannot tell them again once this
+///   copy made uploads of its own).
 extension TransactionSQL {
     /// Records a row that could not be applied (`sequence` non-nil: a server row) or a local
     /// change that could not go up (`gid`: its object); a server row is recorded once.
@@ -92,6 +95,22 @@ extension TransactionSQL {
 
     func mirrorValue(_ key: String) throws -> Int64? {
         try c.cached("SELECT value FROM ss_mirror WHERE key = ?").firstRow([.text(key)]) { $0.int64(0) }
+    }
+
+    /// The server keys of the rows a restored store pulls back (`ss_mirror_reclaim`).
+    func reclaimedKeys() throws -> Set<Int64> {
+        Set(try c.cached("SELECT token FROM ss_mirror_reclaim").rows { $0.int64(0) })
+    }
+
+    /// Records `keys` among the rows a restored store pulls back.
+    func addReclaimedKeys(_ keys: some Sequence<Int64>) throws {
+        let insert = try c.cached("INSERT OR IGNORE INTO ss_mirror_reclaim(token) VALUES (?)")
+        for key in keys { try insert.execute([.integer(key)]) }
+    }
+
+    /// Forgets the rows a restored store pulled back (its pull-back ended).
+    func clearReclaimedKeys() throws {
+        try c.cached("DELETE FROM ss_mirror_reclaim").execute()
     }
 
     func setMirrorValue(_ key: String, _ value: Int64) throws {
