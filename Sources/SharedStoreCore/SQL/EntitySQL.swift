@@ -28,7 +28,10 @@ final class EntitySQL: Sendable {
         let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
         let pk = StoreColumn.primaryKey
         insert = "INSERT INTO \(table)(\(names.joined(separator: ", "))) VALUES (\(placeholders))"
-        select = SelectFrame.select(columns, from: e, where: SelectFrame.byPrimaryKey)
+        // The snapshot's columns, then the global id (``RowLayout/globalIDColumn``): an update
+        // reads the object and the id its history names in one statement.
+        select = SelectFrame.select(
+            columns + [SelectFrame.column(StoreColumn.globalID)], from: e, where: SelectFrame.byPrimaryKey)
         delete = "DELETE FROM \(table) WHERE \(pk) = ? RETURNING \(StoreColumn.globalID)"
         exists = "SELECT 1 FROM \(table) WHERE \(pk) = ?"
         // A kept count reads only its entity's attributes (the model checks it): no store id is

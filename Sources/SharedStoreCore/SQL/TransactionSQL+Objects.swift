@@ -23,6 +23,16 @@ extension TransactionSQL {
         return try entityStatement(e, .select).firstRow([.integer(pk)]) { decoder.snapshot($0, layout) }
     }
 
+    /// Object `pk` of `e` as stored, with its global id (nil: the row holds none that is valid),
+    /// read by one statement; nil when there is no such object.
+    func snapshotAndGlobalID(_ e: Entity, _ pk: Int64) throws -> (Snapshot, UUID?)? {
+        let (decoder, layout) = (rows, entitySQL(e).layout)
+        let column = layout.globalIDColumn
+        return try entityStatement(e, .select).firstRow([.integer(pk)]) {
+            (decoder.snapshot($0, layout), GlobalID.uuid($0.blob(column)))
+        }
+    }
+
     /// The prepared insert of the entity at `index`, reset: bind every stored property in order
     /// (``Entity/storedPropertyNames``) from 1 and the global id after them, then run it;
     /// ``lastInsertedKey`` is the new row's.

@@ -38,9 +38,12 @@ struct ChangeRecorder {
         }
     }
 
-    mutating func updated(_ entity: Int, _ pk: Int64, properties: [Int]) {
+    /// - Parameter globalID: the object's global id when the writer read it with the row (the
+    ///   history row names it without reading it again); nil: read when history is written.
+    mutating func updated(_ entity: Int, _ pk: Int64, properties: [Int], globalID: UUID? = nil) {
         leaveInsertsOnly()
-        changes.append(RecordedChange(kind: .update, entity: entity, primaryKey: pk, updated: properties))
+        changes.append(
+            RecordedChange(kind: .update, entity: entity, primaryKey: pk, updated: properties, globalID: globalID))
     }
 
     mutating func deleted(_ entity: Int, _ pk: Int64, tombstone: [(Int, Value)], globalID: UUID?) {
@@ -73,7 +76,9 @@ struct ChangeRecorder {
             }
             switch (out[i].kind, change.kind) {
             case (.insert, .update), (.delete, .update): break
-            case (.update, .update): out[i].updated = Array(Set(out[i].updated).union(change.updated)).sorted()
+            case (.update, .update):
+                out[i].updated = Array(Set(out[i].updated).union(change.updated)).sorted()
+                out[i].globalID = out[i].globalID ?? change.globalID
             case (_, .insert), (_, .delete), (.insert, _), (.delete, _): out[i] = change
             }
         }

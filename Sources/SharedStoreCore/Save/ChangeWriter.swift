@@ -199,7 +199,7 @@ struct ChangeWriter {
         _ e: Entity, pk: Int64, _ changes: PropertyChanges, object: @autoclosure () -> String,
         read: Snapshot? = nil
     ) throws {
-        guard let current = try s.snapshot(e, pk) else {
+        guard let (current, globalID) = try s.snapshotAndGlobalID(e, pk) else {
             guard let read else {
                 throw StoreError(.objectNotFound, "no object \(object()) in the store (never saved, or deleted)")
             }
@@ -221,7 +221,9 @@ struct ChangeWriter {
                 return
             }
         }
-        try write(e, current: current, resolved, object: object())
+        // The mirror's imports may give a row another global id later in the transaction (a
+        // collision's winner): their history reads it at the end.
+        try write(e, current: current, resolved, object: object(), globalID: forMirror ? nil : globalID)
     }
 
     /// The columns an update writes: what differs between `current` and `changes`, validated.
@@ -231,9 +233,11 @@ struct ChangeWriter {
         var indexes: [Int] = []
     }
 
-    /// Writes what differs between `current` and `changes`, records it, and keeps the result.
+    /// Writes what differs between `current` and `changes`, records it (with `globalID`, the
+    /// object's as read with `current`, when known), and keeps the result.
     private mutating func write(
-        _ e: Entity, current: Snapshot, _ changes: PropertyChanges, object: @autoclosure () -> String
+        _ e: Entity, current: Snapshot, _ changes: PropertyChanges, object: @autoclosure () -> String,
+        globalID: UUID?
     ) throws {
         var changes = changes
         let index = model.index(of: e)
@@ -266,7 +270,7 @@ struct ChangeWriter {
             try s.updateRow(e, pk, columns: row.columns, values: row.bindings)
         }
         if counted { counter.add(index, try s.keptCountFlags(e, pk), sign: 1) }
-        recorder.updated(index, pk, properties: row.indexes)
+        recorder.updated(index, pk, properties: row.indexes, globalID: globalID)
         var after = current.bumped()
         for name in row.columns {
             if let v = changes.values[name] ?? derivedValues[name] { after[name] = v }
