@@ -18,7 +18,7 @@ package enum ProcessLiveness {
 
     /// `live.lock` beside `registry` (a registry's `tokens.lmdb`).
     package static func lockPath(beside registry: String) -> String {
-        (registry as NSString).deletingLastPathComponent + "/live.lock"
+        PathName.directory(of: registry) + "/live.lock"
     }
 
     private static func request(_ type: Int32, pid: Int32) -> flock {

@@ -179,7 +179,7 @@ public final class Mirror {
         guard container.options.historyTracking else {
             throw MirrorError("history tracking is off for this store: a mirror pushes history, and there is none")
         }
-        let path = (container.storePath as NSString).deletingLastPathComponent + "/mirror.lock"
+        let path = PathName.directory(of: container.storePath) + "/mirror.lock"
         try GroupDirectory.prepareFile(path)
         // Another user able to write the lock file could take it and stop this store's mirror.
         var st = stat()

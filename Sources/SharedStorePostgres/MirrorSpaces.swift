@@ -134,7 +134,8 @@ public struct MirrorSpaces {
 
     /// Lets `role` (a role that logs in, one per machine or per user) read and write space `name`.
     ///
-    /// - Throws: ``PostgresError`` when there is no such space or role.
+    /// - Throws: ``PostgresError`` when there is no such space or role, or this connection's role
+    ///   is neither the space's owner nor a superuser (SQLSTATE 42501, naming the owner).
     public func grant(_ name: String, to role: String) throws {
         try changeMembership(name, role, grant: true)
     }
@@ -143,7 +144,8 @@ public struct MirrorSpaces {
     /// error that says so. A role that was never granted the space directly is an error too (one
     /// that reaches it as a member of a granted role is told which).
     ///
-    /// - Throws: ``PostgresError`` when there is no such space or role, or the role was not granted it.
+    /// - Throws: ``PostgresError`` when there is no such space or role, the role was not granted
+    ///   it, or this connection's role is neither the space's owner nor a superuser (42501).
     public func revoke(_ name: String, from role: String) throws {
         try changeMembership(name, role, grant: false)
     }
@@ -221,7 +223,44 @@ public struct MirrorSpaces {
         }
         // A space of an older build is brought up to date first, every member with it.
         if try !isCurrent(schema) { try upgrade(name) }
-        try transaction { try applyMembership(schema, role, grant: grant) }
+        try transaction {
+            try checkMembership(name, schema, role, grant: grant, applied: false)
+            try applyMembership(schema, role, grant: grant)
+            try checkMembership(name, schema, role, grant: grant, applied: true)
+        }
+    }
+
+    /// Fails (the caller's transaction rolls back) before a grant (or revoke) when this
+    /// connection's role may not change the space's members, and after it when `role`'s access
+    /// is not what it asked: PostgreSQL only warns ("no privileges were granted") when a role
+    /// that did not make the grants runs GRANT or REVOKE, and a grant reported done that was not
+    /// would be a false success.
+    private func checkMembership(_ name: String, _ schema: String, _ role: String, grant: Bool, applied: Bool)
+        throws
+    {
+        let table = MirrorServer.quoted(schema + ".transactions")
+        let row = try connection.execute(
+            """
+            SELECT EXISTS (SELECT 1 FROM aclexplode((SELECT relacl FROM pg_class WHERE oid = \(table)::regclass))
+                    WHERE grantee = (SELECT oid FROM pg_roles WHERE rolname = $1) AND privilege_type = 'INSERT'),
+                pg_get_userbyid(n.nspowner), current_user,
+                pg_has_role(current_user, n.nspowner, 'USAGE')
+                    OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)
+            FROM pg_namespace n WHERE n.nspname = $2
+            """, [role, schema]
+        ).first
+        guard let row, row.count == 4 else {
+            throw PostgresError(sqlState: nil, message: "the server did not say who may change space '\(name)'")
+        }
+        let (holds, mayChange) = (row[0] == "t", row[3] == "t")
+        guard applied ? holds != grant : !mayChange else { return }
+        let owner = TextSafety.visible(row[1] ?? "?")
+        let me = TextSafety.visible(row[2] ?? "?")
+        throw PostgresError(
+            sqlState: "42501",
+            message: "role '\(TextSafety.visible(role))' was not \(grant ? "granted" : "revoked") space '\(name)': "
+                + "only the space's owner ('\(owner)') or a superuser \(grant ? "grants" : "revokes") it, "
+                + "and this connection is role '\(me)'; connect as '\(owner)'")
     }
 
     /// Grants (or revokes) `role` the space of `schema`, inside the caller's transaction.

@@ -125,7 +125,7 @@ public final class TokenRegistry: Sendable {
     private static func lockWritable(_ path: String) -> Bool {
         let lock = path + "-lock"
         return FileManager.default.fileExists(atPath: lock)
-            ? access(lock, W_OK) == 0 : access((path as NSString).deletingLastPathComponent, W_OK) == 0
+            ? access(lock, W_OK) == 0 : access(PathName.parent(of: path), W_OK) == 0
     }
 
     /// Whether this registry is read without LMDB's lock file (``init(group:durability:busyTimeout:readOnly:)``

@@ -150,6 +150,27 @@ struct MirrorSpacesTests {
         #expect(throws: PostgresError.self) { try server.admin.grant(space, to: "pg_read_all_data") }
     }
 
+    /// A member running `mirror-admin --grant` or `--revoke` is refused, naming the owner to
+    /// connect as: PostgreSQL only warns when a role that did not make the grants runs them, and
+    /// "granted": true with nothing granted was a false success (hostile review of issue 25).
+    @Test func onlyTheOwnerChangesASpacesMembers() throws {
+        let server = Server()
+        let (space, member) = try server.member("owned")
+        let (other, outsider) = (try server.role("other"), try server.role("outsider"))
+        try server.admin.grant(space, to: other)
+        let asMember = MirrorSpaces(connection: try server.connect(as: member))
+        let granted = #expect(throws: PostgresError.self) { try asMember.grant(space, to: outsider) }
+        #expect(granted?.sqlState == "42501")
+        #expect(granted?.message.contains("was not granted space '\(space)'") == true, "\(granted?.message ?? "")")
+        #expect(granted?.message.contains("this connection is role '\(member)'") == true)
+        let revoked = #expect(throws: PostgresError.self) { try asMember.revoke(space, from: other) }
+        #expect(revoked?.message.contains("was not revoked space '\(space)'") == true, "\(revoked?.message ?? "")")
+        #expect(try server.admin.list().first { $0.name == space }?.roles.sorted() == [member, other].sorted())
+        let log = MirrorServer.spacePrefix + space + ".transactions"
+        #expect(throws: PostgresError.self) { try server.connect(as: outsider).execute("SELECT count(*) FROM \(log)") }
+        #expect(try server.connect(as: other).execute("SELECT count(*) FROM \(log)").first?[0] == "0")
+    }
+
     /// A store a build without spaces mirrored (it recorded no log) stays with the log outside
     /// any space: joining a space with that cursor would skip the space's rows.
     @Test func aStoreMirroredBeforeLogsWereRecordedDoesNotJoinASpace() throws {

@@ -174,9 +174,12 @@ final class Child: @unchecked Sendable {
     private var exitTime = Date.distantFuture
     private var outputClosed = false
 
-    init(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+    init(
+        _ name: String, _ arguments: [String], environment: [String: String] = [:], directory: String? = nil
+    ) throws {
         process.executableURL = Self.directory.appendingPathComponent(name)
         process.arguments = arguments
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }

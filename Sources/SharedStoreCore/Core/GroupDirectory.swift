@@ -54,7 +54,7 @@ public enum GroupDirectory {
             close(fd)
             // A new file's name is durable only once its directory is synced (a power loss
             // would otherwise take the file away, with whatever was synced into it).
-            syncDirectory((path as NSString).deletingLastPathComponent)
+            syncDirectory(PathName.parent(of: path))
             return
         }
         guard errno == EEXIST else {
@@ -99,7 +99,7 @@ public enum GroupDirectory {
     static func makePrivateDirectory(_ path: String) throws {
         var st = stat()
         if stat(path, &st) == 0 { return }
-        let parent = (path as NSString).deletingLastPathComponent
+        let parent = PathName.parent(of: path)
         if !parent.isEmpty, parent != path { try makePrivateDirectory(parent) }
         if mkdir(path, 0o700) != 0 {
             guard errno == EEXIST else {

@@ -121,7 +121,7 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         } else if error.isNotADatabase {
             return (.notAStore, "\(path) is not a SharedStore store (\(error.message))", error.sql)
         } else if error.isReadOnly {
-            let directory = (path as NSString).deletingLastPathComponent
+            let directory = PathName.parent(of: path)
             if !directory.isEmpty, access(directory, W_OK) != 0 {
                 return (.fileAccess, "group directory \(directory) is read-only: \(error.message)", error.sql)
             }
