@@ -11,8 +11,13 @@ extension Mirror {
     ///
     /// - Throws: ``ReplayCancelled`` when `cancellable` and ``isCancelled`` turns true (a follower
     ///   asked to stop does not finish a long replay first).
+    ///
+    /// - Parameter wholeLog: replay the log from its first row when nothing of it was pruned,
+    ///   never a snapshot (a member's word): what `--verify` compares with, so that a snapshot
+    ///   forged or wrong shows as differences wherever the log can still tell.
     func replayLog(
-        through: Int64, then own: [MirrorTransaction], cancellable: Bool = false, from source: MirrorServer? = nil
+        through: Int64, then own: [MirrorTransaction], cancellable: Bool = false, from source: MirrorServer? = nil,
+        wholeLog: Bool = false
     ) throws -> (shadow: Container, known: Set<UUID>, newer: Int64?) {
         let shadow = try newShadow()
         var known = Set<UUID>()
@@ -22,7 +27,9 @@ extension Mirror {
         // server (a prune meanwhile would delete rows after the snapshot read).
         try source.consistentRead {
             var after: Int64 = 0
-            if let snapshot = try source.newestSnapshot(atMost: min(through, source.maxSequence())) {
+            if try !wholeLog || source.prunedThrough() > 0,
+                let snapshot = try source.newestSnapshot(atMost: min(through, source.maxSequence()))
+            {
                 known = try replay(snapshot, from: source, into: shadow, cancellable: cancellable)
                 after = snapshot.through
             } else if through > 0, case let pruned = try source.prunedThrough(), pruned > 0 {

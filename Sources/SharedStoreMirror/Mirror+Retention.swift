@@ -40,6 +40,11 @@ extension Mirror {
         guard cursor < pruned || joining else { return 0 }
         let local = try container.mirrorExportEverything().objects
         if local.isEmpty && cursor == 0 { return try importSnapshot() }
+        // A store that uploaded (it only pushed so far: cursor 0) and whose cursor the log still
+        // reaches pulls the log: a snapshot is a member's word, and one forged empty made such a
+        // store, maybe the only one that knew the truth, delete what it held; a prune then lost it
+        // for good. (A newcomer killed while it imported a snapshot uploaded nothing: it goes on.)
+        if cursor >= pruned, try server.tokenRange(of: container.storeID) != (0, 0) { return 0 }
         try refuseUnclearChanges(cursor: cursor, pruned: pruned)
         return try takeSnapshotState(local: Set(local.keys))
     }

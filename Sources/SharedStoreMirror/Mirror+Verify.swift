@@ -45,7 +45,7 @@ extension Mirror {
     }
 
     private func unmappedVerify() throws -> [MirrorDifference] {
-        let replayed = try replayLog(through: try self.server.maxSequence(), then: [])
+        let replayed = try replayLog(through: try self.server.maxSequence(), then: [], wholeLog: true)
         // Rows this app cannot read leave the log's state unknown here: no comparison says clean.
         if let sequence = replayed.newer {
             throw MirrorError(

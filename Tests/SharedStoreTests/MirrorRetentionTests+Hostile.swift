@@ -277,4 +277,52 @@ extension MirrorRetentionTests {
         let verified = #expect(throws: MirrorError.self) { try old.mirror.verify() }
         #expect(verified?.code == .newerModel, "\(String(describing: verified))")
     }
+
+    /// A member plants an empty snapshot through the log's end (hostile review of issue 25). The
+    /// space's only writer (it only pushed: cursor 0) took it as a newcomer would, deleted its
+    /// objects with `--verify` clean, and a prune then lost them everywhere. Now it keeps them and
+    /// pulls the log; a newcomer that takes the forged snapshot hears it from `--verify`, which
+    /// compares with the whole log while nothing of it was pruned.
+    @Test(.tags(.multiProcess)) func aForgedSnapshotNeitherWipesAWriterNorPassesVerify() throws {
+        let server = Server()
+        let (space, role) = try server.member("forged")
+        let evil = try server.role("evil")
+        try server.admin.grant(space, to: evil)
+        var environment = try #require(server.database).environment
+        environment["PGUSER"] = role
+        let writer = TemporaryGroup()
+        func storectl(_ arguments: [String]) throws -> (Int32, [String]) {
+            let child = try Child(
+                "storectl", arguments + ["--space", space, "--group", writer.path, "--json"], environment: environment)
+            return (try child.waitForExit(), child.lines)
+        }
+        let container = try writer.open()
+        let context = container.newContext(author: "MainApp")
+        for i in 0..<5 {
+            try context.insert(
+                "Article",
+                ["title": .string("P\(i)"), "url": .string("https://forged.example/\(i)"), "createdAt": .date(Date())])
+            try context.save()
+        }
+        #expect(try storectl(["mirror"]).0 == 0)
+        let schema = MirrorServer.spacePrefix + space
+        let hostile = try server.connect(as: evil)
+        let id = UUID().uuidString.lowercased()
+        try hostile.execute(
+            "INSERT INTO \(schema).snapshot_heads(id, through, parts, objects) "
+                + "SELECT '\(id)', max(sequence), 1, 0 FROM \(schema).transactions")
+        try hostile.execute(
+            "INSERT INTO \(schema).snapshot_parts(id, part, payload) VALUES ($1, 0, $2)",
+            [id, #"{"v":1,"model":\#(ReadLater.model.version),"changes":[]}"#])
+        let round = try storectl(["mirror"])
+        #expect(round.0 == 0, "\(round.1)")
+        #expect(try container.newContext().count(FetchRequest("Article")) == 5)
+        let verified = try storectl(["mirror", "--verify"])
+        #expect(verified.0 == 0, "\(verified.1)")
+
+        let newcomer = try Machine(server, role: role, space: space)
+        _ = try newcomer.mirror.round()
+        let differences = try newcomer.mirror.verify()
+        #expect(try newcomer.articles.count == 5 || differences.count == 5, "\(differences)")
+    }
 }
