@@ -14,6 +14,14 @@ enum FullUploadKeys {
     /// restore (its later transactions are the only changes it has not pushed).
     static let restoreThrough = "restore_through"
     static let restoreFloor = "restore_floor"
+    /// The newest local token a full upload (or a rejoin) accounted for: its transactions went
+    /// up as the upload's rows, under keys below every token, or were on the server already.
+    /// With it, the server's highest key of this store when it ran, and the lowest key it used
+    /// (0: none): while the server still holds both, those transactions are not lost uploads
+    /// (``Mirror/noteLostUploads()``), however many processes later.
+    static let comparedThrough = "compared_through"
+    static let comparedServerMax = "compared_server_max"
+    static let comparedKey = "compared_key"
 }
 
 /// How a mirror keeps the rule of issue 19 — no change made on any machine is lost or reverted
@@ -212,6 +220,17 @@ extension Mirror {
 
     // MARK: - Full upload by comparison
 
+    /// Records that the local transactions through `token` are accounted for on the server (a
+    /// full upload sent what differed, its lowest key `lowestKey`, 0: it sent nothing; or a
+    /// rejoin dropped what had not gone up): see ``FullUploadKeys/comparedThrough``.
+    func noteCompared(through token: Int64, lowestKey: Int64) throws {
+        let onServer = try server.tokenRange(of: container.storeID).max
+        try container.setMirrorValues([
+            (FullUploadKeys.comparedServerMax, onServer), (FullUploadKeys.comparedKey, lowestKey),
+            (FullUploadKeys.comparedThrough, token),
+        ])
+    }
+
     /// Uploads every object whose state differs from the server's as of the pull cursor (this
     /// store's own changes), and a deletion for every object the server has that this store
     /// deleted, then moves the mirror's token to the newest read. Returns how many server
@@ -259,6 +278,8 @@ extension Mirror {
         // it takes the log's state (``reconcileIfNeeded(settled:)``).
         try container.setMirrorValue(MirrorKeys.reconcile, 1)
         try registry.reset(Self.consumer, to: newest)
+        try noteCompared(
+            through: newest.value, lowestKey: chunks.isEmpty ? 0 : container.mirrorValue(FullUploadKeys.floor) ?? 0)
         cleanThrough = max(cleanThrough, newest.value)
         comparedThrough = max(comparedThrough, newest.value)
         needsFullUpload = false
@@ -352,7 +373,18 @@ extension Mirror {
     /// `storectl mirror --verify` finds what that hides.
     func noteLostUploads() throws {
         guard reclaim.isEmpty, pullBack == nil, !needsFullUpload, let pushed = try pushedToken() else { return }
-        let onServer = try server.tokenRange(of: container.storeID).max
+        let range = try server.tokenRange(of: container.storeID)
+        var onServer = range.max
+        // A full upload (or a rejoin) accounted for the local transactions through its token: a
+        // later process must not take them for lost (it made a full upload every round, for
+        // good: full uploads use keys below every token). Unless the server lost rows since: its
+        // highest key of this store went down, or the lowest key that upload used is gone.
+        if let through = try container.mirrorValue(FullUploadKeys.comparedThrough), through > onServer,
+            try range.max >= container.mirrorValue(FullUploadKeys.comparedServerMax) ?? Int64.max,
+            case let key = try container.mirrorValue(FullUploadKeys.comparedKey) ?? 0, key == 0 || range.min <= key
+        {
+            onServer = through
+        }
         guard onServer < pushed.value else { return }
         let after = try container.historyCount(after: max(onServer, 0), excludingAuthor: Self.author)
         let beyond = try container.historyCount(after: pushed.value, excludingAuthor: Self.author)

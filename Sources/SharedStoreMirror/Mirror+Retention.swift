@@ -166,6 +166,7 @@ extension Mirror {
         }
         if rejoinDiscardingUnpushed {
             try registry.reset(Self.consumer, to: newest)
+            try noteCompared(through: newest.value, lowestKey: 0)
             try container.endMirrorPullBack([(FullUploadKeys.restoreThrough, 0)], cursor: 0, ids: [])
             (needsFullUpload, pullBack, reclaim) = (false, nil, [])
             cleanThrough = max(cleanThrough, newest.value)

@@ -325,4 +325,52 @@ extension MirrorRetentionTests {
         let differences = try newcomer.mirror.verify()
         #expect(try newcomer.articles.count == 5 || differences.count == 5, "\(differences)")
     }
+
+    /// After one eviction of its mirror's consumer, a store mirrored by `storectl mirror --once`
+    /// (a new process each round) made a full upload every round, for good: the check for lost
+    /// uploads compared the server's highest key of the store with its token, and full uploads
+    /// use keys below every token (hostile review of issue 25: 15 s a round at 20,000 objects, and
+    /// a prune past it then left only `--rejoin`, which dropped a save). Now one full upload, then
+    /// plain rounds.
+    @Test(.tags(.multiProcess)) func oneEvictionCostsOneFullUploadNotOneARound() throws {
+        let server = Server()
+        let (space, role) = try server.member("evicted")
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let context = container.newContext(author: "MainApp")
+        var n = 0
+        func add() throws {
+            n += 1
+            try context.insert(
+                "Article",
+                ["title": .string("a\(n)"), "url": .string("https://evicted.example/\(n)"), "createdAt": .date(Date())])
+            try context.save()
+        }
+        /// One round of a new mirror, as `storectl mirror --once` runs; whether it made a full upload.
+        func once() throws -> Bool {
+            let mirror = try Mirror(
+                container: container, registry: try TokenRegistry(group: group.path),
+                connection: try server.connect(as: role), space: space)
+            mirror.cursorReportInterval = 0
+            var full = false
+            mirror.fullUploadProgress = { _, _ in full = true }
+            _ = try mirror.round()
+            return full
+        }
+        try add()
+        try add()
+        #expect(try !once())
+        try add()
+        try add()
+        let cleaner = try Child("history-cleaner", ["--evict-after", "0", "--group", group.path, "--json"])
+        #expect(try cleaner.waitForExit() == 0, "\(cleaner.lines)")
+        #expect(try once())
+        try add()
+        #expect(try !once())
+        #expect(try !once())
+        let other = try Machine(server, role: role, space: space)
+        try MirrorTests.settle([other.mirror])
+        #expect(try other.articles.count == n)
+        #expect(try other.mirror.verify().isEmpty)
+    }
 }

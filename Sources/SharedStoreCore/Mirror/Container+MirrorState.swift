@@ -96,6 +96,11 @@ extension Container {
         try write { s in try s.setMirrorValue(key, value) }
     }
 
+    /// Sets the mirror's state values `values` in one write transaction: all or none.
+    package func setMirrorValues(_ values: [(String, Int64)]) throws {
+        try write { s in for (key, value) in values { try s.setMirrorValue(key, value) } }
+    }
+
     /// The server keys of the lost rows a restored store pulls back, recorded when its pull-back
     /// started (``noteMirrorPullBack(_:reclaimed:)``).
     package func reclaimedMirrorKeys() throws -> Set<Int64> {
