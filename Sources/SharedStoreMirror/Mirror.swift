@@ -109,6 +109,8 @@ public final class Mirror {
     let server: MirrorServer
     /// Where pulls read: the server, or a standby of it.
     let reader: MirrorServer
+    /// Whether pulls read from another server than uploads go to (`--read-from`).
+    let readsElsewhere: Bool
     /// Asked between batches: true ends the round early (a follower asked to stop); what was
     /// done is kept, and the next round goes on from there.
     public var isCancelled: @Sendable () -> Bool = { false }
@@ -201,6 +203,7 @@ public final class Mirror {
         self.registry = registry
         server = try MirrorServer(connection: connection, space: space)
         reader = try readConnection.map { try MirrorServer(connection: $0, space: space) } ?? server
+        readsElsewhere = readConnection != nil
         do {
             try Self.mapAccess(server) { try server.prepare() }
         } catch let error as PostgresError where error.sqlState == "42501" && space == nil {
@@ -445,6 +448,18 @@ public final class Mirror {
     /// take sequence numbers it has read past — it would never pull them.
     private func checkServerLog() throws {
         try server.checkNotMoved()
+        // The old copy of a moved space holds the same log, frozen: pulls from it would wait for
+        // rows that never come (lag 1 for good, no error).
+        if readsElsewhere {
+            do {
+                try reader.checkNotMoved()
+            } catch let error as PostgresError where error.sqlState == MirrorServer.movedState {
+                throw MirrorError(
+                    "--read-from names a server (\(reader.connection.serverDescription)) whose copy of this space is "
+                        + "no longer written: \(error.message); name a standby of the space's server",
+                    code: .otherLog)
+            }
+        }
         let cursor = max(scanned, try container.mirrorValue(MirrorKeys.pullCursor) ?? 0)
         guard cursor > 0 else { return }
         let last = try server.maxSequence()

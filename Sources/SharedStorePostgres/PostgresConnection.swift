@@ -150,9 +150,18 @@ public final class PostgresConnection {
                 }
             }
         default:
-            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
-            let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
-            throw PostgresError(sqlState: state, message: message, connectionFailed: !isConnected)
+            func field(_ code: UInt8) -> String? {
+                PQresultErrorField(result, Int32(code)).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+            }
+            // The server's message, its detail and hint, on one line: not libpq's whole report,
+            // whose severity prefix and PL/pgSQL CONTEXT lines are no part of an error a user reads.
+            let full = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
+            var message = field(UInt8(ascii: "M")) ?? full
+            if let detail = field(UInt8(ascii: "D")) { message += " (\(detail))" }
+            if let hint = field(UInt8(ascii: "H")) { message += "; \(hint)" }
+            message = message.split(whereSeparator: \.isNewline).joined(separator: " ")
+            throw PostgresError(
+                sqlState: field(UInt8(ascii: "C")), message: message, connectionFailed: !isConnected)
         }
     }
 

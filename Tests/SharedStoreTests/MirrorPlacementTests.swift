@@ -94,8 +94,18 @@ struct MirrorPlacementTests {
             try old.upload(origin: UUID(), token: 1, author: nil, payload: "{}")
         }
         #expect(refused?.sqlState == MirrorServer.movedState)
-
         mirror = nil
+        do {
+            // Pulls from the old, frozen copy (same log id) are refused, not left waiting with lag 1
+            // for good (hostile review of issue 25).
+            let stale = try Mirror(
+                container: container, registry: try TokenRegistry(group: group.path),
+                connection: try PostgresConnection("\(servers.two.conninfo) user=\(servers.role)"),
+                space: servers.space,
+                readConnection: try PostgresConnection("\(servers.one.conninfo) user=\(servers.role)"))
+            let frozen = #expect(throws: MirrorError.self) { try stale.round() }
+            #expect(frozen?.description.contains("--read-from names a server") == true, "\(String(describing: frozen))")
+        }
         let again = try servers.mirror(container, group)
         let round = try again.round()
         #expect(round.pushed == 1 && round.pulled == 0 && round.lag == 0)
