@@ -41,7 +41,7 @@ extension Mirror {
                 if cancellable && isCancelled() { throw ReplayCancelled() }
                 let rows = try source.log(after: after, through: through, limit: 1000)
                 for t in rows { known.formUnion(Self.named(replay(t, into: shadow, newer: &newer))) }
-                guard rows.count == 1000, let last = rows.last else { break }
+                guard let last = rows.last else { break }
                 after = last.sequence
             }
         }

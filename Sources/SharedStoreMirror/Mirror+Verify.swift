@@ -116,7 +116,7 @@ extension Mirror {
                     out[c.globalID] = t.sequence
                 }
             }
-            guard rows.count == 1000, let last = rows.last else { break }
+            guard let last = rows.last else { break }
             after = last.sequence
         }
         return out

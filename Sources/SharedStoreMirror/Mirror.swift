@@ -106,9 +106,24 @@ public final class Mirror {
 
     public let container: Container
     public let registry: TokenRegistry
-    let server: MirrorServer
+    private(set) var server: MirrorServer
     /// Where pulls read: the server, or a standby of it.
-    let reader: MirrorServer
+    private(set) var reader: MirrorServer
+    /// The largest server row, in bytes, this mirror reads: a larger one is quarantined unread
+    /// (``MirrorError/Code/malformedRow``, naming its size), so that rows a member planted
+    /// cannot exhaust this machine's memory; raised, the row is read by the next
+    /// ``retryQuarantined()``. Reading a row takes about three times its size. The default is
+    /// an eighth of this machine's memory (PostgreSQL's own limit, 1 GB, on most).
+    public var rowLimit: Int64 {
+        get { server.rowLimit }
+        set {
+            server.rowLimit = newValue
+            reader.rowLimit = newValue
+        }
+    }
+
+    /// An eighth of this machine's memory: the default ``rowLimit``.
+    public static var defaultRowLimit: Int64 { Int64(clamping: ProcessInfo.processInfo.physicalMemory / 8) }
     /// Whether pulls read from another server than uploads go to (`--read-from`).
     let readsElsewhere: Bool
     /// Asked between batches: true ends the round early (a follower asked to stop); what was
@@ -203,6 +218,8 @@ public final class Mirror {
         self.registry = registry
         server = try MirrorServer(connection: connection, space: space)
         reader = try readConnection.map { try MirrorServer(connection: $0, space: space) } ?? server
+        server.rowLimit = Self.defaultRowLimit
+        reader.rowLimit = Self.defaultRowLimit
         readsElsewhere = readConnection != nil
         do {
             try Self.mapAccess(server) { try server.prepare() }
@@ -416,6 +433,15 @@ public final class Mirror {
     /// - Throws: ``MirrorError`` `.malformedRow` for a row that cannot be read, `.newerModel` for
     ///   one made by a newer model (this app must be updated to pull past it).
     func decode(_ t: MirrorTransaction) throws -> (model: Int, changes: [MirrorChange]) {
+        if let size = t.withheld {
+            let what =
+                "it is \(size) bytes, past this machine's row limit of \(server.rowLimit) "
+                + "(storectl mirror --max-row-mb): not read; raise the limit to apply it"
+            throw MirrorError(
+                "server transaction \(t.sequence) of \(t.author.map { "author '\(TextSafety.visible($0))', " } ?? "")"
+                    + "origin \(t.origin.uuidString.lowercased()) is too large: \(what)", code: .malformedRow,
+                reason: .badRow(sequence: t.sequence, problem: what))
+        }
         let (model, changes) = try MirrorPayload.decode(t.payload, sequence: t.sequence)
         try checkModel(model, at: t.sequence, of: "server transaction \(t.sequence)")
         return (model, changes)

@@ -143,9 +143,10 @@ package enum MirrorPayload {
             guard let w = gid(c["w"]) else { throw bad("a merge lacks the global id it merges into") }
             return .merge(entity: entity, loser: g, winner: w)
         }
-        guard kind == "u", let a = pairs(c["a"]), let r = pairs(c["r"]) else {
-            throw bad("change kind '\(kind)'")
-        }
+        let what = "the change of \(entity) \(text(g))"
+        guard kind == "u" else { throw bad("\(what) is of kind '\(kind)', none of u (upsert), d (delete), m (merge)") }
+        guard let a = pairs(c["a"]) else { throw bad("\(what) lacks its attributes (\"a\", an object)") }
+        guard let r = pairs(c["r"]) else { throw bad("\(what) lacks its to-one relationships (\"r\", an object)") }
         var values: [String: Value] = [:]
         values.reserveCapacity(a.count)
         for (name, raw) in a {

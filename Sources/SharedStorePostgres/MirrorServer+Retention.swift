@@ -142,15 +142,33 @@ extension MirrorServer {
     public func readSnapshot(_ snapshot: MirrorSnapshot, batch: Int = 20, _ body: ([String]) throws -> Void) throws {
         var next = 0
         while next < snapshot.chunks {
+            // Parts in a budget of bytes (one at least): parts a member planted, however
+            // large, are read one at a time.
             let rows = try connection.execute(
                 """
-                SELECT part, payload FROM \(schema).snapshot_parts
-                WHERE id = $1 AND part >= $2 AND part < $3 ORDER BY part LIMIT $4
+                SELECT part, CASE WHEN octet_length(payload) > $6::bigint THEN NULL ELSE payload END,
+                    octet_length(payload) FROM (
+                    SELECT part, payload, coalesce(sum(octet_length(payload)) OVER (ORDER BY part
+                        ROWS UNBOUNDED PRECEDING), 0) - coalesce(octet_length(payload), 0) AS bytes_before
+                    FROM (SELECT part, payload FROM \(schema).snapshot_parts
+                        WHERE id = $1 AND part >= $2 AND part < $3 ORDER BY part LIMIT $4) r) b
+                WHERE bytes_before < $5::bigint ORDER BY part
                 """,
-                [snapshot.id.uuidString.lowercased(), String(next), String(snapshot.chunks), String(max(batch, 1))])
+                [
+                    snapshot.id.uuidString.lowercased(), String(next), String(snapshot.chunks), String(max(batch, 1)),
+                    String(Self.fetchBudget), String(rowLimit),
+                ])
             var payloads: [String] = []
             for row in rows {
-                guard row.count == 2, row[0] == String(next), let payload = row[1] else { break }
+                guard row.count == 3, row[0] == String(next) else { break }
+                guard let payload = row[1] else {
+                    let size = row[2] ?? "?"
+                    throw PostgresError(
+                        sqlState: nil,
+                        message:
+                            "part \(next) of the snapshot through sequence \(snapshot.through) is \(size) bytes, past "
+                            + "this machine's row limit of \(rowLimit): not read (snapshot \(snapshot.id))")
+                }
                 payloads.append(payload)
                 next += 1
             }

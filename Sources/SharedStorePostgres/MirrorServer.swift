@@ -10,8 +10,11 @@ public struct MirrorTransaction: Sendable, Hashable {
     public let origin: UUID
     public let token: Int64
     public let author: String?
-    /// The transaction's changes, as JSON.
+    /// The transaction's changes, as JSON (empty where ``withheld``).
     public let payload: String
+    /// The size in bytes of a payload that was not read because it is past the reader's
+    /// ``MirrorServer/rowLimit`` (nil: read).
+    public var withheld: Int64? = nil
 }
 
 /// One local transaction to upload.
@@ -61,6 +64,13 @@ public struct MirrorServer {
     public var adminLockWait: TimeInterval = 300
     /// The space this log is (nil: the log outside any space).
     public let space: String?
+    /// The largest payload, in bytes, that reads of transactions bring from the server: a larger
+    /// one comes back ``MirrorTransaction/withheld``, unread, so that a row a member planted
+    /// cannot exhaust this machine's memory (reading a row costs about three times its size).
+    public var rowLimit: Int64 = Int64.max
+    /// How many bytes of payloads one read of transactions brings at most, one row at least:
+    /// however large the rows, a read holds one batch of this size, or one row.
+    public static let fetchBudget: Int64 = 16 << 20
 
     /// The log in `schema` (a plain identifier), outside any space.
     public init(connection: PostgresConnection, schema: String = "sharedstore_mirror") throws {
@@ -332,9 +342,28 @@ public struct MirrorServer {
     /// The transaction at `sequence` (nil: none).
     public func transaction(at sequence: Int64) throws -> MirrorTransaction? {
         try connection.execute(
-            "SELECT sequence, origin, token, author, payload FROM \(schema).transactions WHERE sequence = $1",
-            [String(sequence)]
+            "SELECT sequence, origin, token, author, \(Self.limited), octet_length(payload) "
+                + "FROM \(schema).transactions WHERE sequence = $1",
+            [String(sequence), String(rowLimit)]
         ).compactMap(Self.transaction).first
+    }
+
+    /// The payload column where it is within the row limit (parameter 2 of a read that passes
+    /// ``rowLimit``; NULL past it).
+    static let limited = "CASE WHEN octet_length(payload) > $2::bigint THEN NULL ELSE payload END"
+
+    /// `rows`, a query of transactions ordered by `sequence` that selects `payload`, cut where
+    /// the payloads read reach `budget` bytes (parameter `$budget`), after one row at least. Adds
+    /// `window_rows`: how many rows `rows` had (more than the result: the budget cut it).
+    static func budgeted(_ rows: String, budget: String) -> String {
+        """
+        SELECT * FROM (
+            SELECT r.*, count(*) OVER () AS window_rows,
+                coalesce(sum(octet_length(payload)) OVER (ORDER BY sequence ROWS UNBOUNDED PRECEDING), 0)
+                    - coalesce(octet_length(payload), 0) AS bytes_before
+            FROM (\(rows)) r) b
+        WHERE bytes_before < \(budget)::bigint ORDER BY sequence
+        """
     }
 
     /// One number the server answers with.
@@ -346,13 +375,18 @@ public struct MirrorServer {
         return value
     }
 
-    /// A row of `sequence, origin, token, author, payload` (nil: not readable as one).
+    /// A row of `sequence, origin, token, author, payload`, then the payload's size where the
+    /// payload may be withheld (nil: not readable as one).
     static func transaction(_ row: [String?]) -> MirrorTransaction? {
-        guard row.count == 5, let s = row[0].flatMap({ Int64($0) }),
+        guard row.count >= 5, let s = row[0].flatMap({ Int64($0) }),
             let o = row[1].flatMap({ UUID(uuidString: $0) }),
-            let t = row[2].flatMap({ Int64($0) }), let payload = row[4]
+            let t = row[2].flatMap({ Int64($0) })
         else { return nil }
-        return MirrorTransaction(sequence: s, origin: o, token: t, author: row[3], payload: payload)
+        if let payload = row[4] {
+            return MirrorTransaction(sequence: s, origin: o, token: t, author: row[3], payload: payload)
+        }
+        guard row.count > 5, let size = row[5].flatMap({ Int64($0) }) else { return nil }
+        return MirrorTransaction(sequence: s, origin: o, token: t, author: row[3], payload: "", withheld: size)
     }
 
     /// How many transactions of other origins are on the server after `sequence`.
@@ -383,31 +417,36 @@ public struct MirrorServer {
     /// payloads) — except those whose token is in `reclaim`: rows of `origin` that its store
     /// lost (it was put back to an older copy), returned to be applied again. `through` is the
     /// last sequence read, `read` how many rows were (fewer than `limit`: nothing more was
-    /// committed), `first` the first sequence read (nil: none; one past `sequence + 1` means rows
-    /// after `sequence` were pruned: the log's sequences have no gaps).
+    /// committed; `limit` where ``fetchBudget`` cut the read short), `first` the first sequence
+    /// read (nil: none; one past `sequence + 1` means rows after `sequence` were pruned: the
+    /// log's sequences have no gaps).
     public func pull(after sequence: Int64, for origin: UUID, reclaim: Set<Int64> = [], limit: Int = 500) throws
         -> (transactions: [MirrorTransaction], through: Int64, read: Int, first: Int64?)
     {
         let reclaimed = "{" + reclaim.sorted().map(String.init).joined(separator: ",") + "}"
         let rows = try connection.execute(
-            """
-            SELECT sequence, origin, token, author,
-                CASE WHEN origin = $2::uuid AND token <> ALL($4::bigint[]) THEN NULL ELSE payload END
-            FROM \(schema).transactions WHERE sequence > $1 ORDER BY sequence LIMIT $3
-            """, [String(sequence), origin.uuidString.lowercased(), String(limit), reclaimed])
+            Self.budgeted(
+                """
+                SELECT sequence, origin, token, author,
+                    CASE WHEN origin = $3::uuid AND token <> ALL($5::bigint[]) THEN NULL ELSE \(Self.limited) END
+                        AS payload,
+                    octet_length(payload) AS size
+                FROM \(schema).transactions WHERE sequence > $1 ORDER BY sequence LIMIT $4
+                """, budget: "$6"),
+            [
+                String(sequence), String(rowLimit), origin.uuidString.lowercased(), String(limit), reclaimed,
+                String(Self.fetchBudget),
+            ])
         var out: [MirrorTransaction] = []
         var through = sequence
         for row in rows {
-            guard row.count == 5, let s = row[0].flatMap({ Int64($0) }),
-                let o = row[1].flatMap({ UUID(uuidString: $0) }),
-                let t = row[2].flatMap({ Int64($0) })
-            else { continue }
-            through = s
-            if o != origin || reclaim.contains(t), let payload = row[4] {
-                out.append(MirrorTransaction(sequence: s, origin: o, token: t, author: row[3], payload: payload))
-            }
+            guard let t = Self.transaction(row) else { continue }
+            through = t.sequence
+            if t.origin != origin || reclaim.contains(t.token) { out.append(t) }
         }
-        return (out, through, rows.count, rows.first?[0].flatMap { Int64($0) })
+        // Cut short by the budget: as many rows as a full batch were read, and more follow.
+        let window = rows.first.flatMap { $0.count > 6 ? $0[6].flatMap { Int($0) } : nil } ?? rows.count
+        return (out, through, rows.count < window ? limit : rows.count, rows.first?[0].flatMap { Int64($0) })
     }
 
     /// `origin`'s own transactions after `sequence`, in order.
@@ -419,13 +458,16 @@ public struct MirrorServer {
         ).compactMap(Self.transaction)
     }
 
-    /// Up to `limit` transactions of every origin after `sequence` through `through`, in order.
+    /// Up to `limit` transactions of every origin after `sequence` through `through`, in order
+    /// (fewer where ``fetchBudget`` cuts the read: read on after the last until `through`).
     public func log(after sequence: Int64, through: Int64, limit: Int = 500) throws -> [MirrorTransaction] {
         try connection.execute(
-            """
-            SELECT sequence, origin, token, author, payload FROM \(schema).transactions
-            WHERE sequence > $1 AND sequence <= $2 ORDER BY sequence LIMIT $3
-            """, [String(sequence), String(through), String(limit)]
+            Self.budgeted(
+                """
+                SELECT sequence, origin, token, author, \(Self.limited) AS payload, octet_length(payload) AS size
+                FROM \(schema).transactions WHERE sequence > $1 AND sequence <= $3 ORDER BY sequence LIMIT $4
+                """, budget: "$5"),
+            [String(sequence), String(rowLimit), String(through), String(limit), String(Self.fetchBudget)]
         ).compactMap(Self.transaction)
     }
 

@@ -87,6 +87,10 @@ enum MirrorCommand {
             "snapshot-every", "ROWS",
             "make a snapshot of the server's state when the log grew by this many rows (and as many as the last "
                 + "snapshot has objects) since the last one; 0: never; default 10000"),
+        .value(
+            "max-row-mb", "MB",
+            "read no server row larger than this many megabytes (quarantined unread instead; reading a row takes "
+                + "about three times its size); default: an eighth of this machine's memory"),
     ]
 
     static func run(_ inv: Invocation) throws {
@@ -103,6 +107,7 @@ enum MirrorCommand {
             throw UsageError("--snapshot-every goes with --once or --follow")
         }
         let server = try serverResolver(inv)
+        _ = try rowLimit(inv)
         guard inv.arguments.has("follow") else {
             // A space moved meanwhile is looked up again (twice at most).
             for attempt in 1...3 {
@@ -119,6 +124,11 @@ enum MirrorCommand {
         try follow(
             inv, server: server, seconds: try inv.arguments.seconds("for", in: 0...31_536_000),
             snapshotEvery: snapshotEvery)
+    }
+
+    /// `--max-row-mb` in bytes (nil: the mirror's default).
+    static func rowLimit(_ inv: Invocation) throws -> Int64? {
+        try inv.arguments.integer("max-row-mb", in: 1...1_048_576).map { Int64($0) << 20 }
     }
 
     /// Where the mirror connects, asked at each connection: `--postgres` (or libpq's environment),
@@ -139,6 +149,7 @@ enum MirrorCommand {
             container: inv.container(), registry: inv.registry(), connection: try PostgresConnection(conninfo),
             space: inv.arguments.value("space"),
             readConnection: try readConnectionString(inv).map { try PostgresConnection($0) })
+        if let limit = try rowLimit(inv) { mirror.rowLimit = limit }
         if inv.arguments.has("verify") { return try verify(inv, mirror) }
         if inv.arguments.has("retry-quarantined") { _ = try mirror.retryQuarantined() }
         mirror.rejoinDiscardingUnpushed = inv.arguments.has("rejoin")
@@ -250,6 +261,7 @@ enum MirrorCommand {
             output: inv.output)
         loop.readConninfo = try readConnectionString(inv)
         loop.snapshotEvery = snapshotEvery
+        loop.rowLimit = try rowLimit(inv)
         loop.isCancelled = { stop.isSet }
         while !stop.isSet {
             let remaining = deadline.map { $0 - Monotonic.seconds() } ?? 3600
@@ -286,6 +298,8 @@ private struct FollowLoop {
     var readConninfo: String?
     /// `--snapshot-every` (nil: the mirror's default).
     var snapshotEvery: Int64?
+    /// `--max-row-mb` in bytes (nil: the mirror's default).
+    var rowLimit: Int64?
     /// Rounds in a row that looked again soon for a lagging standby.
     var standbyLooks = 0
     let output: Output
@@ -324,6 +338,7 @@ private struct FollowLoop {
                 try m.listen()
                 m.isCancelled = isCancelled
                 if let snapshotEvery { m.snapshotEvery = snapshotEvery }
+                if let rowLimit { m.rowLimit = rowLimit }
                 mirror = m
             }
             guard let mirror else { return backoff }

@@ -206,6 +206,30 @@ import Testing
         }
     }
 
+    /// A change that cannot be read names its entity and global id, and what it lacks (a
+    /// hostile review saw "change kind 'u'" for a change that lacked its relationships).
+    @Test(arguments: [
+        (#"{"k":"u","e":"Article","g":"G","a":{}}"#, #"lacks its to-one relationships ("r", an object)"#),
+        (#"{"k":"u","e":"Article","g":"G","r":{}}"#, #"lacks its attributes ("a", an object)"#),
+        (
+            #"{"k":"x","e":"Article","g":"G","a":{},"r":{}}"#,
+            "is of kind 'x', none of u (upsert), d (delete), m (merge)"
+        ),
+    ])
+    func aMalformedChangeNamesItsObjectAndWhatItLacks(change: String, problem: String) {
+        let gid = "01a2411f-0000-7000-8000-000000000abc"
+        let payload =
+            #"{"v":1,"model":3,"changes":["# + change.replacingOccurrences(of: "\"G\"", with: "\"\(gid)\"") + "]}"
+        do {
+            _ = try MirrorPayload.decode(payload, sequence: 7)
+            Issue.record("decoded a malformed change")
+        } catch {
+            #expect(
+                MirrorError.reason(of: error)
+                    == .badRow(sequence: 7, problem: "the change of Article \(gid) \(problem)"))
+        }
+    }
+
     @Test func aServerThatCannotBeReachedIsUnreachable() {
         do {
             _ = try PostgresConnection("host=/nonexistent-sharedstore connect_timeout=2")

@@ -95,6 +95,48 @@ struct MirrorQuarantineTests {
         #expect(Set(names) == [.string("Swift"), .string("Mended")])
     }
 
+    /// Large rows (a member's, or one legitimate transaction of a million changes) are read a
+    /// byte budget at a time, one row at least, never a whole batch of them at once. A row past
+    /// this machine's row limit (`--max-row-mb`) is quarantined unread, naming its size, and the
+    /// pull goes on past it; once the limit allows it, `--retry-quarantined` applies it.
+    @Test(.tags(.multiProcess)) func largeRowsAreReadABudgetAtATimeAndRowsPastTheLimitUnread() throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        _ = try b.mirror().round()
+        // Three valid rows of 10 MiB each (a key the payload's reader ignores pads them).
+        let pad = String(repeating: "x", count: 10 << 20)
+        let big = try (1...3).map { n in
+            try Self.plant(
+                db,
+                payload: #"{"v":1,"model":3,"pad":"\#(pad)","changes":[{"k":"u","e":"Category","g":"#
+                    + GlobalID.text(UUID()) + #"","a":{"label":["s","big-\#(n)"]},"r":{}}]}"#
+            )
+        }
+        _ = try Self.share(a, "after-the-big-rows")
+        _ = try a.mirror().round()
+        // One read stops where the payloads reach the budget (16 MiB: two rows), and says more follow.
+        let server = try MirrorServer(connection: try PostgresConnection(db.conninfo))
+        let first = try server.pull(after: big[0] - 1, for: UUID(), limit: 500)
+        #expect(first.transactions.map(\.sequence) == Array(big[0...1]))
+        #expect(first.read == 500, "cut by the budget, the read says more follow")
+        // A machine allowing 8 MiB a row quarantines them unread, naming their size, and goes on.
+        let limited = try Child(
+            "storectl", ["mirror", "--group", b.group.path, "--json", "--max-row-mb", "8"], environment: db.environment)
+        #expect(try limited.waitForExit() == 1)
+        let said = limited.lines.joined(separator: "\n")
+        #expect(said.contains("past this machine's row limit of 8388608"), "\(said.prefix(2000))")
+        #expect(said.contains("\"sequence\":\(big[0])") && said.contains("\"sequence\":\(big[2])"))
+        let titles = Set(try b.list().values.compactMap { json($0)["title"] as? String })
+        #expect(titles == ["after-the-big-rows"], "the pull stopped at a row past the limit")
+        // Allowed (the default: an eighth of this machine's memory), they are read and applied.
+        let allowed = try Child(
+            "storectl", ["mirror", "--group", b.group.path, "--json", "--retry-quarantined"],
+            environment: db.environment)
+        #expect(try allowed.waitForExit() == 0, "\(allowed.lines.joined(separator: "\n").prefix(2000))")
+        let labels = try #require(b.container).newContext().fetch(FetchRequest("Category")).map(\.["label"])
+        #expect(Set(labels) == [.string("big-1"), .string("big-2"), .string("big-3")])
+    }
+
     static func share(_ m: Machine, _ title: String) throws -> String {
         try MirrorDivergenceTests.share(m, title)
     }
