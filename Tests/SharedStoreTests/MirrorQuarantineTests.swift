@@ -108,7 +108,7 @@ struct MirrorQuarantineTests {
         let big = try (1...3).map { n in
             try Self.plant(
                 db,
-                payload: #"{"v":1,"model":3,"pad":"\#(pad)","changes":[{"k":"u","e":"Category","g":"#
+                payload: #"{"v":1,"model":3,"pad":"\#(pad)","changes":[{"k":"u","e":"Category","g":""#
                     + GlobalID.text(UUID()) + #"","a":{"label":["s","big-\#(n)"]},"r":{}}]}"#
             )
         }
