@@ -23,6 +23,7 @@ extension Mirror {
         var known = Set<UUID>()
         var newer: Int64?
         let source = source ?? server
+        replayedFrom = nil
         // The newest snapshot through `through`, then the log after it, read as one state of the
         // server (a prune meanwhile would delete rows after the snapshot read).
         try source.consistentRead {
@@ -31,6 +32,7 @@ extension Mirror {
                 let snapshot = try source.newestSnapshot(atMost: min(through, source.maxSequence()))
             {
                 known = try replay(snapshot, from: source, into: shadow, cancellable: cancellable)
+                replayedFrom = snapshot
                 after = snapshot.through
             } else if through > 0, case let pruned = try source.prunedThrough(), pruned > 0 {
                 // (The state through 0 is empty, pruned or not.)

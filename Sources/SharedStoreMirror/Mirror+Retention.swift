@@ -181,8 +181,17 @@ extension Mirror {
     func decode(snapshotPart payload: String, _ snapshot: MirrorSnapshot) throws -> (
         model: Int, changes: [MirrorChange]
     ) {
-        let (model, changes) = try MirrorPayload.decode(payload, sequence: snapshot.through)
-        try checkModel(model, at: snapshot.through, of: "the server's snapshot through sequence \(snapshot.through)")
+        let (model, changes): (Int, [MirrorChange])
+        do {
+            (model, changes) = try MirrorPayload.decode(payload, sequence: snapshot.through)
+        } catch let error as MirrorError where error.code == .malformedRow {
+            let problem: String
+            if case .badRow(_, let what)? = error.reason { problem = what } else { problem = error.description }
+            throw MirrorError(
+                "the server's \(snapshot.description) is malformed: \(problem)", code: .malformedRow,
+                reason: .badRow(sequence: snapshot.through, problem: problem))
+        }
+        try checkModel(model, at: snapshot.through, of: "the server's \(snapshot.description)")
         return (model, changes)
     }
 

@@ -167,6 +167,8 @@ public final class Mirror {
     /// The next push compares every object with the server's state and uploads what differs
     /// (history to push is gone, lacks global ids, or reuses tokens the server holds).
     var needsFullUpload = false
+    /// The snapshot the last replay of the server's state started from (nil: the whole log).
+    public internal(set) var replayedFrom: MirrorSnapshot?
     /// The newest local token the last full upload compared: changes through it went up.
     var comparedThrough: Int64 = 0
     /// A restored store pulling back its lost rows (see ``notePullBack(through:reused:)``):
@@ -221,6 +223,7 @@ public final class Mirror {
         server.rowLimit = Self.defaultRowLimit
         reader.rowLimit = Self.defaultRowLimit
         readsElsewhere = readConnection != nil
+        try refuseForgottenSpace()
         do {
             try Self.mapAccess(server) { try server.prepare() }
         } catch let error as PostgresError where error.sqlState == "42501" && space == nil {
@@ -248,6 +251,23 @@ public final class Mirror {
 
     /// The space this store mirrors into (nil: the log outside any space).
     public var space: String? { server.space }
+
+    /// A store bound to a log run without `--space`, where the log outside any space is not that
+    /// log: refused before anything is made on the server (the first mirror makes that log),
+    /// naming the space it mirrors into when this role may read it.
+    private func refuseForgottenSpace() throws {
+        guard space == nil, let bound = try container.mirrorValue(MirrorKeys.serverLog) else { return }
+        if try server.defaultLogExists(), (try? server.logID()) == bound { return }
+        if let named = try? server.space(holdingLog: bound) {
+            throw MirrorError(
+                "this store mirrors into space '\(named)' (server log \(bound)): run with --space \(named)",
+                code: .otherLog)
+        }
+        throw MirrorError(
+            "this store mirrors into server log \(bound), which is not the log outside any space on "
+                + "\(serverDescription), nor a space this role may read there: name its space with --space NAME, or "
+                + "its server with --postgres (nothing was made on this server)", code: .otherLog)
+    }
 
     /// Remembers the server log this store mirrors into, or refuses another one: its pull cursor
     /// and its record of what it uploaded name sequences of that log only.

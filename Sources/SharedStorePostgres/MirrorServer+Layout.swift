@@ -8,8 +8,8 @@ extension MirrorServer {
     /// The layout of retention this build makes (1: the first, with snapshots keyed by their
     /// sequence and each origin's pruned keys as a range; 2: snapshots keyed by a random id,
     /// checked values, each pruned key kept; 3: each store's id bound to the role that uploads
-    /// under it, `origins`).
-    static let retentionLayout = 3
+    /// under it, `origins`; 4: each snapshot head stamped with the role that made it, `made_as`).
+    static let retentionLayout = 4
 
     /// The tables of retention, when missing or of an older layout: snapshots and their parts,
     /// the mirrors' cursors, and the keys of pruned rows. Two administrators bringing one log up
@@ -61,6 +61,27 @@ extension MirrorServer {
             """)
         try connection.execute(
             "CREATE INDEX IF NOT EXISTS snapshot_heads_through ON \(schema).snapshot_heads(through)")
+        // The role that made a head, stamped by the server (`made_by` is the store id a mirror
+        // says it is): a snapshot is a member's word, and a wrong one is named by who wrote it.
+        // Heads made before this layout have none. A move's copy keeps the stamp.
+        try connection.execute("ALTER TABLE \(schema).snapshot_heads ADD COLUMN IF NOT EXISTS made_as name")
+        try connection.execute(
+            """
+            CREATE OR REPLACE FUNCTION \(schema).snapshot_stamp() RETURNS trigger LANGUAGE plpgsql
+            SET search_path = pg_catalog, pg_temp AS $$
+            BEGIN
+                IF TG_OP = 'UPDATE' THEN
+                    NEW.made_as := OLD.made_as;
+                ELSIF pg_catalog.current_setting('sharedstore.copying', true) IS DISTINCT FROM 'on' THEN
+                    NEW.made_as := current_user;
+                END IF;
+                RETURN NEW;
+            END $$
+            """)
+        try connection.execute("DROP TRIGGER IF EXISTS snapshot_stamp ON \(schema).snapshot_heads")
+        try connection.execute(
+            "CREATE TRIGGER snapshot_stamp BEFORE INSERT OR UPDATE ON \(schema).snapshot_heads "
+                + "FOR EACH ROW EXECUTE FUNCTION \(schema).snapshot_stamp()")
         try connection.execute(
             """
             CREATE TABLE IF NOT EXISTS \(schema).snapshot_parts(

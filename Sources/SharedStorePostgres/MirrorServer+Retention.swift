@@ -13,6 +13,14 @@ public struct MirrorSnapshot: Sendable, Hashable {
     /// How many payloads it is, and how many objects (deleted ones aside) they hold.
     public let chunks: Int
     public let objects: Int64
+    /// The role that stored it, as the server stamped it (nil: made by an older build).
+    public var madeAs: String? = nil
+
+    /// How errors and `--verify` name it: its id, sequence and role.
+    public var description: String {
+        "snapshot \(id.uuidString.lowercased()) through sequence \(through)"
+            + (madeAs.map { ", made by role '\(TextSafety.visible($0))'" } ?? "")
+    }
 }
 
 /// What one prune of a log did (``MirrorServer/prune(goneAfter:)``).
@@ -72,15 +80,15 @@ extension MirrorServer {
     public func newestSnapshot(atMost: Int64 = .max) throws -> MirrorSnapshot? {
         let rows = try connection.execute(
             """
-            SELECT id, through, parts, objects FROM \(schema).snapshot_heads s
+            SELECT id, through, parts, objects, made_as FROM \(schema).snapshot_heads s
             WHERE through <= $1 AND \(Self.whole(schema)) ORDER BY through DESC, made_at LIMIT 1
             """, [String(atMost)])
         guard let row = rows.first else { return nil }
-        guard row.count == 4, let id = row[0].flatMap({ UUID(uuidString: $0) }),
+        guard row.count == 5, let id = row[0].flatMap({ UUID(uuidString: $0) }),
             let through = row[1].flatMap({ Int64($0) }), let parts = row[2].flatMap({ Int($0) }),
             let objects = row[3].flatMap({ Int64($0) })
         else { throw PostgresError(sqlState: nil, message: "\(schema).snapshot_heads holds an unreadable row") }
-        return MirrorSnapshot(id: id, through: through, chunks: parts, objects: objects)
+        return MirrorSnapshot(id: id, through: through, chunks: parts, objects: objects, madeAs: row[4])
     }
 
     /// The condition that snapshot head `s` has every one of its parts, 0 to `parts - 1` (a
@@ -165,9 +173,8 @@ extension MirrorServer {
                     let size = row[2] ?? "?"
                     throw PostgresError(
                         sqlState: nil,
-                        message:
-                            "part \(next) of the snapshot through sequence \(snapshot.through) is \(size) bytes, past "
-                            + "this machine's row limit of \(rowLimit): not read (snapshot \(snapshot.id))")
+                        message: "part \(next) of \(snapshot.description) is \(size) bytes, past this machine's row "
+                            + "limit of \(rowLimit) (storectl mirror --max-row-mb): not read")
                 }
                 payloads.append(payload)
                 next += 1
@@ -175,8 +182,8 @@ extension MirrorServer {
             guard !payloads.isEmpty else {
                 throw PostgresError(
                     sqlState: nil,
-                    message: "the snapshot through sequence \(snapshot.through) lacks its part \(next) of "
-                        + "\(snapshot.chunks): it was damaged on the server; the next one made replaces it")
+                    message: "\(snapshot.description) lacks its part \(next) of \(snapshot.chunks): it was damaged on "
+                        + "the server; the next one made replaces it")
             }
             try body(payloads)
         }

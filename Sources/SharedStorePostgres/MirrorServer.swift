@@ -232,6 +232,31 @@ public struct MirrorServer {
         return id
     }
 
+    /// Whether the log outside any space exists on this server (its first mirror makes it).
+    public func defaultLogExists() throws -> Bool {
+        try connection.execute("SELECT to_regclass($1) IS NOT NULL", [Self.defaultSchema + ".meta"]).first?[0] == "t"
+    }
+
+    /// The space on this server whose log has id `logID`, among those this role may read (nil:
+    /// none): what a store bound to that log names with `--space`.
+    public func space(holdingLog logID: Int64) throws -> String? {
+        let schemas = try connection.execute(
+            """
+            SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)
+                AND has_schema_privilege(oid, 'USAGE') ORDER BY nspname LIMIT 10000
+            """, [Self.spacePrefix])
+        for row in schemas {
+            guard let schema = row.first ?? nil,
+                schema.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") })
+            else { continue }
+            let id = try? connection.execute(
+                "SELECT value FROM \(schema).meta WHERE key = 'log_id'"
+            ).first?[0]
+            if id == String(logID) { return String(schema.dropFirst(Self.spacePrefix.count)) }
+        }
+        return nil
+    }
+
     /// The channel uploads to this log wake mirrors on: the default log's, or for a space one
     /// named after its id, which only roles that may read the space know.
     public func notifyChannel() throws -> String {

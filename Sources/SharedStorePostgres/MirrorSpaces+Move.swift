@@ -144,7 +144,7 @@ extension MirrorSpaces {
                 ("pruned_keys", ["origin", "token"], ["origin", "token"]),
                 ("origins", ["origin", "role", "claimed_at"], ["origin"]),
                 ("cursors", ["origin", "role", "cursor", "seen_at"], ["origin", "role"]),
-                ("snapshot_heads", ["id", "through", "parts", "objects", "made_by", "made_at"], ["id"]),
+                ("snapshot_heads", ["id", "through", "parts", "objects", "made_by", "made_at", "made_as"], ["id"]),
                 ("snapshot_parts", ["id", "part", "payload"], ["id", "part"]),
                 ("transactions", ["sequence", "origin", "token", "author", "uploaded_at", "payload"], ["sequence"]),
             ] {

@@ -74,6 +74,10 @@ public struct MirrorSpaces {
             IF EXISTS (SELECT 1 FROM \(schema).meta WHERE key = 'moved_to') THEN
                 RAISE EXCEPTION 'this space was moved to another server' USING ERRCODE = '\(MirrorServer.movedState)';
             END IF;
+            -- Rows go in under the upload lock: a member inserting without it takes it here, so a
+            -- session that holds its row idle is named to the uploads it stalls (an upload that
+            -- holds it already passes at once).
+            PERFORM 1 FROM \(schema).upload_lock WHERE id = 1 FOR UPDATE;
             IF NEW.sequence IS DISTINCT FROM (\(MirrorServer.maxSequenceSQL(schema))) + 1 THEN
                 RAISE EXCEPTION 'sequence % is not the next in the log of this space', NEW.sequence
                     USING ERRCODE = '23514';

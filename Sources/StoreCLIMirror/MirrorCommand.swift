@@ -186,10 +186,15 @@ enum MirrorCommand {
         let differences = try mirror.verify()
         for d in differences { inv.output.record(d.json) }
         guard differences.isEmpty else {
+            // A snapshot is a member's word: the one the state came from is named, with who made it.
+            let from = mirror.replayedFrom.map {
+                "; that state starts from the server's \($0.description): if the log was pruned through a wrong "
+                    + "snapshot, the space's administrator deletes its head"
+            }
             throw StoreError(
                 .verificationFailed,
                 "\(differences.count) object(s) differ from the state the server's log determines "
-                    + "(run 'storectl mirror' until the lag is 0 first, then compare again)")
+                    + "(run 'storectl mirror' until the lag is 0 first, then compare again\(from ?? ""))")
         }
     }
 
@@ -306,6 +311,8 @@ private struct FollowLoop {
     var mirror: Mirror?
     var backoff: TimeInterval = 0.1
     var lastError: String?
+    /// How rounds named the server last (nil: none was reached yet).
+    var lastServer: String?
     /// When the last round ended (monotonic seconds), and how many transactions it moved.
     var lastRound: Double = 0
     var lastWork = 0
@@ -342,6 +349,7 @@ private struct FollowLoop {
                 mirror = m
             }
             guard let mirror else { return backoff }
+            lastServer = mirror.serverDescription
             let round = try mirror.round()
             lastWork = round.pushed + round.pulled
             // The first round is always printed: the mirror is up, and where it stands.
@@ -369,13 +377,7 @@ private struct FollowLoop {
             // The server went away or refused, another mirror holds the store, or a round failed:
             // start again with a new connection, later.
             mirror = nil
-            let text = TextSafety.visible("\(error)".split(whereSeparator: \.isNewline).joined(separator: " "))
-            printedFirst = true
-            if text != lastError {
-                output.record(
-                    MirrorRound(server: "\(Self.state(of: error)), retrying in \(backoff) s", error: text).json)
-            }
-            lastError = text
+            report(error)
             keepAlive()
             let wait = backoff
             // A space moved is looked up again soon: the directory names its new server at once,
@@ -384,6 +386,23 @@ private struct FollowLoop {
             backoff = moved ? 0.1 : min(backoff * 2, 5)
             return wait
         }
+    }
+
+    /// Prints the line of a round that could not run, once per distinct error: `server` names
+    /// the server as rounds do (the last one reached; null: none yet), `state` what keeps the
+    /// round from running, `retry_in` when the next is tried.
+    mutating func report(_ error: any Error) {
+        let text = TextSafety.visible("\(error)".split(whereSeparator: \.isNewline).joined(separator: " "))
+        printedFirst = true
+        if text != lastError {
+            output.record(
+                .object([
+                    ("pushed", .number(0)), ("pulled", .number(0)), ("lag", .null),
+                    ("server", lastServer.map(JSONValue.string) ?? .null), ("state", .string(Self.state(of: error))),
+                    ("retry_in", .number(backoff)), ("error", .string(text)),
+                ]))
+        }
+        lastError = text
     }
 
     /// Whether retrying cannot mend `error`: the store was migrated by a newer app, the server

@@ -311,8 +311,12 @@ struct MirrorQuarantineTests {
         var holder: Mirror? = try a.mirror()
         let follower = try Child(
             "storectl", ["mirror", "--follow", "--group", a.group.path, "--json"], environment: db.environment)
-        let line = try follower.waitForLine { $0.contains("\"server\"") }
+        let line = try follower.waitForLine { $0.contains("\"state\"") }
         #expect(line.contains("another mirror runs on this store") && !line.contains("\\\\n"))
+        // The status is in its own field; `server` names a server, as every round's line does.
+        #expect(json(line)["state"] as? String == "another mirror runs on this store", "\(line)")
+        #expect(json(line)["retry_in"] as? Double != nil)
+        #expect((json(line)["server"] as? String).map { $0.hasPrefix("PostgreSQL") } ?? true, "\(line)")
         holder = nil
         try follower.waitForLine { json($0)["lag"] as? Int == 0 }
         kill(follower.process.processIdentifier, SIGTERM)

@@ -308,9 +308,10 @@ extension MirrorRetentionTests {
         let schema = MirrorServer.spacePrefix + space
         let hostile = try server.connect(as: evil)
         let id = UUID().uuidString.lowercased()
+        // (Claiming to be the honest member: the server stamps the role that wrote it.)
         try hostile.execute(
-            "INSERT INTO \(schema).snapshot_heads(id, through, parts, objects) "
-                + "SELECT '\(id)', max(sequence), 1, 0 FROM \(schema).transactions")
+            "INSERT INTO \(schema).snapshot_heads(id, through, parts, objects, made_as) "
+                + "SELECT '\(id)', max(sequence), 1, 0, '\(role)' FROM \(schema).transactions")
         try hostile.execute(
             "INSERT INTO \(schema).snapshot_parts(id, part, payload) VALUES ($1, 0, $2)",
             [id, #"{"v":1,"model":\#(ReadLater.model.version),"changes":[]}"#])
@@ -324,6 +325,32 @@ extension MirrorRetentionTests {
         _ = try newcomer.mirror.round()
         let differences = try newcomer.mirror.verify()
         #expect(try newcomer.articles.count == 5 || differences.count == 5, "\(differences)")
+        let stamp = try hostile.execute("SELECT made_as FROM \(schema).snapshot_heads WHERE id = $1", [id])
+        #expect(stamp.first?[0] == evil, "stamped by the server, not as the row said")
+
+        // Pruned through it (the administrator did not verify first; the writer's cursor passes it
+        // once it pulls the newcomer's save), the forged snapshot is the only record of what came
+        // before: verify names it and who made it.
+        let later = newcomer.container.newContext(author: "MainApp")
+        try later.insert(
+            "Article", ["title": "later", "url": "https://forged.example/later", "createdAt": .date(Date())])
+        try later.save()
+        newcomer.mirror.cursorReportInterval = 0
+        _ = try newcomer.mirror.round()
+        #expect(try storectl(["mirror"]).0 == 0)
+        #expect(try storectl(["mirror"]).0 == 0)
+        let cursors = try server.connect(as: role).execute("SELECT origin, role, cursor FROM \(schema).cursors")
+        let pruned = try server.admin.prune(space, goneAfter: 3600)
+        #expect(pruned.prunedThrough > 0, "\(pruned) \(cursors)")
+        #expect(try storectl(["mirror", "--verify"]).0 == 1)
+        let mirror = try Mirror(
+            container: container, registry: try TokenRegistry(group: writer.path),
+            connection: try server.connect(as: role),
+            space: space)
+        #expect(try mirror.verify().count == 5)
+        let from = try #require(mirror.replayedFrom)
+        #expect(from.id.uuidString.lowercased() == id && from.madeAs == evil)
+        #expect(from.description.contains("snapshot \(id)") && from.description.contains("made by role '\(evil)'"))
     }
 
     /// After one eviction of its mirror's consumer, a store mirrored by `storectl mirror --once`

@@ -109,6 +109,23 @@ extension MirrorRetentionTests {
             #expect(error?.message.contains("pg_terminate_backend(") == true, "\(String(describing: error))")
         }
         try holder.execute("ROLLBACK")
+        // A member that inserts a row without taking the lock takes it with the row (the order
+        // trigger does), so an upload it stalls names it too (a hostile review saw "canceling
+        // statement due to lock timeout", naming no one).
+        let schema = MirrorServer.spacePrefix + good
+        try holder.execute("BEGIN")
+        try holder.execute(
+            """
+            INSERT INTO \(schema).transactions(sequence, origin, token, author, payload)
+            SELECT greatest(coalesce(max(sequence), 0),
+                (SELECT value::bigint FROM \(schema).meta WHERE key = 'pruned_through')) + 1, $1, 777, 'Evil', '{}'
+            FROM \(schema).transactions
+            """, [UUID().uuidString.lowercased()])
+        let stalled = #expect(throws: PostgresError.self) {
+            _ = try upload.upload(origin: UUID(), token: 1, author: nil, payload: "{}")
+        }
+        #expect(stalled?.message.contains("held by role '\(role)'") == true, "\(String(describing: stalled))")
+        try holder.execute("ROLLBACK")
         _ = try prune.prune(goneAfter: 0)
         let admin = try PostgresConnection(conninfo)
         try admin.execute("DROP TABLE \(MirrorServer.spacePrefix + bad).snapshot_heads CASCADE")

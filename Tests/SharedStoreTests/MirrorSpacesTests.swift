@@ -327,6 +327,19 @@ struct MirrorSpacesTests {
             let error = #expect(throws: MirrorError.self) { _ = try mirror(other) }
             #expect(error?.code == .otherLog, "\(error?.description ?? "")")
         }
+        // A forgotten --space is named, as the administrator or the member, and the refused run
+        // makes nothing on the server (it made an empty log outside any space).
+        let member = #expect(throws: MirrorError.self) {
+            _ = try Mirror(
+                container: container, registry: try TokenRegistry(group: group.path),
+                connection: try server.connect(as: role))
+        }
+        #expect(member?.description.contains("run with --space \(a)") == true, "\(member?.description ?? "")")
+        let admin = #expect(throws: MirrorError.self) { _ = try mirror(nil) }
+        #expect(admin?.description.contains("run with --space \(a)") == true, "\(admin?.description ?? "")")
+        let made = try PostgresConnection(try #require(server.database).conninfo).execute(
+            "SELECT to_regnamespace($1) IS NOT NULL", [MirrorServer.defaultSchema])
+        #expect(made.first?[0] == "f", "a refused run made the log outside any space")
         // The log it was bound to still takes it.
         #expect(try mirror(a).round().lag == 0)
     }
