@@ -99,7 +99,7 @@ while [ -z "$first_after" ]; do
 done
 back_at="$(date +%s.%N)"
 wait "$burst_pid" || fail "a share of the burst failed (the targets must not depend on the server)"
-grep -q '"error"' "$work/mirror-a.out" && ok "the mirror said the server was gone: $(grep -m1 '"error"' "$work/mirror-a.out" | jq_ 'j["server"]')"
+grep -q '"error"' "$work/mirror-a.out" && ok "the mirror said the server was gone: $(grep -m1 '"error"' "$work/mirror-a.out" | jq_ 'j["state"]')"
 python3 -c "import sys; k, p, b = map(float, sys.argv[1:]); print(f'  ok: failover window: promotion {p - k:.2f} s after the kill; the mirror uploaded again within {b - k:.2f} s of it')" \
     "$killed_at" "$promoted_at" "$back_at"
 
