@@ -8,7 +8,8 @@ extension MirrorServer {
     /// The layout of retention this build makes (1: the first, with snapshots keyed by their
     /// sequence and each origin's pruned keys as a range; 2: snapshots keyed by a random id,
     /// checked values, each pruned key kept; 3: each store's id bound to the role that uploads
-    /// under it, `origins`; 4: each snapshot head stamped with the role that made it, `made_as`).
+    /// under it, `origins`; 4: each snapshot head stamped with the role that made it, `made_as`,
+    /// and inserts into the log taking the upload lock).
     static let retentionLayout = 4
 
     /// The tables of retention, when missing or of an older layout: snapshots and their parts,

@@ -59,7 +59,28 @@ public struct MirrorSpaces {
             try connection.execute(
                 "CREATE TRIGGER next_in_order BEFORE INSERT ON \(schema).transactions "
                     + "FOR EACH ROW EXECUTE FUNCTION \(schema).next_in_order()")
+            try Self.createLockTrigger(connection, schema)
         }
+    }
+
+    /// Rows go into a space's log under its upload lock: an insert that does not hold it takes
+    /// it first (once per statement), so a member that inserts rows without it and leaves its
+    /// transaction open is named, role and server process, to the uploads it stalls, as one
+    /// holding the lock is (``MirrorServer/namingLockHolder(_:)``). An upload holds it already.
+    static func createLockTrigger(_ connection: PostgresConnection, _ schema: String) throws {
+        try connection.execute(
+            """
+            CREATE OR REPLACE FUNCTION \(schema).take_upload_lock() RETURNS trigger LANGUAGE plpgsql
+            SET search_path = pg_catalog, pg_temp AS $$
+            BEGIN
+                PERFORM 1 FROM \(schema).upload_lock WHERE id = 1 FOR UPDATE;
+                RETURN NULL;
+            END $$
+            """)
+        try connection.execute("DROP TRIGGER IF EXISTS take_upload_lock ON \(schema).transactions")
+        try connection.execute(
+            "CREATE TRIGGER take_upload_lock BEFORE INSERT ON \(schema).transactions "
+                + "FOR EACH STATEMENT EXECUTE FUNCTION \(schema).take_upload_lock()")
     }
 
     /// The function of the trigger that keeps a space's log in order: a row must take the next
@@ -74,10 +95,6 @@ public struct MirrorSpaces {
             IF EXISTS (SELECT 1 FROM \(schema).meta WHERE key = 'moved_to') THEN
                 RAISE EXCEPTION 'this space was moved to another server' USING ERRCODE = '\(MirrorServer.movedState)';
             END IF;
-            -- Rows go in under the upload lock: a member inserting without it takes it here, so a
-            -- session that holds its row idle is named to the uploads it stalls (an upload that
-            -- holds it already passes at once).
-            PERFORM 1 FROM \(schema).upload_lock WHERE id = 1 FOR UPDATE;
             IF NEW.sequence IS DISTINCT FROM (\(MirrorServer.maxSequenceSQL(schema))) + 1 THEN
                 RAISE EXCEPTION 'sequence % is not the next in the log of this space', NEW.sequence
                     USING ERRCODE = '23514';
@@ -101,6 +118,7 @@ public struct MirrorSpaces {
         try transaction {
             try MirrorServer.createRetentionTables(connection, schema)
             try connection.execute(Self.orderFunction(schema))
+            try Self.createLockTrigger(connection, schema)
             for role in roles { try applyMembership(schema, role, grant: true) }
         }
     }
