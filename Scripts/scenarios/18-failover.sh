@@ -41,6 +41,27 @@ until [ "$(psql_ -h "$primary" -c "SELECT sync_state FROM pg_stat_replication WH
 done
 ok "a primary and a synchronous streaming standby run on this machine"
 
+# Without its synchronous standby the primary holds every commit: an upload is given up on after
+# 30 s, unconfirmed, naming why (never a wait for good); with the standby back, the next round goes on.
+$SHAREDSTORE_PG_AS "$SHAREDSTORE_PG_BIN/pg_ctl" -D "$standby/data" -m immediate stop >/dev/null
+share-extension share --group "$A" --url https://failover.example/alone --title "a alone" --json >/dev/null
+status=0
+PGHOST="$primary" storectl mirror --group "$A" --json >"$work/alone.out" 2>"$work/alone.err" || status=$?
+assert_eq "$status" 1 "an upload no synchronous standby confirms fails its round in time"
+grep -q "synchronous standby" "$work/alone.err" \
+    && ok "it names the cause: $(head -c 160 "$work/alone.err")..." || fail "no cause named: $(cat "$work/alone.err")"
+$SHAREDSTORE_PG_AS "$SHAREDSTORE_PG_BIN/pg_ctl" -D "$standby/data" -l "$standby/server.log" -w -t 60 \
+    -o "-c listen_addresses='' -k $standby -c fsync=off" start >/dev/null \
+    || { fail "the standby did not start again: $(tail -n 3 "$standby/server.log")"; finish; }
+deadline=$((SECONDS + 60))
+until [ "$(psql_ -h "$primary" -c "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby'")" = sync ]; do
+    [ "$SECONDS" -lt "$deadline" ] || { fail "the standby never became synchronous again"; finish; }
+    sleep 0.05
+done
+status=0
+PGHOST="$primary" storectl mirror --group "$A" --json >/dev/null || status=$?
+assert_eq "$status" 0 "with the standby back, the next round goes on"
+
 # Both machines reach whichever of the two servers takes writes (libpq tries them in order).
 export PGHOST="$primary,$standby" PGTARGETSESSIONATTRS=read-write
 share-extension share --group "$A" --url https://failover.example/0 --title "a 0" --json >/dev/null
@@ -104,7 +125,7 @@ python3 -c "import sys; k, p, b = map(float, sys.argv[1:]); print(f'  ok: failov
     "$killed_at" "$promoted_at" "$back_at"
 
 # Both machines converge on every save of the burst, and the log agrees with each store.
-total=$((burst + 1))
+total=$((burst + 2))  # the burst, the first save, and the one made while the standby was down
 deadline=$((SECONDS + 120))
 gids() { main-app list --group "$1" --json | jq_ 'sorted(l["gid"] for l in lines)'; }
 until [ "$(main-app list --group "$B" --json | wc -l)" -eq "$total" ] && [ "$(gids "$A")" = "$(gids "$B")" ]; do

@@ -391,3 +391,57 @@ extension Mirror {
         if after > beyond { needsFullUpload = true }
     }
 }
+
+extension Mirror {
+    /// `--rejoin` where the server's log is not the one this store pulled (``rewrittenLog()``):
+    /// makes every object here the state the log gives it now, but for the objects of this
+    /// store's changes the server lacks (not pushed, or lost with the rows the log lost): those
+    /// are kept, and go up again from history at this round's push. The pull reads on from the
+    /// log's end. Returns how many objects it wrote.
+    ///
+    /// - Throws: ``MirrorError`` when this store holds merges or quarantined changes of its own
+    ///   not sent yet (nothing is changed then), or rows of the log only a newer app can read.
+    func takeRewrittenLogState() throws -> Int {
+        let through = try server.maxSequence()
+        let (shadow, known, newer) = try replayLog(through: through, then: [])
+        if let newer {
+            throw MirrorError(
+                "server transaction \(newer) was made with a newer model than this app's "
+                    + "(\(container.model.version)): update the app to rejoin", code: .newerModel)
+        }
+        // This store's changes the server holds go no further than its highest key there: those
+        // after it (and after what history the cleaner kept) go up again.
+        let onServer = try server.tokenRange(of: container.storeID).max
+        let kept = max(min(try pushedToken()?.value ?? 0, max(onServer, 0)), try container.historyDeletedThrough())
+        for q in try container.quarantinedMirrorRows() {
+            if let sequence = q.sequence { try container.releaseQuarantine(sequence: sequence) }
+        }
+        let (_, state) = try shadow.mirrorExportEverything()
+        let local = try container.mirrorExportEverything().objects
+        guard
+            let result = try container.mirrorReconcile(
+                to: state, known: known.union(local.keys), aliases: try shadow.mirrorAliases(), unpushedAfter: kept,
+                author: Self.author, contextName: Self.contextName)
+        else {
+            throw MirrorError(
+                "this store could not take the server's state: it holds merges or quarantined changes of its own "
+                    + "that did not go up; nothing was changed")
+        }
+        try registry.reset(Self.consumer, to: HistoryToken(storeID: container.storeID, value: kept))
+        try container.setMirrorValue(MirrorKeys.pullCursor, through)
+        let row = try server.rowKey(at: through)
+        try container.setMirrorValues([
+            (MirrorKeys.checkedSequence, row?.sequence ?? 0),
+            (MirrorKeys.checkedRow, row.map { MirrorKeys.rowPrint(origin: $0.origin, token: $0.token) } ?? 0),
+            (MirrorKeys.reconcile, 0),
+        ])
+        scanned = through
+        cleanThrough = kept
+        needsFullUpload = false
+        reclaim = []
+        pullBack = nil
+        uploaded = [:]
+        uploadedEntities = [:]
+        return result.written
+    }
+}

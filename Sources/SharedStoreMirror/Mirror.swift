@@ -239,11 +239,15 @@ public final class Mirror {
                     "the server pulls would read from (\(reader.connection.serverDescription)) holds another log than "
                         + "the one uploads go to: --read-from must name a standby of the same server", code: .otherLog)
             }
+            try checkReadServer()
         }
         try container.prepareMirroring()
         try bindLog()
         try registry.register(Self.consumer)
         try Self.mapAccess(server) {
+            // A log rewritten since this store pulled it is not this store's to compare with:
+            // the round refuses (or rejoins), and nothing is sent from what it would skip.
+            guard try rewrittenLog() == nil else { return }
             try recoverTimeline()
             try noteLostUploads()
         }
@@ -329,6 +333,10 @@ public final class Mirror {
 
     private func unmappedRound() throws -> MirrorRound {
         var round = MirrorRound(server: serverDescription)
+        if rejoinDiscardingUnpushed, try rewrittenLog() != nil {
+            round.bootstrapped = try takeRewrittenLogState()
+            rejoinDiscardingUnpushed = false
+        }
         try checkServerLog()
         // Seen before it pulls: a prune meanwhile keeps what it has not pulled (a newcomer or a
         // store back after long reports where it starts).
@@ -386,7 +394,7 @@ public final class Mirror {
     private func pullBatch() throws -> (read: Int, done: Int) {
         let cursor = try container.mirrorValue(MirrorKeys.pullCursor) ?? 0
         scanned = max(scanned, cursor)
-        let (remote, through, read, first) = try reader.pull(
+        let (remote, through, read, first, last) = try reader.pull(
             after: scanned, for: container.storeID, reclaim: reclaim, limit: batchSize)
         // Rows after the cursor that are gone were pruned meanwhile (this store was counted gone):
         // nothing after them is applied; the next round starts from the snapshot.
@@ -409,6 +417,13 @@ public final class Mirror {
             // Unpushed history is gone: the pull stops here until a full upload went first.
             needsFullUpload = true
             return (0, applied)
+        }
+        // The last row read is the one this store knows the log by (``rewrittenLog()``).
+        if let last {
+            try container.setMirrorValues([
+                (MirrorKeys.checkedSequence, last.sequence),
+                (MirrorKeys.checkedRow, MirrorKeys.rowPrint(origin: last.origin, token: last.token)),
+            ])
         }
         // Read through `through`: uploads of this store at or before it can no longer be newer
         // than anything left to pull.
@@ -506,13 +521,50 @@ public final class Mirror {
                     code: .otherLog)
             }
         }
-        let cursor = max(scanned, try container.mirrorValue(MirrorKeys.pullCursor) ?? 0)
-        guard cursor > 0 else { return }
-        let last = try server.maxSequence()
-        guard last < cursor else { return }
+        try checkReadServer()
+        if let problem = try rewrittenLog() {
+            throw MirrorError(
+                problem + "; nothing was pushed or pulled. 'storectl mirror --once --rejoin' takes the server's state, "
+                    + "keeping this store's changes the server lacks, which go up again", code: .otherLog)
+        }
+    }
+
+    /// Fails when `--read-from` names a server that takes writes and is not the one uploads go
+    /// to (a standby promoted since, an old primary): the same log id, another log, whose rows
+    /// would be read under sequences of the log uploads go to, skipping some.
+    func checkReadServer() throws {
+        guard readsElsewhere, try !reader.isStandby(), try reader.instance() != server.instance() else { return }
         throw MirrorError(
-            "the server's log ends at sequence \(last), before this store's pull cursor \(cursor): rows were "
-                + "removed from the server, and new ones would be skipped; nothing was pushed or pulled")
+            "--read-from names a server (\(reader.connection.serverDescription)) that is no standby (it takes writes: "
+                + "a standby promoted since, or another primary) and not the one uploads go to "
+                + "(\(server.connection.serverDescription)): its log is not theirs; name a standby of the server "
+                + "uploads go to", code: .otherLog)
+    }
+
+    /// Why the server's log is not the one this store pulled (nil: it is, as far as it tells):
+    /// it ends before this store's pull cursor (rows were removed: an administrator, a restore
+    /// of the server, a failover that lost them), or it holds another row than this store read
+    /// at a sequence (a failover lost rows and others were uploaded under their numbers, or an
+    /// old primary took uploads after it). Pulling on would skip rows, and a full upload would
+    /// take what it skipped for this store's deletions.
+    func rewrittenLog() throws -> String? {
+        let cursor = max(scanned, try container.mirrorValue(MirrorKeys.pullCursor) ?? 0)
+        guard cursor > 0 else { return nil }
+        let last = try server.maxSequence()
+        if last < cursor {
+            return "the server's log ends at sequence \(last), before this store's pull cursor \(cursor): rows were "
+                + "removed from the server (a failover that lost them, a restore of the server), and new ones would be "
+                + "skipped"
+        }
+        guard let sequence = try container.mirrorValue(MirrorKeys.checkedSequence), sequence > 0,
+            let print = try container.mirrorValue(MirrorKeys.checkedRow),
+            let now = try server.rowKey(at: sequence),
+            MirrorKeys.rowPrint(origin: now.origin, token: now.token) != print
+        else { return nil }
+        return "the server's log holds another row at sequence \(sequence) than this store pulled there (now one of "
+            + "store \(now.origin.uuidString.lowercased()) under key \(now.token)): the log was rewritten since — a "
+            + "failover that lost rows and took others under their numbers, or an old primary written to after it — "
+            + "and rows would be skipped"
     }
 
     /// Local transactions not pushed plus remote ones not applied.

@@ -73,7 +73,10 @@ extension MirrorServer {
             BEGIN
                 IF TG_OP = 'UPDATE' THEN
                     NEW.made_as := OLD.made_as;
-                ELSIF pg_catalog.current_setting('sharedstore.copying', true) IS DISTINCT FROM 'on' THEN
+                ELSIF NOT (pg_catalog.current_setting('sharedstore.copying', true) IS NOT DISTINCT FROM 'on'
+                    AND pg_catalog.pg_has_role(current_user,
+                        (SELECT relowner FROM pg_catalog.pg_class WHERE oid = TG_RELID), 'USAGE')) THEN
+                    -- (Only the owner's move keeps the stamp it copies: any role can set the setting.)
                     NEW.made_as := current_user;
                 END IF;
                 RETURN NEW;

@@ -17,6 +17,21 @@ public struct MirrorTransaction: Sendable, Hashable {
     public var withheld: Int64? = nil
 }
 
+/// Which row a log holds at a sequence: the store that uploaded it and the key it went up under
+/// (together, one upload: an upload repeated is the same row).
+public struct MirrorRowKey: Sendable, Hashable {
+    public let sequence: Int64
+    public let origin: UUID
+    public let token: Int64
+
+    /// The row at `sequence` of `origin` under key `token`.
+    public init(sequence: Int64, origin: UUID, token: Int64) {
+        self.sequence = sequence
+        self.origin = origin
+        self.token = token
+    }
+}
+
 /// One local transaction to upload.
 public struct MirrorUpload: Sendable, Hashable {
     public let token: Int64
@@ -62,6 +77,10 @@ public struct MirrorServer {
     /// that holds it, and the next round tries again), and how long a prune or a move does.
     public var uploadLockWait: TimeInterval = 30
     public var adminLockWait: TimeInterval = 300
+    /// How long a commit of this log's writes may wait for the server (with synchronous
+    /// replication, for a standby's confirmation) before it is given up on, unconfirmed, and
+    /// the round fails naming why.
+    public var commitWait: TimeInterval = 30
     /// The space this log is (nil: the log outside any space).
     public let space: String?
     /// The largest payload, in bytes, that reads of transactions bring from the server: a larger
@@ -230,6 +249,20 @@ public struct MirrorServer {
             throw PostgresError(sqlState: nil, message: "\(schema).meta has no readable log_id")
         }
         return id
+    }
+
+    /// Whether this server is a standby (in recovery: it takes no writes).
+    public func isStandby() throws -> Bool {
+        try connection.execute("SELECT pg_is_in_recovery()").first?[0] == "t"
+    }
+
+    /// What tells this server apart from another (its start and where it listens): two
+    /// connections with the same one reach the same server.
+    public func instance() throws -> String {
+        try connection.execute(
+            "SELECT pg_postmaster_start_time()::text || ' ' || current_setting('port') || ' ' "
+                + "|| coalesce(inet_server_addr()::text, 'socket') || ' ' || current_database()"
+        ).first?[0] ?? ""
     }
 
     /// Whether the log outside any space exists on this server (its first mirror makes it).
@@ -446,7 +479,7 @@ public struct MirrorServer {
     /// read (nil: none; one past `sequence + 1` means rows after `sequence` were pruned: the
     /// log's sequences have no gaps).
     public func pull(after sequence: Int64, for origin: UUID, reclaim: Set<Int64> = [], limit: Int = 500) throws
-        -> (transactions: [MirrorTransaction], through: Int64, read: Int, first: Int64?)
+        -> (transactions: [MirrorTransaction], through: Int64, read: Int, first: Int64?, last: MirrorRowKey?)
     {
         let reclaimed = "{" + reclaim.sorted().map(String.init).joined(separator: ",") + "}"
         let rows = try connection.execute(
@@ -464,14 +497,27 @@ public struct MirrorServer {
             ])
         var out: [MirrorTransaction] = []
         var through = sequence
+        var last: MirrorRowKey?
         for row in rows {
             guard let t = Self.transaction(row) else { continue }
             through = t.sequence
+            last = MirrorRowKey(sequence: t.sequence, origin: t.origin, token: t.token)
             if t.origin != origin || reclaim.contains(t.token) { out.append(t) }
         }
         // Cut short by the budget: as many rows as a full batch were read, and more follow.
         let window = rows.first.flatMap { $0.count > 6 ? $0[6].flatMap { Int($0) } : nil } ?? rows.count
-        return (out, through, rows.count < window ? limit : rows.count, rows.first?[0].flatMap { Int64($0) })
+        return (out, through, rows.count < window ? limit : rows.count, rows.first?[0].flatMap { Int64($0) }, last)
+    }
+
+    /// Which row the log holds at `sequence` (nil: none, pruned or past its end).
+    public func rowKey(at sequence: Int64) throws -> MirrorRowKey? {
+        guard
+            let row = try connection.execute(
+                "SELECT origin, token FROM \(schema).transactions WHERE sequence = $1", [String(sequence)]
+            ).first, row.count == 2, let origin = row[0].flatMap({ UUID(uuidString: $0) }),
+            let token = row[1].flatMap({ Int64($0) })
+        else { return nil }
+        return MirrorRowKey(sequence: sequence, origin: origin, token: token)
     }
 
     /// `origin`'s own transactions after `sequence`, in order.
@@ -499,22 +545,33 @@ public struct MirrorServer {
     /// Starts receiving the wake-ups of uploads on this connection.
     public func listen() throws { try connection.execute("LISTEN \(try notifyChannel())") }
 
-    /// Runs `body` in one server transaction (rolled back when it throws).
-    func transaction<T>(_ body: () throws -> T) throws -> T { try connection.transaction(body) }
+    /// Runs `body` in one server transaction (rolled back when it throws), its commit waited for
+    /// ``commitWait`` at most (``PostgresConnection/commit(within:)``).
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        try connection.transaction(commitWithin: commitWait, body)
+    }
 }
 
 extension PostgresConnection {
-    /// Runs `body` in one transaction that `begin` starts, committed when it returns and rolled
-    /// back when it throws.
-    func transaction<T>(begin: String = "BEGIN", _ body: () throws -> T) throws -> T {
+    /// Runs `body` in one transaction that `begin` starts, committed when it returns (waiting
+    /// `commitWithin` seconds at most; nil: as long as the server takes) and rolled back when it
+    /// throws.
+    func transaction<T>(begin: String = "BEGIN", commitWithin: TimeInterval? = nil, _ body: () throws -> T) throws
+        -> T
+    {
         try execute(begin)
+        let result: T
         do {
-            let result = try body()
-            try execute("COMMIT")
-            return result
+            result = try body()
         } catch {
             _ = try? execute("ROLLBACK")
             throw error
         }
+        if let commitWithin {
+            try commit(within: commitWithin)
+        } else {
+            try execute("COMMIT")
+        }
+        return result
     }
 }

@@ -140,6 +140,11 @@ public final class PostgresConnection {
                 sqlState: nil, message: String(cString: PQerrorMessage(handle)), connectionFailed: !isConnected)
         }
         defer { PQclear(result) }
+        return try rows(of: result)
+    }
+
+    /// The rows of `result`, or the error it holds.
+    private func rows(of result: OpaquePointer) throws -> [[String?]] {
         switch PQresultStatus(result) {
         case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
             return []
@@ -164,6 +169,64 @@ public final class PostgresConnection {
                 sqlState: field(UInt8(ascii: "C")), message: message, connectionFailed: !isConnected)
         }
     }
+
+    /// Commits the open transaction, waiting at most `seconds` for the server's answer. A commit
+    /// the server holds longer — with synchronous replication, waiting for a standby that is
+    /// not there (`synchronous_standby_names`) — is asked to stop waiting (a cancel: the
+    /// transaction then stands on this server, unconfirmed) and fails with SQLSTATE
+    /// ``unconfirmedCommitState``, naming the cause: the caller tries again later, never
+    /// waiting for good.
+    ///
+    /// - Throws: ``PostgresError``: the server's error, the unconfirmed commit, or a connection
+    ///   that answers nothing a minute after the cancel (`connectionFailed`).
+    public func commit(within seconds: TimeInterval) throws {
+        guard PQsendQuery(handle, "COMMIT") == 1 else {
+            throw PostgresError(
+                sqlState: nil, message: String(cString: PQerrorMessage(handle)), connectionFailed: !isConnected)
+        }
+        let limit = seconds.isFinite ? min(max(seconds, 0.001), 86_400) : 30
+        let start = Monotonic.seconds()
+        var canceled = false
+        while PQisBusy(handle) == 1 {
+            let elapsed = Monotonic.seconds() - start
+            if !canceled && elapsed >= limit {
+                if let cancel = PQgetCancel(handle) {
+                    var buffer = [CChar](repeating: 0, count: 256)
+                    _ = PQcancel(cancel, &buffer, 256)
+                    PQfreeCancel(cancel)
+                }
+                canceled = true
+            }
+            if canceled && elapsed >= limit + 60 {
+                throw PostgresError(
+                    sqlState: nil, message: "the server answered neither a commit nor its cancel for a minute",
+                    connectionFailed: true)
+            }
+            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+            let wait = canceled ? 1 : max(0.001, min(limit - elapsed, 1))
+            if poll(&descriptor, 1, Int32(wait * 1000)) > 0, PQconsumeInput(handle) != 1 {
+                throw PostgresError(
+                    sqlState: nil, message: String(cString: PQerrorMessage(handle)), connectionFailed: true)
+            }
+        }
+        var failure: (any Error)?
+        while let result = PQgetResult(handle) {
+            defer { PQclear(result) }
+            do { _ = try rows(of: result) } catch { failure = failure ?? error }
+        }
+        if let failure { throw failure }
+        guard !canceled else {
+            throw PostgresError(
+                sqlState: Self.unconfirmedCommitState,
+                message: "the server did not confirm a commit within \(Int(limit)) s: with synchronous replication it "
+                    + "waits for a standby to confirm it, and none did (is the synchronous standby up? "
+                    + "synchronous_standby_names); the commit stands on this server only, unconfirmed, and the next "
+                    + "round tries again")
+        }
+    }
+
+    /// The SQLSTATE of a commit the server held past its limit (``commit(within:)``).
+    public static let unconfirmedCommitState = "SSCNF"
 
     /// Waits up to `timeout` seconds for a notification on a channel this connection LISTENs to
     /// (``MirrorServer/listen()``); returns the channels and payloads that arrived (empty: none).

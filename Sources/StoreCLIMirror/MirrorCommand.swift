@@ -82,7 +82,8 @@ enum MirrorCommand {
         .flag(
             "rejoin",
             "with --once: when the server pruned its log past this store and cannot tell what it changed since its "
-                + "last upload, take the server's state, dropping those changes"),
+                + "last upload, take the server's state, dropping those changes; when the server's log was rewritten "
+                + "under this store (a failover that lost rows), take its state, keeping the changes it lacks"),
         .value(
             "snapshot-every", "ROWS",
             "make a snapshot of the server's state when the log grew by this many rows (and as many as the last "
@@ -425,6 +426,9 @@ private struct FollowLoop {
         }
         if let e = error as? StoreError, e.code == .busy { return "the store is busy" }
         if let e = error as? MirrorError, e.code == .spaceMoved { return "the space moved" }
+        if let e = error as? PostgresError, e.sqlState == PostgresConnection.unconfirmedCommitState {
+            return "the server's synchronous standby does not confirm commits"
+        }
         return "the round failed"
     }
 

@@ -98,13 +98,26 @@ struct MirrorPlacementTests {
         do {
             // Pulls from the old, frozen copy (same log id) are refused, not left waiting with lag 1
             // for good (hostile review of issue 25).
-            let stale = try Mirror(
-                container: container, registry: try TokenRegistry(group: group.path),
-                connection: try PostgresConnection("\(servers.two.conninfo) user=\(servers.role)"),
-                space: servers.space,
-                readConnection: try PostgresConnection("\(servers.one.conninfo) user=\(servers.role)"))
-            let frozen = #expect(throws: MirrorError.self) { try stale.round() }
+            func stale() throws {
+                _ = try Mirror(
+                    container: container, registry: try TokenRegistry(group: group.path),
+                    connection: try PostgresConnection("\(servers.two.conninfo) user=\(servers.role)"),
+                    space: servers.space,
+                    readConnection: try PostgresConnection("\(servers.one.conninfo) user=\(servers.role)")
+                ).round()
+            }
+            let frozen = #expect(throws: MirrorError.self) { try stale() }
             #expect(frozen?.description.contains("--read-from names a server") == true, "\(String(describing: frozen))")
+            // Unmarked, as a standby promoted elsewhere is, it is refused all the same: it takes
+            // writes and is not the server uploads go to (a hostile review read two logs' rows
+            // under one sequence with lag 0).
+            let admin = try PostgresConnection(servers.one.conninfo)
+            let meta = MirrorServer.spacePrefix + servers.space + ".meta"
+            let mark = try admin.execute("SELECT value FROM \(meta) WHERE key = 'moved_to'").first?[0] ?? nil
+            try admin.execute("DELETE FROM \(meta) WHERE key = 'moved_to'")
+            let promoted = #expect(throws: MirrorError.self) { try stale() }
+            #expect(promoted?.description.contains("that is no standby") == true, "\(String(describing: promoted))")
+            try admin.execute("INSERT INTO \(meta)(key, value) VALUES ('moved_to', $1)", [mark])
         }
         let again = try servers.mirror(container, group)
         let round = try again.round()

@@ -308,7 +308,9 @@ extension MirrorRetentionTests {
         let schema = MirrorServer.spacePrefix + space
         let hostile = try server.connect(as: evil)
         let id = UUID().uuidString.lowercased()
-        // (Claiming to be the honest member: the server stamps the role that wrote it.)
+        // (Claiming to be the honest member, as a move's copy would: the server stamps the role
+        // that wrote it.)
+        try hostile.execute("SET sharedstore.copying = 'on'")
         try hostile.execute(
             "INSERT INTO \(schema).snapshot_heads(id, through, parts, objects, made_as) "
                 + "SELECT '\(id)', max(sequence), 1, 0, '\(role)' FROM \(schema).transactions")
