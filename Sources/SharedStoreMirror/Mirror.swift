@@ -194,7 +194,7 @@ public final class Mirror {
         container: Container, registry: TokenRegistry, connection: PostgresConnection, space: String? = nil,
         readConnection: PostgresConnection? = nil
     ) throws {
-        guard container.storePath.hasPrefix("/") else { throw MirrorError("an in-memory store cannot be mirrored") }
+        guard !container.options.inMemory else { throw MirrorError("an in-memory store cannot be mirrored") }
         guard container.options.historyTracking else {
             throw MirrorError("history tracking is off for this store: a mirror pushes history, and there is none")
         }

@@ -9,8 +9,9 @@ extension MirrorServer {
     /// sequence and each origin's pruned keys as a range; 2: snapshots keyed by a random id,
     /// checked values, each pruned key kept; 3: each store's id bound to the role that uploads
     /// under it, `origins`; 4: each snapshot head stamped with the role that made it, `made_as`,
-    /// and inserts into the log taking the upload lock).
-    static let retentionLayout = 4
+    /// and inserts into the log taking the upload lock; 5: that stamp kept from the row only for
+    /// the owner's move).
+    static let retentionLayout = 5
 
     /// The tables of retention, when missing or of an older layout: snapshots and their parts,
     /// the mirrors' cursors, and the keys of pruned rows. Two administrators bringing one log up

@@ -135,6 +135,12 @@ struct MirrorQuarantineTests {
         #expect(try allowed.waitForExit() == 0, "\(allowed.lines.joined(separator: "\n").prefix(2000))")
         let labels = try #require(b.container).newContext().fetch(FetchRequest("Category")).map(\.["label"])
         #expect(Set(labels) == [.string("big-1"), .string("big-2"), .string("big-3")])
+        // A relative --group is mirrored as any other (it was taken for a store in memory).
+        let url = URL(fileURLWithPath: b.group.path)
+        let relative = try Child(
+            "storectl", ["mirror", "--group", url.lastPathComponent, "--json"], environment: db.environment,
+            directory: url.deletingLastPathComponent().path)
+        #expect(try relative.waitForExit() == 0, "\(relative.lines)")
     }
 
     static func share(_ m: Machine, _ title: String) throws -> String {
