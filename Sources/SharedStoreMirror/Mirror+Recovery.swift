@@ -144,8 +144,9 @@ extension Mirror {
     enum Lost { case token, reused, fullUpload, unknownObject, recorded }
 
     /// The changes of each row of `own` (by sequence) that is not lost and can be read (the pull
-    /// quarantines the others), and why each lost row is lost: by ``isLost``, or because it names
-    /// an object this copy never knew (each row is looked at once). The mirror maps every object
+    /// quarantines the others), and why each lost row is lost: by ``standing(of:lost:floor:)``,
+    /// or because it names an object this copy never knew and its history cannot tell (each row
+    /// is looked at once). The mirror maps every object
     /// before it pushes it, so a row that upserts or deletes an object neither held nor mapped
     /// here was made by a copy of this store that was lost — even when its token number was saved
     /// again here and that history is gone (nothing left to compare its time with). Pulled back,
@@ -155,18 +156,27 @@ extension Mirror {
     ) throws -> (changes: [Int64: [MirrorChange]], lost: [Int64: Lost]) {
         var decoded: [Int64: [MirrorChange]] = [:]
         var lostRows: [Int64: Lost] = [:]
+        // Rows whose transaction this copy holds: an object they name that is unknown here was
+        // made and deleted here before the upload, not by a lost copy.
+        var held = Set<Int64>()
         for t in own {
             if recorded.contains(t.token) {
                 lostRows[t.sequence] = .recorded
-            } else if let why = try isLost(t, lost: lost, floor: floor) {
-                lostRows[t.sequence] = why
-            } else {
-                decoded[t.sequence] = try? MirrorPayload.decode(t.payload, sequence: t.sequence).changes
+                continue
             }
+            let standing = try standing(of: t, lost: lost, floor: floor)
+            if case .lost(let why) = standing {
+                lostRows[t.sequence] = why
+                continue
+            }
+            if case .held = standing { held.insert(t.sequence) }
+            decoded[t.sequence] = try? MirrorPayload.decode(t.payload, sequence: t.sequence).changes
         }
         let unknown = try container.unknownGlobalIDs(Set(decoded.values.joined().compactMap(Self.namedObject)))
         for (sequence, changes) in decoded
-        where changes.contains(where: { Self.namedObject($0).map(unknown.contains) == true }) {
+        where !held.contains(sequence)
+            && changes.contains(where: { Self.namedObject($0).map(unknown.contains) == true })
+        {
             lostRows[sequence] = .unknownObject
         }
         return (decoded, lostRows)
@@ -181,15 +191,25 @@ extension Mirror {
         }
     }
 
+    /// What this copy knows of one of its rows on the server.
+    private enum Standing {
+        /// A row it no longer holds, and why.
+        case lost(Lost)
+        /// Its history holds the row's transaction: the same token, saved at the same time.
+        case held
+        /// Nothing here tells (history the cleaner deleted, a full upload of its own).
+        case unknown
+    }
+
     /// Whether row `t` of this store is one it no longer holds: a token it lost, one whose
     /// transaction here is another (another timestamp: the number was handed out again before
     /// the mirror saw the restore), or a full upload below the lowest this store made.
-    private func isLost(_ t: MirrorTransaction, lost: [ClosedRange<Int64>], floor: Int64) throws -> Lost? {
-        if t.token < 0 { return t.token < floor ? .fullUpload : nil }
-        if lost.contains(where: { $0.contains(t.token) }) { return .token }
+    private func standing(of t: MirrorTransaction, lost: [ClosedRange<Int64>], floor: Int64) throws -> Standing {
+        if t.token < 0 { return t.token < floor ? .lost(.fullUpload) : .unknown }
+        if lost.contains(where: { $0.contains(t.token) }) { return .lost(.token) }
         guard let at = MirrorPayload.timestamp(t.payload), let here = try container.historyTimestamp(of: t.token)
-        else { return nil }
-        return at != here ? .reused : nil
+        else { return .unknown }
+        return at != here ? .lost(.reused) : .held
     }
 
     // MARK: - Checks before an upload

@@ -350,6 +350,33 @@ struct MirrorDivergenceTests {
         #expect(try b.list().values.compactMap { json($0)["title"] as? String } == ["after-the-restore"])
     }
 
+    /// Found by the randomized test (seed 1250288670: an acknowledged delete came back with the
+    /// inserted state): the backup held three saves its mirror had not pushed: y made, y deleted,
+    /// z made. The lost copy deleted z and pushed all four; y's and z's inserts went up as
+    /// deletions (both were gone by then). The restored copy took the row of y's insert, an
+    /// object it never knew, for a lost copy's save at a number it handed out again: its three
+    /// saves then counted as made after the restore, z as changed here and not pushed, and the
+    /// pulled-back delete of z was not applied. A later full upload put z back everywhere. Its
+    /// history holds that transaction at the row's time: the row is its own, not lost.
+    @Test(.tags(.multiProcess)) func aLostDeleteIsPulledBackWhenTheBackupMadeAndDeletedAnObjectUnpushed() throws {
+        let (db, a, b, _, _) = try Self.twoMachinesAndABackupOfA()
+        let y = try Self.share(a, "y")
+        _ = try a.run("main-app", ["delete", y])
+        let z = try Self.share(a, "z")
+        let backup = a.group.root + "/backup-unpushed"
+        try Self.copyGroup(a, to: backup)
+        _ = try a.run("main-app", ["delete", z])
+        _ = try a.mirror().round()
+        let restored = try Self.restoredWhole(from: backup, db)
+        // The pull-back alone (a kill before anything else, then an eviction, in the run).
+        try restored.mirror().pull()
+        let titles = try restored.list().values.compactMap { json($0)["title"] as? String }
+        #expect(titles == ["x"], "the lost copy's delete of z was not pulled back")
+        try Self.evictMirror(restored)
+        try Self.expectConverged([restored, b], count: 1)
+        #expect(try b.list().values.compactMap { json($0)["title"] as? String } == ["x"])
+    }
+
     /// Found by the randomized test: a save on a restored store, made before its mirror runs,
     /// at a number the lost copy used for an import (which never went up), is pushed.
     @Test(.tags(.multiProcess)) func aSaveAfterARestoreAtANumberTheLostCopyUsedForAnImportGoesUp() throws {
