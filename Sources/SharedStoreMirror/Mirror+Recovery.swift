@@ -433,7 +433,14 @@ extension Mirror {
         // after it (and after what history the cleaner kept) go up again.
         let onServer = try server.tokenRange(of: container.storeID).max
         let kept = max(min(try pushedToken()?.value ?? 0, max(onServer, 0)), try container.historyDeletedThrough())
-        for q in try container.quarantinedMirrorRows() {
+        let quarantined = try container.quarantinedMirrorRows()
+        if quarantined.contains(where: { $0.sequence == nil }) {
+            throw MirrorError(
+                "this store could not take the server's state: it holds quarantined changes of its own that did not "
+                    + "go up (listed by a round; save those objects valid again); nothing was changed")
+        }
+        // Rows of the old log held in quarantine: the log's state as a whole replaces them.
+        for q in quarantined {
             if let sequence = q.sequence { try container.releaseQuarantine(sequence: sequence) }
         }
         let (_, state) = try shadow.mirrorExportEverything()
@@ -444,8 +451,8 @@ extension Mirror {
                 author: Self.author, contextName: Self.contextName)
         else {
             throw MirrorError(
-                "this store could not take the server's state: it holds merges or quarantined changes of its own "
-                    + "that did not go up; nothing was changed")
+                "this store could not take the server's state: it holds merges of its own that did not go up "
+                    + "(a round sends them); only rows of the old log held in quarantine were released")
         }
         try registry.reset(Self.consumer, to: HistoryToken(storeID: container.storeID, value: kept))
         try container.setMirrorValue(MirrorKeys.pullCursor, through)

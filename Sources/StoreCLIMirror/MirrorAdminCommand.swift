@@ -65,8 +65,9 @@ enum MirrorAdminCommand {
         if goneAfter != nil && !action.hasPrefix("prune") {
             throw UsageError("--gone-after goes with --prune or --prune-all")
         }
-        let spaces = MirrorSpaces(connection: try PostgresConnection(try MirrorCommand.connectionString(inv)))
         let name = inv.arguments.value(action) ?? ""
+        if !name.isEmpty { try MirrorCommand.checkSpaceName(name, option: action) }
+        let spaces = MirrorSpaces(connection: try PostgresConnection(try MirrorCommand.connectionString(inv)))
         switch (action, role) {
         case ("create-space", _):
             try spaces.create(name)

@@ -107,6 +107,7 @@ enum MirrorCommand {
         if snapshotEvery != nil && inv.arguments.has("verify") {
             throw UsageError("--snapshot-every goes with --once or --follow")
         }
+        if let space = inv.arguments.value("space") { try checkSpaceName(space, option: "space") }
         let server = try serverResolver(inv)
         _ = try rowLimit(inv)
         guard inv.arguments.has("follow") else {
@@ -125,6 +126,15 @@ enum MirrorCommand {
         try follow(
             inv, server: server, seconds: try inv.arguments.seconds("for", in: 0...31_536_000),
             snapshotEvery: snapshotEvery)
+    }
+
+    /// `name` checked as a space name before anything connects: a usage error naming the rule.
+    static func checkSpaceName(_ name: String, option: String) throws {
+        do {
+            _ = try MirrorServer.schema(forSpace: name)
+        } catch let error as PostgresError {
+            throw UsageError("--\(option): \(error.message)")
+        }
     }
 
     /// `--max-row-mb` in bytes (nil: the mirror's default).
@@ -304,8 +314,20 @@ private struct FollowLoop {
     var readConninfo: String?
     /// `--snapshot-every` (nil: the mirror's default).
     var snapshotEvery: Int64?
+    /// `name` checked as a space name before anything connects: a usage error naming the rule.
+    static func checkSpaceName(_ name: String, option: String) throws {
+        do {
+            _ = try MirrorServer.schema(forSpace: name)
+        } catch let error as PostgresError {
+            throw UsageError("--\(option): \(error.message)")
+        }
+    }
+
     /// `--max-row-mb` in bytes (nil: the mirror's default).
     var rowLimit: Int64?
+    /// Why the `--read-from` server could not be reached, and since when (monotonic seconds):
+    /// pulls read from the upload server meanwhile.
+    var readsFromUploadServer: (error: String, since: Double)?
     /// Rounds in a row that looked again soon for a lagging standby.
     var standbyLooks = 0
     let output: Output
@@ -340,9 +362,10 @@ private struct FollowLoop {
     mutating func step() -> TimeInterval {
         do {
             if mirror == nil {
+                let connection = try PostgresConnection(try server())
                 let m = try Mirror(
-                    container: container, registry: registry, connection: try PostgresConnection(try server()),
-                    space: space, readConnection: try readConninfo.map { try PostgresConnection($0) })
+                    container: container, registry: registry, connection: connection, space: space,
+                    readConnection: readConnection())
                 try m.listen()
                 m.isCancelled = isCancelled
                 if let snapshotEvery { m.snapshotEvery = snapshotEvery }
@@ -355,8 +378,15 @@ private struct FollowLoop {
             lastWork = round.pushed + round.pulled
             // The first round is always printed: the mirror is up, and where it stands.
             if lastWork > 0 || lastError != nil || !printedFirst || round.quarantinedCount != lastQuarantined {
-                output.record(round.json)
+                var line = round.json
+                if case .object(let fields) = line, let down = readsFromUploadServer {
+                    line = .object(fields + [("read_from_down", .string(down.error))])
+                }
+                output.record(line)
             }
+            // Pulls read from the upload server while the --read-from server is down: it is tried
+            // again every 30 s, with the next connection.
+            if let down = readsFromUploadServer, Monotonic.seconds() - down.since >= 30 { self.mirror = nil }
             lastQuarantined = round.quarantinedCount
             printedFirst = true
             lastError = nil
@@ -386,6 +416,22 @@ private struct FollowLoop {
             let moved = (error as? MirrorError)?.code == .spaceMoved
             backoff = moved ? 0.1 : min(backoff * 2, 5)
             return wait
+        }
+    }
+
+    /// The connection pulls read from: `--read-from`'s server, or nil (pulls read where uploads
+    /// go) when there is none or it cannot be reached. A standby that is down does not stop the
+    /// uploads: the upload server holds the same log, and the rounds say it (`read_from_down`).
+    mutating func readConnection() -> PostgresConnection? {
+        guard let readConninfo else { return nil }
+        do {
+            let connection = try PostgresConnection(readConninfo)
+            readsFromUploadServer = nil
+            return connection
+        } catch {
+            let text = TextSafety.visible("\(error)".split(whereSeparator: \.isNewline).joined(separator: " "))
+            readsFromUploadServer = (text, Monotonic.seconds())
+            return nil
         }
     }
 

@@ -330,6 +330,25 @@ struct MirrorQuarantineTests {
         _ = holder
     }
 
+    /// A `--read-from` server that is down does not stop the uploads (hostile review of issue
+    /// 25): a follower pulls from the upload server meanwhile, and its rounds say why.
+    @Test(.tags(.multiProcess)) func aFollowerWhoseReadServerIsDownGoesOnUploading() throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        let down = "host=\(a.group.root)/no-server port=5432 connect_timeout=2"
+        let follower = try Child(
+            "storectl", ["mirror", "--follow", "--group", a.group.path, "--json", "--read-from", down],
+            environment: db.environment)
+        let first = try follower.waitForLine { json($0)["lag"] != nil }
+        #expect((json(first)["read_from_down"] as? String)?.contains("no-server") == true, "\(first)")
+        _ = try MirrorDivergenceTests.share(a, "while-the-standby-is-down")
+        try follower.waitForLine { ($0.contains("\"pushed\":1")) && json($0)["lag"] as? Int == 0 }
+        _ = try b.mirror().round()
+        #expect(try b.list().values.contains { $0.contains("while-the-standby-is-down") })
+        kill(follower.process.processIdentifier, SIGTERM)
+        #expect(try follower.waitForExit() == 0)
+    }
+
     /// A follower of an older model stops (exit 1) once a newer app migrated the store, as the
     /// targets' watchers do, instead of retrying for ever.
     @Test(.tags(.multiProcess)) func anOlderFollowerStopsWhenTheStoreIsMigrated() throws {

@@ -416,6 +416,15 @@ struct MirrorSpacesTests {
             let (status, message) = Looker("storectl", ["mirror-admin"] + wrong, environment: admin).finish()
             #expect(status == 2, "\(wrong): \(message)")
         }
+        // A name that is no space name, refused before anything connects, says the rule.
+        for wrong in [
+            ["mirror-admin", "--create-space", "Bad-Name"], ["mirror", "--space", "Bad-Name", "--group", two.path],
+        ] {
+            let (status, message) = Looker("storectl", wrong, environment: admin).finish()
+            #expect(status == 2, "\(wrong): \(message)")
+            #expect(message.contains("'Bad-Name' is not a space name: 1 to 40 lowercase"), "\(message)")
+            #expect(!message.contains("PostgreSQL"), "\(message)")
+        }
         #expect(try storectl(["mirror-admin", "--delete-space", space]).first?.contains("\"deleted\":true") == true)
     }
 
