@@ -16,6 +16,7 @@ package final class SQLiteConnection {
     ///
     /// - Throws: ``SQLiteError`` when SQLite cannot open the file.
     package init(path: String, readOnly: Bool = false, create: Bool = true, busyTimeoutMilliseconds: Int32) throws {
+        _ = Self.libraryConfigured
         var db: OpaquePointer?
         // NOFOLLOW: a symbolic link planted in place of the store must not be followed.
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI | SQLITE_OPEN_NOFOLLOW
@@ -36,6 +37,13 @@ package final class SQLiteConnection {
         installBusyHandler()
         if SQLDebug.isOn { SQLDebug.install(on: db) }
     }
+
+    /// SQLite configured for this process, once, before its first connection opens: no memory
+    /// statistics (a global mutex taken around each of SQLite's allocations, about 35 per
+    /// inserted row, that no connection here needs). A process that used SQLite before keeps its
+    /// configuration. Every program of the package opens its first connection here or calls it
+    /// first (storebench's C baselines: both sides run with the same configuration).
+    package static let libraryConfigured: Bool = sharedstore_sqlite_no_memory_statistics() == SQLITE_OK
 
     /// Waits for a lock held by another connection in short, growing steps (100 µs doubling to
     /// 2 ms) up to the busy timeout. SQLite's own handler sleeps 1, 2, 5, 10… ms, so a writer

@@ -1,4 +1,5 @@
 import ArgumentParsing
+import CSQLite
 import Foundation
 import SharedStore
 
@@ -195,6 +196,9 @@ let benchProgress = BenchProgress()
     }
 }
 
+// SQLite configured as SharedStore configures it (no memory statistics), before anything opens
+// a database: the C baselines and SharedStore run on the same library settings.
+_ = sharedstore_sqlite_no_memory_statistics()
 let words = Array(CommandLine.arguments.dropFirst())
 if words.first == "--child" { runChild(words) }
 parseOptions(words)

@@ -19,6 +19,9 @@ public struct BatchWriter: ~Copyable {
     /// The keys each record type inserted here encoded last (records of a type find their
     /// properties by comparing names).
     var recordMemos: [ObjectIdentifier: RecordEncoder.Memo] = [:]
+    /// The entity the last insert by name named: a batch names one entity line after line
+    /// (compared, not looked up by name).
+    var lastEntity: Entity?
 
     var storeID: UUID { writer.s.storeID }
 
@@ -32,8 +35,14 @@ public struct BatchWriter: ~Copyable {
         object: @autoclosure () -> String
     ) throws -> ObjectID {
         placed += 1
-        return try insertObject(
-            try writer.model.entity(entityName), values, relationships: relationships, object: object())
+        let e: Entity
+        if let last = lastEntity, last.name == entityName {
+            e = last
+        } else {
+            e = try writer.model.entity(entityName)
+            lastEntity = e
+        }
+        return try insertObject(e, values, relationships: relationships, object: object())
     }
 
     /// Inserts one object; `checked`: every key of `values` is known to be a stored attribute of

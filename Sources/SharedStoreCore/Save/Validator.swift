@@ -6,24 +6,29 @@ import SharedStoreSupport
 /// pattern, range): for every save, ``Container/validate(_:_:object:)``, `storectl verify` and the
 /// mirror's check of what it uploads. One per container: it keeps the patterns it compiled.
 final class Validator: Sendable {
-    /// The patterns of the container's model, compiled when it opens: read without a lock.
-    private let compiled: [String: Regex]
+    /// The patterns of the container's model, compiled when it opens: read without a lock. A
+    /// list, searched in order: a model has few patterns, and the attribute's text is the very
+    /// string kept here (compared by its storage at once), where a table would hash the whole
+    /// pattern for every value checked.
+    private let compiled: [(pattern: String, regex: Regex?)]
     /// Other patterns by their text (another model's, a migration's): compiled once, not for
     /// every save.
     private let patterns = Protected<[String: Regex]>([:])
 
     /// A validator with the patterns of `model` compiled.
     init(model: Model? = nil) {
-        var compiled: [String: Regex] = [:]
+        var compiled: [(pattern: String, regex: Regex?)] = []
         for e in model?.entities ?? [] {
-            for a in e.attributes { if let p = a.pattern, compiled[p] == nil { compiled[p] = Regex(p) } }
+            for a in e.attributes {
+                if let p = a.pattern, !compiled.contains(where: { $0.pattern == p }) { compiled.append((p, Regex(p))) }
+            }
         }
         self.compiled = compiled
     }
 
     /// The compiled form of `pattern` (nil: it does not compile; the model refuses such a model).
     func regex(_ pattern: String) -> Regex? {
-        if let r = compiled[pattern] { return r }
+        for c in compiled where c.pattern == pattern { return c.regex }
         return patterns.withLock { cache in
             if let r = cache[pattern] { return r }
             guard let r = Regex(pattern) else { return nil }
