@@ -63,6 +63,7 @@ package final class SQLiteConnection {
         if SQLDebug.isOn { SQLDebug.forget(handle) }
         cache.removeAll()
         slots.removeAll()
+        keyed.removeAll()
         sqlite3_close_v2(handle)
     }
 
@@ -107,6 +108,18 @@ package final class SQLiteConnection {
         let stmt = try SQLiteStatement(connection: self, sql: sql())
         if slot >= slots.count { slots += Array(repeating: nil, count: slot - slots.count + 1) }
         slots[slot] = stmt
+        return stmt
+    }
+
+    private var keyed: [StatementKey: SQLiteStatement] = [:]
+
+    /// A prepared statement kept under `key`: statements of many shapes (an update of some of an
+    /// entity's columns) reached by a few integers, without building or hashing their SQL. The
+    /// caller gives the same `sql` for a key every time.
+    package func statement(key: StatementKey, _ sql: () -> String) throws -> SQLiteStatement {
+        if let stmt = keyed[key] { return stmt }
+        let stmt = try SQLiteStatement(connection: self, sql: sql())
+        keyed[key] = stmt
         return stmt
     }
 
@@ -310,5 +323,17 @@ package final class BusyWait {
         guard now - start < timeout else { return false }
         usleep(Self.step(attempt))
         return true
+    }
+}
+
+/// The key of a statement of ``SQLiteConnection/statement(key:_:)``: a kind the caller numbers,
+/// and the numbers that tell its shape (an entity, the columns it writes).
+package struct StatementKey: Hashable {
+    package var kind: Int
+    package var numbers: [Int]
+
+    package init(kind: Int, numbers: [Int]) {
+        self.kind = kind
+        self.numbers = numbers
     }
 }

@@ -77,6 +77,59 @@ import Testing
         try mine.save()  // no conflict
     }
 
+    /// A model with no derivations: a save knows what it wrote without reading it back.
+    static let plain: Model = {
+        do {
+            return try Model([
+                Entity(
+                    "Item",
+                    attributes: [
+                        Attribute("title", .string), Attribute("at", .date, optional: true),
+                        Attribute("score", .double, optional: true), Attribute("link", .url, optional: true),
+                        Attribute("key", .uuid, optional: true), Attribute("flag", .bool, default: false),
+                    ])
+            ])
+        } catch {
+            preconditionFailure("\(error)")
+        }
+    }()
+
+    /// Values whose stored form is not the value given (a date that the seconds from 1970 round,
+    /// an integer kept as a double, a UUID kept lowercased) are read as stored, not as given. Under
+    /// `.storeTrump`, where the store wins each property it changed since the read, the next save
+    /// of them, after another context changed another property, writes them all: a read of the
+    /// given values would take each for the store's change and keep the old one.
+    @Test func valuesAreReadAsStoredNotAsGiven() throws {
+        let container = try TemporaryGroup().open(Self.plain)
+        let setup = container.newContext()
+        let temp = try setup.insert("Item", ["title": "a"])
+        let id = try setup.save().permanentID(for: temp)
+        let given = Date(timeIntervalSinceReferenceDate: 0.1)
+        #expect(Date(timeIntervalSince1970: given.timeIntervalSince1970) != given)
+        let key = UUID()
+        let mine = container.newContext(author: "Mine")
+        mine.mergePolicy = .storeTrump
+        try mine.update(
+            id,
+            [
+                "at": .date(given), "score": .integer(3), "link": .string("https://x.example/a"),
+                "key": .uuid(key), "flag": .bool(true),
+            ])
+        try mine.save()
+        let other = container.newContext(author: "Other")
+        try other.update(id, ["title": "theirs"])
+        try other.save()
+        let later: [String: Value] = [
+            "at": .date(Date(timeIntervalSinceReferenceDate: 5)), "score": .double(1),
+            "link": .string("https://x.example/b"), "key": .uuid(UUID()), "flag": .bool(false),
+        ]
+        try mine.update(id, later)
+        try mine.save()
+        let stored = try container.newContext().object(with: id)
+        #expect(stored["title"] == .string("theirs"))
+        for (name, value) in later { #expect(stored[name] == value, "\(name)") }
+    }
+
     /// An object another context deleted and this save restored (object trump; history records an
     /// insert) is read as restored, not as read before.
     @Test func aRestoredObjectIsReadAsRestored() throws {

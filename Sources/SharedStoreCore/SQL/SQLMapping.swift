@@ -66,6 +66,25 @@ enum SQLMapping {
         }
     }
 
+    /// What a read of a column of `type` gives after `value` (made by
+    /// ``sqlValue(_:_:object:property:)``) was written to it, as ``value(_:_:_:)`` decodes it; nil
+    /// for a value of no known stored form. SQLite keeps a NaN as NULL.
+    static func storedValue(_ value: SQLValue, _ type: AttributeType) -> Value? {
+        switch (value, type) {
+        case (.null, _): return .null
+        case (.text(let s), .string), (.text(let s), .url), (.text(let s), .decimal), (.text(let s), .json):
+            return .string(s)
+        case (.integer(let i), .integer): return .integer(i)
+        case (.integer(let i), .double): return .double(Double(i))
+        case (.double(let d), .double): return d.isNaN ? .null : .double(d)
+        case (.integer(let i), .bool): return .bool(i != 0)
+        case (.double(let d), .date): return d.isNaN ? .null : .date(Date(timeIntervalSince1970: d))
+        case (.blob(let b), .data): return .data(Data(b))
+        case (.text(let s), .uuid): return UUID(uuidString: s).map(Value.uuid)
+        default: return nil
+        }
+    }
+
     /// Column `i` as a value of `type`. One call to SQLite for most values: a NULL is told from
     /// text by the missing pointer, and from a number only when the number reads as zero.
     static func value(_ row: SQLiteRow, _ i: Int32, _ type: AttributeType) -> Value {

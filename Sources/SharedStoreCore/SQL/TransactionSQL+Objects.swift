@@ -68,10 +68,20 @@ extension TransactionSQL {
     }
 
     /// Sets `columns` of one row to `values` and bumps its version.
-    func updateRow(_ e: Entity, _ pk: Int64, columns: [String], values: [SQLValue]) throws {
-        let set = columns.map { "\(SQLMapping.quote($0)) = ?" }.joined(separator: ", ")
-        try c.cached("UPDATE \(table(e)) SET \(set), \(StoreColumn.bumpVersion) WHERE \(StoreColumn.isKey)")
-            .execute(values + [.integer(pk)])
+    ///
+    /// `properties` numbers the columns (an attribute's index in the entity's attributes, a to-one
+    /// relationship's after them), in `columns`' order: the statement is kept under them, so an
+    /// update of the same properties again neither builds nor hashes its SQL.
+    func updateRow(_ e: Entity, _ pk: Int64, columns: [String], properties: [Int], values: [SQLValue]) throws {
+        // The only statements kept by key are updates: the kind is the entity.
+        let key = StatementKey(kind: model.index(of: e), numbers: properties)
+        let statement = try c.statement(key: key) {
+            let set = columns.map { "\(SQLMapping.quote($0)) = ?" }.joined(separator: ", ")
+            return "UPDATE \(table(e)) SET \(set), \(StoreColumn.bumpVersion) WHERE \(StoreColumn.isKey)"
+        }
+        var bindings = values
+        bindings.append(.integer(pk))
+        try statement.execute(bindings)
     }
 
     /// Sets one to-one relationship column, without a version bump (a reference fixed up within

@@ -18,6 +18,10 @@ struct ChangeWriter {
     /// changed nothing: the object as stored). A save reads back the ones it wrote, which later
     /// writes of the same row (a count, a rule, a propagated value) may have moved on.
     var updatedSnapshots: [ObjectID: Snapshot] = [:]
+    /// The objects of ``updatedSnapshots`` whose last write left them exactly as held there, with
+    /// nothing else in the transaction writing them but a delete rule: a save need not read
+    /// them back.
+    var writtenAsStored: Set<ObjectID> = []
     /// Objects another save had deleted that this one brought back (an object-trump or
     /// overwrite policy), which history records as inserts.
     var restored: Set<ObjectID> = []
@@ -180,9 +184,9 @@ struct ChangeWriter {
         for own in derivations.own[index] {
             guard case .related(let a, let via, let entity, let source) = own, via == name else { continue }
             let value = try related(entity, target)[source]
-            let type = e.attribute(named: a)?.type ?? .string
-            try s.updateRow(
-                e, pk, columns: [a], values: [try SQLMapping.sqlValue(value, type, object: e.name, property: a)])
+            guard let i = e.attributes.firstIndex(where: { $0.name == a }) else { continue }
+            let sql = try SQLMapping.sqlValue(value, e.attributes[i].type, object: e.name, property: a)
+            try s.updateRow(e, pk, columns: [a], properties: [i], values: [sql])
         }
         for f in derivations.feeds[index] where f.via == name {
             let amount = try f.sum.map { try related(index, pk)[$0] } ?? .integer(1)
@@ -267,29 +271,56 @@ struct ChangeWriter {
         let counted = !e.keptCounts.isEmpty && !counter.isNew(index, pk) && KeptCounter.reads(e, row.columns)
         if counted { counter.add(index, try s.keptCountFlags(e, pk), sign: -1) }
         try unique(e, object(), values: { changes.value($0, of: e, derived: derivedValues, current: current) }) {
-            try s.updateRow(e, pk, columns: row.columns, values: row.bindings)
+            try s.updateRow(e, pk, columns: row.columns, properties: row.indexes, values: row.bindings)
         }
         if counted { counter.add(index, try s.keptCountFlags(e, pk), sign: 1) }
         recorder.updated(index, pk, properties: row.indexes, globalID: globalID)
-        var after = current.bumped()
-        for name in row.columns {
-            if let v = changes.values[name] ?? derivedValues[name] { after[name] = v }
-            if let r = e.relationship(named: name), let target = changes.relationships[name] {
-                after.relationships[name] = target.map {
-                    ObjectID(storeID: container.storeID, entity: r.destination, primaryKey: $0)
-                }
-            }
+        let after = Self.after(e, current: current, row, storeID: container.storeID)
+        updatedSnapshots[current.id] = after.snapshot
+        // Without derivations nothing else in the transaction writes an updated row (a delete
+        // rule may: the save reads those back).
+        if after.exact && derivations.isEmpty {
+            writtenAsStored.insert(current.id)
+        } else {
+            writtenAsStored.remove(current.id)
         }
-        updatedSnapshots[current.id] = after
         if let hook, hook.readsSaved {
-            try hook.hooks.check(after, .update, object: current.id.description)
-            hook.hooks.didSave?(after)
+            try hook.hooks.check(after.snapshot, .update, object: current.id.description)
+            hook.hooks.didSave?(after.snapshot)
         }
         if !derivations.isEmpty {
+            let after = after.snapshot
             refeed(index, current: current, after: after)
             try propagate(index, pk, written: changes.values.filter { row.columns.contains($0.key) })
             relatedCache[ObjectKey(entity: index, pk: pk)] = after
         }
+    }
+
+    /// The object as `row` leaves it: `current` at the next version with the written columns as
+    /// a read of them gives them (``SQLMapping/storedValue(_:_:)``). Not `exact` when a value has
+    /// no known stored form (read it back to know it).
+    private static func after(_ e: Entity, current: Snapshot, _ row: Row, storeID: UUID)
+        -> (snapshot: Snapshot, exact: Bool)
+    {
+        var after = current.bumped()
+        var exact = true
+        let attributes = e.attributes
+        let toOne = e.toOneRelationships
+        for (k, p) in row.indexes.enumerated() {
+            if p < attributes.count {
+                let stored = SQLMapping.storedValue(row.bindings[k], attributes[p].type)
+                if stored == nil { exact = false }
+                after[attributes[p].name] = stored ?? .null
+            } else if p - attributes.count < toOne.count {
+                let r = toOne[p - attributes.count]
+                if case .integer(let target) = row.bindings[k] {
+                    after.relationships[r.name] = ObjectID(storeID: storeID, entity: r.destination, primaryKey: target)
+                } else {
+                    after.relationships[r.name] = nil
+                }
+            }
+        }
+        return (after, exact)
     }
 
     /// `willSave` of an object being updated: what it sets joins the changes.

@@ -147,6 +147,9 @@ struct SavePlan {
                 touched.append(id)
             case .update:
                 touched.append(id)
+                // A row written once, by its update, is as the writer left it (no read needed),
+                // unless a delete's rule may have written it since.
+                if deletes.isEmpty && w.writtenAsStored.contains(id) { continue }
                 written[id] = try s.snapshot(e, change.primaryKey)
             case .insert:
                 guard w.restored.contains(id) else { continue }
