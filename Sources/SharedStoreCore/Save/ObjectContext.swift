@@ -125,15 +125,22 @@ public final class ObjectContext {
     public func rollback() {
         checkOwner()
         // Keep the storage: a context is usually saved again and again (one save per change).
-        inserts.removeAll(keepingCapacity: true)
-        insertIndex.removeAll(keepingCapacity: true)
-        updates.removeAll(keepingCapacity: true)
-        updateOrder.removeAll(keepingCapacity: true)
-        deletes.removeAll(keepingCapacity: true)
-        deleteSet.removeAll(keepingCapacity: true)
-        links.removeAll(keepingCapacity: true)
+        // What is empty already is left alone (a save of one update empties two of seven).
+        if !inserts.isEmpty {
+            inserts.removeAll(keepingCapacity: true)
+            insertIndex.removeAll(keepingCapacity: true)
+        }
+        if !updates.isEmpty {
+            updates.removeAll(keepingCapacity: true)
+            updateOrder.removeAll(keepingCapacity: true)
+        }
+        if !deletes.isEmpty {
+            deletes.removeAll(keepingCapacity: true)
+            deleteSet.removeAll(keepingCapacity: true)
+        }
+        if !links.isEmpty { links.removeAll(keepingCapacity: true) }
         registered.reset()
-        recordSaves.removeAll()
+        if !recordSaves.isEmpty { recordSaves.removeAll() }
     }
 
     // MARK: - Changes
@@ -174,8 +181,11 @@ public final class ObjectContext {
         checkOwner()
         let entity = try checkID(id)
         try checkNames(entity, values: values, relationships: relationships)
-        guard !deleteSet.contains(id) else { throw StoreError(.objectNotFound, "\(id) is deleted in this context") }
-        if let i = insertIndex[id] {
+        // Each lookup hashes the whole id: the sets a context usually leaves empty are not asked.
+        guard deleteSet.isEmpty || !deleteSet.contains(id) else {
+            throw StoreError(.objectNotFound, "\(id) is deleted in this context")
+        }
+        if !insertIndex.isEmpty, let i = insertIndex[id] {
             inserts[i].values.merge(values) { $1 }
             inserts[i].relationships.merge(relationships) { $1 }
             return
@@ -184,10 +194,20 @@ public final class ObjectContext {
             // A blind update: what the store holds now is what this context "read".
             _ = try object(with: id)
         }
-        if updates[id] == nil { updateOrder.append(id) }
-        updates[id, default: PendingUpdate()].values.merge(values) { $1 }
-        updates[id, default: PendingUpdate()].relationships.merge(relationships) { $1 }
-        updates[id]?.plain(Array(values.keys) + Array(relationships.keys))
+        let pending = updates.count
+        Self.add(values, relationships, to: &updates[id, default: PendingUpdate()])
+        if updates.count != pending { updateOrder.append(id) }
+    }
+
+    /// `values` and `relationships` merged into `pending`, as plain changes (not a record's).
+    private static func add(
+        _ values: [String: Value], _ relationships: [String: ObjectID?], to pending: inout PendingUpdate
+    ) {
+        pending.values.merge(values) { $1 }
+        pending.relationships.merge(relationships) { $1 }
+        if !pending.bases.isEmpty || !pending.fromRecord.isEmpty {
+            pending.plain(Array(values.keys) + Array(relationships.keys))
+        }
     }
 
     /// Sets a to-one relationship (nil clears it) on the next save.
