@@ -296,7 +296,11 @@ struct SnapshotDecoder: Decoder {
 
         func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
             let name = key.stringValue
-            if type == ObjectID.self { return row.objectID(name).map { unsafeBitCast($0, to: T.self) } }
+            if type == ObjectID.self {
+                // T is ObjectID (checked): no dynamic cast, and no generic closure to map it.
+                guard let id = row.objectID(name) else { return nil }
+                return unsafeBitCast(id, to: T.self)
+            }
             guard let v = row.value(name) else {
                 // A to-one relationship read as another type: `decode` names the mismatch.
                 return snapshot.relationships[name] == nil ? nil : try decode(type, forKey: key)
