@@ -81,6 +81,10 @@ public final class Container: Sendable {
     let validator: Validator
     /// The SQL of recent fetch requests.
     let fetchCache = FetchCache()
+    /// By entity index, whether the store declares each attribute column with the type the model
+    /// gives it (a custom migration step may leave a column of the old type), found at the first
+    /// update of the entity (``TransactionSQL/columnsAsModelled(_:)``).
+    let modelledColumns = Protected<[Int: Bool]>([:])
     /// Run after every commit of this container (``addCommitHook(_:)``).
     private let commitHooks = Protected<[@Sendable (HistoryToken?) -> Void]>([])
     /// The newest token this process has seen: a save must get a higher one. SQLite gives a row

@@ -68,7 +68,8 @@ enum SQLMapping {
 
     /// What a read of a column of `type` gives after `value` (made by
     /// ``sqlValue(_:_:object:property:)``) was written to it, as ``value(_:_:_:)`` decodes it; nil
-    /// for a value of no known stored form. SQLite keeps a NaN as NULL.
+    /// for a value of no known stored form. SQLite keeps a NaN as NULL, and -0.0 as 0 in a REAL
+    /// column (it reads back as +0.0).
     static func storedValue(_ value: SQLValue, _ type: AttributeType) -> Value? {
         switch (value, type) {
         case (.null, _): return .null
@@ -76,9 +77,9 @@ enum SQLMapping {
             return .string(s)
         case (.integer(let i), .integer): return .integer(i)
         case (.integer(let i), .double): return .double(Double(i))
-        case (.double(let d), .double): return d.isNaN ? .null : .double(d)
+        case (.double(let d), .double): return d.isNaN ? .null : .double(d == 0 ? 0 : d)
         case (.integer(let i), .bool): return .bool(i != 0)
-        case (.double(let d), .date): return d.isNaN ? .null : .date(Date(timeIntervalSince1970: d))
+        case (.double(let d), .date): return d.isNaN ? .null : .date(Date(timeIntervalSince1970: d == 0 ? 0 : d))
         case (.blob(let b), .data): return .data(Data(b))
         case (.text(let s), .uuid): return UUID(uuidString: s).map(Value.uuid)
         default: return nil

@@ -84,6 +84,23 @@ extension TransactionSQL {
         try statement.execute(bindings)
     }
 
+    /// Whether every attribute column of `e` is declared with the type the model gives it
+    /// (``SQLMapping/columnType(_:)``): then a value bound to it reads back as
+    /// ``SQLMapping/storedValue(_:_:)`` says. A custom migration step that changed an attribute's
+    /// type leaves the column's old type, whose affinity converts what is written (text of digits
+    /// into an INTEGER column becomes a number). Asked of the store once per container and entity.
+    func columnsAsModelled(_ e: Entity) throws -> Bool {
+        let index = model.index(of: e)
+        if let known = container.modelledColumns.withLock({ $0[index] }) { return known }
+        var declared: [String: String] = [:]
+        try c.cached("SELECT name, type FROM pragma_table_info(?)").forEachRow([.text(e.name)]) { row in
+            declared[row.text(0)] = row.text(1).uppercased()
+        }
+        let matches = e.attributes.allSatisfy { declared[$0.name] == SQLMapping.columnType($0.type) }
+        container.modelledColumns.withLock { $0[index] = matches }
+        return matches
+    }
+
     /// Sets one to-one relationship column, without a version bump (a reference fixed up within
     /// the save that inserted the object).
     func setRelationship(_ e: Entity, _ name: String, of pk: Int64, to target: Int64) throws {

@@ -278,8 +278,9 @@ struct ChangeWriter {
         let after = Self.after(e, current: current, row, storeID: container.storeID)
         updatedSnapshots[current.id] = after.snapshot
         // Without derivations nothing else in the transaction writes an updated row (a delete
-        // rule may: the save reads those back).
-        if after.exact && derivations.isEmpty {
+        // rule may: the save reads those back), and columns of the model's types keep what was
+        // bound as it was bound.
+        if after.exact && derivations.isEmpty, try s.columnsAsModelled(e) {
             writtenAsStored.insert(current.id)
         } else {
             writtenAsStored.remove(current.id)

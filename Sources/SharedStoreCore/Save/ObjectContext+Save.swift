@@ -152,9 +152,14 @@ struct SavePlan {
                 if deletes.isEmpty && w.writtenAsStored.contains(id) { continue }
                 written[id] = try s.snapshot(e, change.primaryKey)
             case .insert:
-                guard w.restored.contains(id) else { continue }
-                touched.append(id)
-                written[id] = try s.snapshot(e, change.primaryKey)
+                if w.restored.contains(id) {
+                    touched.append(id)
+                    written[id] = try s.snapshot(e, change.primaryKey)
+                } else if written[id] != nil {
+                    // Inserted and updated by this save (a second insert of its unique key): a
+                    // reference to an object inserted after both was set after that update.
+                    written[id] = try s.snapshot(e, change.primaryKey)
+                }
             }
         }
         return (touched, written)
