@@ -443,30 +443,42 @@ import Testing
             ])
     }
 
-    /// README's way of a type change: a custom step over the new schema (the column keeps its
-    /// declared type). Prices were integers, are now decimals. A price this context saved, then
-    /// saved again (store trump) after another context renamed the item, is written.
-    @Test func aTypeChangedColumnIntegerToDecimal() throws {
+    /// README's way of a type change: a custom step over the new schema casts the price column's
+    /// values to `cast` (the column keeps its declared type, of `from`). This context (store trump)
+    /// sets the price to `first`, another context renames the item, then this one sets `then`.
+    /// Checks what the context keeps after the first save; returns the item as stored at the end.
+    static func priceRetyped(
+        from: AttributeType, to: AttributeType, cast: String, initial: Value, first: Value, then: Value,
+        note: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> Snapshot {
         let group = TemporaryGroup()
-        let v1 = try group.open(try Self.typed(1, .integer))
+        let v1 = try group.open(try Self.typed(1, from))
         let setup = v1.newContext()
-        let t = try setup.insert("Item", ["title": "a", "price": 19])
+        let t = try setup.insert("Item", ["title": "a", "price": initial])
         let id = try setup.save().permanentID(for: t)
-        let step = MigrationStep(version: 2, "prices become decimals") { db in
-            try db.execute(#"UPDATE "Item" SET "price" = CAST("price" AS TEXT)"#)
+        let step = MigrationStep(version: 2, "prices become \(to)") { db in
+            try db.execute(#"UPDATE "Item" SET "price" = CAST("price" AS \#(cast))"#)
         }
-        let container = try Container(group: group.path, model: try Self.typed(2, .decimal), migrations: [step])
+        let container = try Container(group: group.path, model: try Self.typed(2, to), migrations: [step])
         let mine = container.newContext(author: "Mine")
         mine.mergePolicy = .storeTrump
-        try mine.update(id, ["price": "19.90"])
+        try mine.update(id, ["price": first])
         try mine.save()
-        try Self.checkRemembered(mine, container, id, "decimal in an INTEGER column")
+        try Self.checkRemembered(mine, container, id, note, sourceLocation: sourceLocation)
         let other = container.newContext(author: "Other")
         try other.update(id, ["title": "renamed"])
         try other.save()
-        try mine.update(id, ["price": "24.90"])
+        try mine.update(id, ["price": then])
         try mine.save()
-        let stored = try container.newContext().object(with: id)
+        return try container.newContext().object(with: id)
+    }
+
+    /// Prices were integers, are now decimals. A price this context saved, then saved again
+    /// (store trump) after another context renamed the item, is written.
+    @Test func aTypeChangedColumnIntegerToDecimal() throws {
+        let stored = try Self.priceRetyped(
+            from: .integer, to: .decimal, cast: "TEXT", initial: 19, first: "19.90", then: "24.90",
+            note: "decimal in an INTEGER column")
         #expect(stored["title"] == "renamed")
         #expect(
             stored["price"] != "19.9",
@@ -475,26 +487,9 @@ import Testing
 
     /// Scores were doubles, are now integers: an integer above 2^53 in the REAL column.
     @Test func aTypeChangedColumnDoubleToInteger() throws {
-        let group = TemporaryGroup()
-        let v1 = try group.open(try Self.typed(1, .double))
-        let setup = v1.newContext()
-        let t = try setup.insert("Item", ["title": "a", "price": 1.0])
-        let id = try setup.save().permanentID(for: t)
-        let step = MigrationStep(version: 2, "prices become integers") { db in
-            try db.execute(#"UPDATE "Item" SET "price" = CAST("price" AS INTEGER)"#)
-        }
-        let container = try Container(group: group.path, model: try Self.typed(2, .integer), migrations: [step])
-        let mine = container.newContext(author: "Mine")
-        mine.mergePolicy = .storeTrump
-        try mine.update(id, ["price": .integer((1 << 53) + 1)])
-        try mine.save()
-        try Self.checkRemembered(mine, container, id, "big integer in a REAL column")
-        let other = container.newContext(author: "Other")
-        try other.update(id, ["title": "renamed"])
-        try other.save()
-        try mine.update(id, ["price": .integer(5)])
-        try mine.save()
-        let stored = try container.newContext().object(with: id)
+        let stored = try Self.priceRetyped(
+            from: .double, to: .integer, cast: "INTEGER", initial: 1.0, first: .integer((1 << 53) + 1),
+            then: .integer(5), note: "big integer in a REAL column")
         #expect(stored["title"] == "renamed")
         #expect(stored["price"] == .integer(5), "the second price change was dropped: \(stored["price"])")
     }
