@@ -147,6 +147,14 @@ package final class SQLiteConnection {
         try cached(sql).execute(values)
     }
 
+    /// Whether the main database has a table `name`, from the schema this connection holds: no
+    /// statement runs (a query of `sqlite_schema` scans it). That schema is the file's as of the
+    /// latest statement this connection ran; inside a write transaction, after any statement of
+    /// it, no other connection can have changed it since.
+    package func hasTable(_ name: String) -> Bool {
+        sqlite3_table_column_metadata(handle, "main", name, nil, nil, nil, nil, nil, nil) == SQLITE_OK
+    }
+
     package var changes: Int { Int(sqlite3_changes(handle)) }
     package var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
     package var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }

@@ -127,7 +127,9 @@ struct ChangeWriter {
     }
 
     /// `awakeFromInsert` then `willSave` of a new object: what they set joins its values.
-    private func awaken(_ e: Entity, _ h: HookSet, _ changes: inout PropertyChanges, object: String) throws {
+    private func awaken(
+        _ e: Entity, _ h: HookSet, _ changes: inout PropertyChanges, object: @autoclosure () -> String
+    ) throws {
         guard h.awakeFromInsert != nil || h.willSave != nil else { return }
         // The draft takes the values (moved, not shared: what the hooks set goes into them in
         // place, not into a copy) and gives them back with what the hooks set.
@@ -136,8 +138,9 @@ struct ChangeWriter {
         )
         changes.values = [:]
         defer { changes.values = draft.values }
-        if let awake = h.awakeFromInsert { try EntityHooks.run("awakeFromInsert", object) { try awake(&draft) } }
-        if let will = h.willSave { try EntityHooks.run("willSave", object) { try will(&draft) } }
+        // The object's name only for an error: a batch names it by its line, built on demand.
+        if let awake = h.awakeFromInsert { try EntityHooks.run("awakeFromInsert", object()) { try awake(&draft) } }
+        if let will = h.willSave { try EntityHooks.run("willSave", object()) { try will(&draft) } }
     }
 
     /// The to-one relationships of `changes` as object ids.
@@ -454,8 +457,10 @@ struct ChangeWriter {
     /// Writes the counts and sums and the kept counts' changes first: every write transaction
     /// ends here.
     mutating func writeHistory(author: String?, contextName: String?) throws -> HistoryToken? {
+        // The recorded changes ran statements in this transaction (a save without history makes
+        // this check: it costs no query).
         if !forMirror && !recorder.isEmpty && (author == MirrorKeys.author || !container.options.historyTracking),
-            try s.hasMirrorTables()
+            s.hasMirrorTablesInWrite()
         {
             throw StoreError(
                 .invalidArgument,
