@@ -29,6 +29,16 @@ if [ ${#args[@]} -eq 0 ]; then
     # People compare quick runs: the report sets the quick ratios beside the full ones.
     echo "== running storebench --quick, to compare its ratios with the full run's"
     "$bin/storebench" --json --quick | tee bench/results-quick.jsonl
+    # The saves again with every store in memory, where neither side waits for the disk: the
+    # report sets these ratios beside the ones on the disk (why save ratios move between machines).
+    rm -f bench/results-memory.jsonl
+    memory="$(mktemp -d /dev/shm/storebench.XXXXXX 2>/dev/null || true)"
+    if [ -n "$memory" ]; then
+        echo "== running the save cases with the stores in memory ($memory)"
+        TMPDIR="$memory" "$bin/storebench" --json --cases save-history,save-no-history,update-property \
+            | tee bench/results-memory.jsonl
+        rm -rf "$memory"
+    fi
 fi
 echo "== the failover window: Scripts/scenarios/18-failover.sh on the release build, the primary with fsync on"
 if out="$(BIN="$bin" SHAREDSTORE_PG_FSYNC=on bash Scripts/scenarios/18-failover.sh 2>&1)"; then

@@ -49,19 +49,35 @@ func compare(_ name: String, unit: String, rounds: Int, ours: () throws -> Doubl
     var o: [Double] = []
     var b: [Double] = []
     var ratios: [Double] = []
+    // The same ratio in CPU time, where both sides timed their work through `throughput`: what
+    // the code costs, without what the machine made either side wait.
+    var cpuRatios: [Double] = []
     for _ in 0..<rounds {
+        cpuTally.withLock { $0 = CPUTally() }
         let x = try ours()
+        let cpuOurs = cpuTally.withLock { t in
+            defer { t = CPUTally() }
+            return t.rate
+        }
         let y = try baseline()
+        let cpuBaseline = cpuTally.withLock { $0.rate }
         o.append(x)
         b.append(y)
         ratios.append(x / y)
+        if let cpuOurs, let cpuBaseline { cpuRatios.append(cpuOurs / cpuBaseline) }
     }
-    return .object([
+    var fields: [(String, JSONValue)] = [
         ("case", .string(name)), ("ratio", .number(round3(median(ratios)))),
         ("ours", .number(median(o).rounded())), ("baseline", .number(median(b).rounded())), ("unit", .string(unit)),
         ("rounds", .number(Double(rounds))),
         ("spread", .array([.number(round3(ratios.min() ?? 0)), .number(round3(ratios.max() ?? 0))])),
-    ])
+    ]
+    if cpuRatios.count == rounds {
+        fields.append(("cpu_ratio", .number(round3(median(cpuRatios)))))
+        fields.append(
+            ("cpu_spread", .array([.number(round3(cpuRatios.min() ?? 0)), .number(round3(cpuRatios.max() ?? 0))])))
+    }
+    return .object(fields)
 }
 
 func round3(_ x: Double) -> Double { (x * 1000).rounded() / 1000 }

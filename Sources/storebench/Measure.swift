@@ -16,12 +16,33 @@ func percentile(_ xs: [Double], _ p: Double) -> Double {
     return s[min(s.count - 1, Int((Double(s.count - 1) * p).rounded()))]
 }
 
-/// Throughput of `count` operations done by `body`.
+/// Throughput of `count` operations done by `body`, in wall time; their CPU time (the
+/// process's, every thread's) joins ``cpuTally``.
 func throughput(_ count: Int, _ body: () throws -> Void) rethrows -> Double {
+    let c0 = Monotonic.processCPUSeconds()
     let t0 = now()
     try body()
-    return Double(count) / (now() - t0)
+    let wall = now() - t0
+    cpuTally.withLock { $0.add(count, Monotonic.processCPUSeconds() - c0) }
+    return Double(count) / wall
 }
+
+/// The operations ``throughput(_:_:)`` timed and the CPU seconds they took, since the last
+/// reset: ``compare(_:unit:rounds:ours:baseline:)`` resets it before each side of a round, so
+/// that a round also gives each side's operations per CPU second. Time a side spends waiting
+/// (for the disk, a lock, another process) is in its wall time and not in its CPU time.
+struct CPUTally {
+    private(set) var operations = 0
+    private(set) var seconds = 0.0
+    mutating func add(_ count: Int, _ cpu: Double) {
+        operations += count
+        seconds += cpu
+    }
+    /// Operations per CPU second; nil when nothing was timed.
+    var rate: Double? { operations > 0 && seconds > 0 ? Double(operations) / seconds : nil }
+}
+
+let cpuTally = Protected(CPUTally())
 
 /// Peak resident memory of this process in MiB (VmHWM).
 func peakRSSMiB() -> Double {

@@ -45,7 +45,8 @@ func queryRangeTypedCase(_ s: Settings, _ container: Container) throws -> Report
 /// against `batchInsert("Article", rows)` of the same values as `[String: Value]` rows, each side
 /// making its input in the round, on the newest ReadLater model. The ratio is of time; a large
 /// typed batch encodes its records on a second thread beside the writer, so `cpu_ratio` (the
-/// process's CPU time per row, all threads) says what the typed path costs in work.
+/// process's CPU time per row, all threads, as every compared case reports it) says what the
+/// typed path costs in work.
 func batchInsertTypedCase(_ s: Settings) throws -> Report {
     typealias Article = ReadLater.Records.Article
     let dir = scratch()
@@ -53,18 +54,12 @@ func batchInsertTypedCase(_ s: Settings) throws -> Report {
     let container = try openStore(group: dir + "/group", model: ReadLater.model)
     let context = container.newContext(name: "bench", author: "Bench")
     var i = 0
-    var cpu = (ours: [Double](), baseline: [Double]())
     func at(_ n: Int) -> Date { Date(timeIntervalSince1970: Double(n)) }
-    func measured(_ into: inout [Double], _ body: () throws -> Void) rethrows -> Double {
-        let c0 = Monotonic.processCPUSeconds()
-        defer { into.append(Monotonic.processCPUSeconds() - c0) }
-        return try throughput(s.batch, body)
-    }
-    var report = try compare(
+    return try compare(
         "batch-insert-typed", unit: "rows/s", rounds: s.rounds,
         ours: {
             defer { i += s.batch }
-            return try measured(&cpu.ours) {
+            return try throughput(s.batch) {
                 let records = (0..<s.batch).map { k in
                     Article(title: "typed \(i + k)", url: "https://bench.example/t/\(i + k)", createdAt: at(i + k))
                 }
@@ -73,7 +68,7 @@ func batchInsertTypedCase(_ s: Settings) throws -> Report {
         },
         baseline: {
             defer { i += s.batch }
-            return try measured(&cpu.baseline) {
+            return try throughput(s.batch) {
                 let rows = (0..<s.batch).map { k -> [String: Value] in
                     [
                         "title": .string("untyped \(i + k)"), "url": .string("https://bench.example/u/\(i + k)"),
@@ -83,9 +78,6 @@ func batchInsertTypedCase(_ s: Settings) throws -> Report {
                 try context.batchInsert("Article", rows)
             }
         })
-    let ratios = zip(cpu.ours, cpu.baseline).map { $1 / max($0, 1e-9) }
-    report = adding(report, [("cpu_ratio", .number(round3(median(ratios))))])
-    return report
 }
 
 /// `batch-closure-typed`: records inserted one at a time in `batch { $0.insert(record) }` (each
