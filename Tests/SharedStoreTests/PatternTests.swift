@@ -46,6 +46,31 @@ import Testing
         }
     }
 
+    /// ASCII text runs through a table of the automaton's states, built up to a limit: patterns
+    /// whose ASCII states pass it (`[ab]*a[ab]{6}` has 128) go on without the table from there,
+    /// and a non-ASCII scalar leaves the table and comes back to it. Every string over the
+    /// alphabet up to 10 scalars, with one scalar made non-ASCII in some, against ICU.
+    @Test func theTableOfASCIIStatesAndItsLimitAgreeWithICU() throws {
+        var strings = [""]
+        var last = [""]
+        for _ in 0..<10 {
+            last = last.flatMap { [$0 + "a", $0 + "b"] }
+            strings += last
+        }
+        strings += strings.filter { $0.count > 2 }.enumerated().compactMap { i, text in
+            guard i % 7 == 0 else { return nil }
+            var scalars = Array(text.unicodeScalars)
+            scalars[i % scalars.count] = i % 2 == 0 ? "é" : "\u{1F600}"
+            return String(String.UnicodeScalarView(scalars))
+        }
+        for p in ["[ab]*a[ab]{6}", "(?:a|b)*b(?:a|b){4}(?:é|a)*", "[ab]*", "a[^b]*b", ".{3,5}b"] {
+            #expect(Regex(p)?.isCompiled == true, "\(p) runs compiled")
+            let wrong = try Self.differences(p, strings)
+            #expect(wrong.isEmpty, "/\(p)/: \(wrong.prefix(5).map { Array($0.unicodeScalars) })")
+        }
+        #expect(PatternProgram.tableLimit < 128, "[ab]*a[ab]{6} passes the limit")
+    }
+
     @Test func whatTheProgramDoesNotTakeGoesToICU() throws {
         for p in [
             #"\w+"#, "^a$", "(?i)a", "a*+", #"(a)\1"#, "[[a]]", "[a&&b]", "(?=a)a", #"\bx"#, "[:alpha:]", "[^:L:]",

@@ -30,6 +30,16 @@ struct PatternProgram: Sendable {
     private let ascii: [(UInt64, UInt64)]
     /// The match instruction's bit.
     private let matchBit: (word: Int, mask: UInt64)
+    /// For a program of one word: the sets of instructions ASCII text leads to from the start,
+    /// as the states of a table (state 0: the start), at most ``tableLimit`` of them.
+    private let tableStates: [UInt64]
+    /// `table[state * 128 + v]`: the state after ASCII scalar `v`; ``dead`` when no instruction
+    /// takes it, ``unbuilt`` past the limit (the automaton goes on as without the table).
+    private let table: [Int32]
+    private static let dead: Int32 = -1
+    private static let unbuilt: Int32 = -2
+    /// States of the table at most (128 entries each).
+    static let tableLimit = 64
 
     /// Instructions at most: a pattern with counted repeats that would make more is left to ICU.
     static let limit = 1024
@@ -52,6 +62,42 @@ struct PatternProgram: Sendable {
             return bits
         }
         matchBit = ((program.count - 1) / 64, 1 << UInt64((program.count - 1) % 64))
+        (tableStates, table) = words == 1 ? Self.asciiTable(closures, ascii) : ([], [])
+    }
+
+    /// The table of a one-word program over ASCII scalars: every set of instructions reachable
+    /// from the start by ASCII text, up to ``tableLimit`` sets, with its step for each scalar.
+    private static func asciiTable(_ closures: [[UInt64]], _ ascii: [(UInt64, UInt64)]) -> ([UInt64], [Int32]) {
+        var states: [UInt64] = [closures[0][0]]
+        var index: [UInt64: Int32] = [closures[0][0]: 0]
+        var table: [Int32] = []
+        var i = 0
+        while i < states.count {
+            for v in UInt32(0)..<128 {
+                var next: UInt64 = 0
+                var pending = states[i]
+                while pending != 0 {
+                    let pc = pending.trailingZeroBitCount
+                    pending &= pending - 1
+                    guard pc + 1 < closures.count else { continue }
+                    let bits = v < 64 ? ascii[pc].0 & (1 << UInt64(v)) : ascii[pc].1 & (1 << UInt64(v - 64))
+                    if bits != 0 { next |= closures[pc + 1][0] }
+                }
+                if next == 0 {
+                    table.append(dead)
+                } else if let known = index[next] {
+                    table.append(known)
+                } else if states.count < tableLimit {
+                    index[next] = Int32(states.count)
+                    table.append(Int32(states.count))
+                    states.append(next)
+                } else {
+                    table.append(unbuilt)
+                }
+            }
+            i += 1
+        }
+        return (states, table)
     }
 
     /// Whether instruction `pc` (a scalar test) takes `s` (nil: only ICU can say).
@@ -67,9 +113,26 @@ struct PatternProgram: Sendable {
     /// at a time (one machine word for a program of up to 64 instructions, with no allocation).
     /// Nil when a scalar's class only ICU can decide (``ScalarSet/decide(_:)``).
     func matches(_ s: String) -> Bool? {
+        if words == 1, let decided = asciiMatch(s) { return decided }
         if words == 1 {
-            var current = closures[0][0]
+            // ASCII goes through the table, a load a scalar; another scalar (or a set past the
+            // table) steps the set of instructions, and the table takes over again from a set it has.
+            var state = 0
+            var current: UInt64 = 0
             for scalar in s.unicodeScalars {
+                let v = scalar.value
+                if state >= 0 {
+                    if v < 128 {
+                        let next = table[state &* 128 &+ Int(v)]
+                        if next >= 0 {
+                            state = Int(next)
+                            continue
+                        }
+                        if next == Self.dead { return false }
+                    }
+                    current = tableStates[state]
+                    state = -1
+                }
                 var next: UInt64 = 0
                 var pending = current
                 while pending != 0 {
@@ -81,8 +144,9 @@ struct PatternProgram: Sendable {
                 }
                 if next == 0 { return false }
                 current = next
+                state = tableStates.firstIndex(of: next) ?? -1
             }
-            return current & matchBit.mask != 0
+            return (state >= 0 ? tableStates[state] : current) & matchBit.mask != 0
         }
         var current = closures[0]
         var next = [UInt64](repeating: 0, count: words)
@@ -105,6 +169,22 @@ struct PatternProgram: Sendable {
             swap(&current, &next)
         }
         return current[matchBit.word] & matchBit.mask != 0
+    }
+
+    /// ``matches(_:)`` for text that is ASCII and stays in the table, over its bytes in place;
+    /// nil for any other (a non-ASCII byte, a state past the table, a string not stored as UTF-8).
+    private func asciiMatch(_ s: String) -> Bool? {
+        let decided: Bool?? = s.utf8.withContiguousStorageIfAvailable { bytes -> Bool? in
+            var state = 0
+            for byte in bytes {
+                guard byte < 128 else { return nil }
+                let next = table[state &* 128 &+ Int(byte)]
+                guard next >= 0 else { return next == Self.dead ? false : nil }
+                state = Int(next)
+            }
+            return tableStates[state] & matchBit.mask != 0
+        }
+        return decided ?? nil
     }
 
     /// The scalar tests and the match reachable from `pc` without consuming a scalar.
