@@ -47,7 +47,7 @@ package final class SQLiteStatement {
         case .null: rc = sqlite3_bind_null(handle, index)
         case .integer(let v): rc = sqlite3_bind_int64(handle, index, v)
         case .double(let v): rc = sqlite3_bind_double(handle, index, v)
-        case .text(let v): rc = sqlite3_bind_text(handle, index, v, Int32(v.utf8.count), sharedstore_sqlite_transient())
+        case .text(let v): rc = bind(text: v, at: index)
         case .blob(let v):
             rc = v.withUnsafeBytes { raw in
                 sqlite3_bind_blob(
@@ -56,6 +56,27 @@ package final class SQLiteStatement {
             }
         }
         guard rc == SQLITE_OK else { throw connection.error(rc, sql: sql) }
+    }
+
+    /// Binds `text` from its UTF-8 in place (SQLite copies it): a String passed as a C string
+    /// would first be copied into a new array with a NUL, for every value bound. Text longer than
+    /// SQLite takes is SQLITE_TOOBIG, as SQLite says of any text past its limit.
+    private func bind(text: String, at index: Int32) -> Int32 {
+        let bound = text.utf8.withContiguousStorageIfAvailable { bytes -> Int32 in
+            // No address (nothing to point at): "" through the C string, never a NULL pointer,
+            // which SQLite would bind as NULL.
+            guard let base = bytes.baseAddress else {
+                return sqlite3_bind_text(handle, index, "", 0, sharedstore_sqlite_transient())
+            }
+            guard let count = Int32(exactly: bytes.count) else { return SQLITE_TOOBIG }
+            return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                sqlite3_bind_text(handle, index, $0, count, sharedstore_sqlite_transient())
+            }
+        }
+        if let bound { return bound }
+        // Not stored as contiguous UTF-8 (bridged): through a C string.
+        guard let count = Int32(exactly: text.utf8.count) else { return SQLITE_TOOBIG }
+        return sqlite3_bind_text(handle, index, text, count, sharedstore_sqlite_transient())
     }
 
     /// Binds the 16 bytes of `uuid` as a BLOB, with no array in between (one per inserted row).

@@ -100,4 +100,26 @@ import Testing
         expectStoreError(.historyCorrupt) { _ = try container.fetchHistory(HistoryRequest()) }
         #expect(try context.count(FetchRequest("Article")) == 1)
     }
+
+    /// Text is bound from its UTF-8 in place: every kind of String a value can hold (empty,
+    /// small, large, with a NUL inside, not ASCII, bridged from NSString) reads back as text of
+    /// the same bytes, never as NULL or cut at a NUL.
+    @Test func textIsBoundWithEveryByteAndNeverAsNull() throws {
+        let group = TemporaryGroup()
+        try FileManager.default.createDirectory(atPath: group.path, withIntermediateDirectories: true)
+        let c = try SQLiteConnection(path: group.storePath, busyTimeoutMilliseconds: 100)
+        let bridged = NSString(string: "bridged é \u{1F600}") as String
+        let texts = [
+            "", "a", "a\u{0}b", "\u{0}", "e\u{301}", String(repeating: "long ", count: 2000), bridged,
+            String("substring as text".dropFirst(3)),
+        ]
+        for text in texts {
+            let row = try c.cached("SELECT typeof(?1), length(CAST(?1 AS BLOB)), CAST(?1 AS BLOB)").firstRow(
+                [.text(text)]
+            ) { ($0.text(0), $0.int64(1), $0.blob(2)) }
+            #expect(row?.0 == "text", "\(Array(text.utf8).prefix(8)) is text")
+            #expect(row?.1 == Int64(text.utf8.count))
+            #expect(row?.2 == Array(text.utf8))
+        }
+    }
 }
