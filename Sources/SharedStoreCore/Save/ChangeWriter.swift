@@ -103,8 +103,10 @@ struct ChangeWriter {
         if derived && !derivations.own[index].isEmpty { try deriveForInsert(e, index, &changes) }
         let stmt = try s.insertStatement(entity: index)
         var column: Int32 = 1
-        for a in e.attributes {
-            try stmt.bind(try validate(changes.values[a.name] ?? a.defaultValue, a, object: object()), at: column)
+        // The attributes as the validator keeps them: one reference each, not a copy of each.
+        for rules in container.validator.rules(index) {
+            let value = changes.values[rules.attribute.name] ?? rules.attribute.defaultValue
+            try stmt.bind(try container.validator.validate(value, rules, object: object()), at: column)
             column += 1
         }
         for r in e.toOneRelationships {

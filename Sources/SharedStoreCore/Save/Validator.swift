@@ -14,6 +14,9 @@ final class Validator: Sendable {
     /// Other patterns by their text (another model's, a migration's): compiled once, not for
     /// every save.
     private let patterns = Protected<[String: Regex]>([:])
+    /// The attributes of each entity of the model, by the entity's index, each with its pattern
+    /// compiled: what a save checks row by row (``rules(_:)``).
+    private let entityRules: [[CheckedAttribute]]
 
     /// A validator with the patterns of `model` compiled.
     init(model: Model? = nil) {
@@ -24,7 +27,16 @@ final class Validator: Sendable {
             }
         }
         self.compiled = compiled
+        entityRules = (model?.entities ?? []).map { e in
+            e.attributes.map { a in
+                CheckedAttribute(a, pattern: a.pattern.map { p in compiled.first { $0.pattern == p }?.regex })
+            }
+        }
     }
+
+    /// The attributes of entity `index` of the validator's model, in their order, with their
+    /// patterns compiled.
+    func rules(_ index: Int) -> [CheckedAttribute] { entityRules[index] }
 
     /// The compiled form of `pattern` (nil: it does not compile; the model refuses such a model).
     func regex(_ pattern: String) -> Regex? {
@@ -42,6 +54,18 @@ final class Validator: Sendable {
     /// - Throws: `.validation` naming the object, the attribute and the rule, with them as its
     ///   ``StoreError/validation``.
     func validate(_ value: Value, _ a: Attribute, object: @autoclosure () -> String) throws -> SQLValue {
+        try validate(value, a, pattern: a.pattern.map { regex($0) }, object: object)
+    }
+
+    /// ``validate(_:_:object:)`` with the attribute's pattern compiled already: a row written
+    /// through ``rules(_:)`` neither copies its attributes nor looks for their patterns.
+    func validate(_ value: Value, _ rules: CheckedAttribute, object: @autoclosure () -> String) throws -> SQLValue {
+        try validate(value, rules.attribute, pattern: rules.pattern, object: object)
+    }
+
+    /// `pattern`: nil when the attribute has none; .some(nil) when it does not compile.
+    @inline(__always)
+    private func validate(_ value: Value, _ a: Attribute, pattern: Regex??, object: () -> String) throws -> SQLValue {
         // Names are built only when a rule fails: this runs for every attribute of every save.
         func fail(_ what: String, _ rule: ValidationFailure.Rule) -> StoreError {
             let object = object()
@@ -54,7 +78,7 @@ final class Validator: Sendable {
         let sql = try SQLMapping.sqlValue(value, a.type, object: object(), property: a.name)
         switch value {
         case .string(let s):
-            if let (what, rule) = textProblem(s, a) { throw fail(what, rule) }
+            if let (what, rule) = textProblem(s, a, pattern) { throw fail(what, rule) }
         case .date(let d) where !d.timeIntervalSince1970.isFinite:
             throw fail("is not a valid date", .validDate)
         case .double(let d) where !d.isFinite:
@@ -70,7 +94,7 @@ final class Validator: Sendable {
 
     /// The first rule of a string attribute (length, single line, pattern) that `s` breaks, with
     /// what the message says of it after the attribute's name; nil when it breaks none.
-    private func textProblem(_ s: String, _ a: Attribute) -> (String, ValidationFailure.Rule)? {
+    private func textProblem(_ s: String, _ a: Attribute, _ pattern: Regex??) -> (String, ValidationFailure.Rule)? {
         // Counting characters walks the whole string: only for a length rule, and only when the
         // bytes cannot settle it (a string has at most as many characters as UTF-8 bytes, and a
         // non-empty one at least one).
@@ -88,12 +112,25 @@ final class Validator: Sendable {
         if a.isSingleLine, TextSafety.containsControl(s, allowingTab: true) {
             return ("'\(TextSafety.visible(s))' holds a control character (a newline, an escape…)", .singleLine)
         }
-        if let p = a.pattern {
-            guard let re = regex(p), re.matches(s) else {
+        if let p = a.pattern, let compiled = pattern {
+            guard let re = compiled, re.matches(s) else {
                 return ("'\(TextSafety.visible(s))' does not match the pattern \(p)", .pattern(p))
             }
         }
         return nil
+    }
+}
+
+/// An attribute with its pattern compiled, as a save checks it (``Validator/rules(_:)``): one
+/// reference, where a copy of an ``Attribute`` retains each of its strings.
+final class CheckedAttribute: Sendable {
+    let attribute: Attribute
+    /// The compiled pattern: nil when the attribute has none, .some(nil) when it does not compile.
+    let pattern: Regex??
+
+    init(_ attribute: Attribute, pattern: Regex??) {
+        self.attribute = attribute
+        self.pattern = pattern
     }
 }
 
