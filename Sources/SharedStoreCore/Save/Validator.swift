@@ -137,8 +137,9 @@ final class CheckedAttribute: Sendable {
 /// A compiled validation pattern that matches a whole string: as a ``PatternProgram`` when the
 /// pattern is in the part of ICU's syntax it runs (a pass over the scalars, several times faster
 /// than ICU through Foundation), else by ICU. NSRegularExpression is immutable once made and safe
-/// to share between threads, which Foundation on Linux does not declare.
-struct Regex: @unchecked Sendable {
+/// to share between threads, which Foundation on Linux does not declare. A class: a check that
+/// holds one retains it, where a copy of a struct of it retained each of its tables.
+final class Regex: @unchecked Sendable {
     private let expression: NSRegularExpression
     private let program: PatternProgram?
 
@@ -152,7 +153,7 @@ struct Regex: @unchecked Sendable {
 
     /// Whether the whole of `s` matches.
     func matches(_ s: String) -> Bool {
-        if let program, let matched = program.matches(s) { return matched }
+        if let matched = program?.matches(s) { return matched }
         return expression.firstMatch(in: s, range: NSRange(s.startIndex..., in: s)) != nil
     }
 
