@@ -209,10 +209,11 @@ for name in ["query-range", "query-prefix", "record-fetch", "batch-insert-full-m
 if "share-batch-1m-categories" in by:
     r = by["share-batch-1m-categories"]
     base = r.get("baseline_rows_per_s")
-    out.append("| share-batch-1m-categories | **%s** | %s | rows/s | %s | | | `share-extension share-batch` of %s lines "
+    out.append("| share-batch-1m-categories | **%s** | %s | rows/s | %s | | %s | `share-extension share-batch` of %s lines "
                "over %s categories, one process, model version %s, against the same lines through the C API in "
                "this process; peak RSS **%s MiB** |" % (
                    fmt(r["rows_per_s"]), fmt(base) if base else "", "**%.3f**" % r["ratio"] if "ratio" in r else "",
+                   "%.3f (the process's CPU time)" % r["cpu_ratio"] if isinstance(r.get("cpu_ratio"), (int, float)) else "",
                    fmt(r["rows"]), fmt(r.get("categories", 0)), r.get("model_version", "?"), r["peak_rss_mib"]))
 out.append("")
 

@@ -122,6 +122,8 @@ private func writeBatchFile(_ path: String, lines: Int) throws {
 struct ProcessFigures {
     let seconds: Double
     let peakMiB: Double
+    /// The process's CPU time, user and system, all its threads (from `wait4`).
+    var cpuSeconds = 0.0
 }
 
 /// Runs an executable to its end; its wall time and peak resident memory (the target writes its
@@ -159,7 +161,8 @@ func measureProcess(_ path: String, _ arguments: [String], env: [String: String]
     }
     let peakKiB =
         (try? String(contentsOfFile: peakFile, encoding: .utf8)).flatMap { Double($0) } ?? Double(usage.ru_maxrss)
-    return ProcessFigures(seconds: seconds, peakMiB: peakKiB / 1024)
+    let cpu = [usage.ru_utime, usage.ru_stime].reduce(0.0) { $0 + Double($1.tv_sec) + Double($1.tv_usec) / 1e6 }
+    return ProcessFigures(seconds: seconds, peakMiB: peakKiB / 1024, cpuSeconds: cpu)
 }
 
 // MARK: - Live query latency

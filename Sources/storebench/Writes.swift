@@ -18,6 +18,7 @@ func shareBatchCategoriesCase(_ s: Settings) throws -> Report {
     try text.write(toFile: file, atomically: false, encoding: .utf8)
     var runs: [ProcessFigures] = []
     var baselines: [Double] = []
+    var cpuRatios: [Double] = []
     for round in 0..<max(1, min(s.rounds, 3)) {
         runs.append(
             try measureProcess(
@@ -27,10 +28,14 @@ func shareBatchCategoriesCase(_ s: Settings) throws -> Report {
         // indexes), in this process.
         let group = dir + "/baseline\(round)"
         _ = try Container(group: group, model: ReadLater.model)
-        let t0 = now()
+        let (t0, cpu0) = (now(), Monotonic.processCPUSeconds())
         let inserted = try Baseline.shareBatch(file: file, store: group + "/Store.sqlite")
         guard inserted == rows else { throw BenchError("baseline share-batch inserted \(inserted) of \(rows)") }
         baselines.append(Double(rows) / (now() - t0))
+        // In CPU time: the process's own (from its start to its end) against this process's.
+        if let run = runs.last, run.cpuSeconds > 0 {
+            cpuRatios.append((Monotonic.processCPUSeconds() - cpu0) / run.cpuSeconds)
+        }
     }
     let seconds = median(runs.map(\.seconds))
     let ours = Double(rows) / seconds
@@ -41,6 +46,7 @@ func shareBatchCategoriesCase(_ s: Settings) throws -> Report {
         ("baseline_rows_per_s", .number(baseline.rounded())), ("ratio", .number(round3(ours / baseline))),
         ("peak_rss_mib", .number(round3(runs.map(\.peakMiB).max() ?? 0))), ("runs", .number(Double(runs.count))),
         ("model_version", .number(Double(ReadLater.newestVersion))),
+        ("cpu_ratio", cpuRatios.isEmpty ? .null : .number(round3(median(cpuRatios)))),
     ])
 }
 
