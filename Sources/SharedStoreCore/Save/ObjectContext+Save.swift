@@ -181,12 +181,15 @@ struct SavePlan {
             var takesReferences = true
             var stored = false
             let pk: Int64
-            if let existing = try duplicate(&w, e, changes, object: pending.id.description) {
+            // The name captures the id alone: an autoclosure over `pending` copied the whole
+            // insert each time it was passed down (seven times a value checked).
+            let id = pending.id
+            if let existing = try duplicate(&w, e, changes, object: id.description) {
                 pk = existing
                 stored = true
                 takesReferences = w.resolver.duplicateTakesReferences
             } else {
-                pk = try w.insert(e, changes, object: pending.id.description)
+                pk = try w.insert(e, changes, object: id.description)
             }
             permanent[pending.id] = ObjectID(storeID: storeID, entity: e.name, primaryKey: pk)
             for (name, target) in pending.relationships where takesReferences {

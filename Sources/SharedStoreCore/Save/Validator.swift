@@ -54,18 +54,19 @@ final class Validator: Sendable {
     /// - Throws: `.validation` naming the object, the attribute and the rule, with them as its
     ///   ``StoreError/validation``.
     func validate(_ value: Value, _ a: Attribute, object: @autoclosure () -> String) throws -> SQLValue {
-        try validate(value, a, pattern: a.pattern.map { regex($0) }, object: object)
+        try validate(value, a, pattern: a.pattern.map { regex($0) }, object: object())
     }
 
     /// ``validate(_:_:object:)`` with the attribute's pattern compiled already: a row written
     /// through ``rules(_:)`` neither copies its attributes nor looks for their patterns.
     func validate(_ value: Value, _ rules: CheckedAttribute, object: @autoclosure () -> String) throws -> SQLValue {
-        try validate(value, rules.attribute, pattern: rules.pattern, object: object)
+        try validate(value, rules.attribute, pattern: rules.pattern, object: object())
     }
 
     /// `pattern`: nil when the attribute has none; .some(nil) when it does not compile.
-    @inline(__always)
-    private func validate(_ value: Value, _ a: Attribute, pattern: Regex??, object: () -> String) throws -> SQLValue {
+    private func validate(
+        _ value: Value, _ a: Attribute, pattern: Regex??, object: @autoclosure () -> String
+    ) throws -> SQLValue {
         // Names are built only when a rule fails: this runs for every attribute of every save.
         func fail(_ what: String, _ rule: ValidationFailure.Rule) -> StoreError {
             let object = object()
