@@ -120,10 +120,15 @@ out.append("| run | %s, size %s, %s rounds per case (median; spread = min…max 
 out.append("## Against the baseline\n")
 def cpu_cell(r):
     """The ratio in CPU time (both sides' operations per CPU second of the process), when measured."""
-    if "cpu_ratio" not in r:
+    if not isinstance(r.get("cpu_ratio"), (int, float)):
         return ""
-    spread = r.get("cpu_spread")
+    spread = r.get("cpu_spread") if isinstance(r.get("cpu_spread"), list) else None
     return "%.3f" % r["cpu_ratio"] + (" (%s…%s)" % (spread[0], spread[1]) if spread else "")
+
+
+def cpu_only(r):
+    """The CPU ratio alone, when measured."""
+    return "%.3f" % r["cpu_ratio"] if isinstance(r.get("cpu_ratio"), (int, float)) else ""
 
 
 out.append("| case | SharedStore | baseline | unit | ratio | spread | CPU ratio (spread) |")
@@ -159,8 +164,8 @@ if meta.get("size") == "full" and os.path.exists(memory_path):
         for n in names:
             d, m = by[n], memory[n]
             out.append("| %s | %s %s | %.3f | %s | %s %s | %.3f | %s |" % (
-                n, fmt(d["baseline"]), d["unit"], d["ratio"], "%.3f" % d["cpu_ratio"] if "cpu_ratio" in d else "",
-                fmt(m["baseline"]), m["unit"], m["ratio"], "%.3f" % m["cpu_ratio"] if "cpu_ratio" in m else ""))
+                n, fmt(d["baseline"]), d["unit"], d["ratio"], cpu_only(d), fmt(m["baseline"]), m["unit"], m["ratio"],
+                cpu_only(m)))
         out.append("")
 out.append("Measured apart (issue 22): on the disk each side waits in the kernel, about 1,000 voluntary context switches in 18,000 saves "
            "(the checkpoints' fsyncs, writes into the page cache), and `strace -f -y` counts the same file system "
