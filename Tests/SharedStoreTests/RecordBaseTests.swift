@@ -186,6 +186,42 @@ import Testing
         #expect(try now.object(with: try #require(articles[3].id))["title"] == .string(articles[3].title))
     }
 
+    /// A fetch's records are decoded in place from its snapshots, one row moved along them: a
+    /// fetch that mixes stored rows with the context's pending insert and update (snapshots made
+    /// apart from the fetch's rows) decodes each record from its own snapshot, and each record
+    /// keeps what its own object was read as.
+    @Test func recordsOfAMixedFetchEachDecodeTheirOwnSnapshot() throws {
+        typealias Full = ReadLater.Records.Article
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let seed = container.newContext(author: "Seed")
+        for i in 0..<12 { try seed.insert(Full(title: "t\(i)", url: "https://r.example/\(i)", note: "n\(i)")) }
+        try seed.save()
+        let context = container.newContext(author: "A")
+        let stored = try context.fetch(FetchRequest("Article", sortedBy: [Key("url").ascending]))
+        let fourth = try #require(stored.first { $0["url"] == "https://r.example/4" })
+        try context.update(fourth.id, ["note": nil, "isRead": true])
+        try context.insert(Full(title: "pending", url: "https://r.example/99", tags: ["x"]))
+        let request = FetchRequest("Article", sortedBy: [Key("url").ascending])
+        let snapshots = try context.fetch(request)
+        let records = try context.fetch(Full.self, sortedBy: [Key("url").ascending])
+        #expect(records.count == 13 && snapshots.count == 13)
+        for (record, snapshot) in zip(records, snapshots) {
+            #expect(record.title == snapshot["title"].stringValue && record.url == snapshot["url"].stringValue)
+            #expect(record.note == snapshot["note"].stringValue && record.isRead == snapshot["isRead"].boolValue)
+            #expect(record.id == snapshot.id)
+        }
+        #expect(records.first { $0.title == "pending" }?.tags == ["x"])
+        #expect(records.first { $0.url == "https://r.example/4" }.map { $0.note == nil && $0.isRead } == true)
+        // Each stored record still carries its own read: a change elsewhere is a conflict for it.
+        var article = try #require(records.first { $0.url == "https://r.example/7" })
+        try otherSets(["title": "elsewhere"], of: try #require(article.id), in: container)
+        article.isRead = true
+        let fresh = container.newContext(author: "B")
+        try fresh.update(article)
+        #expect(throws: StoreError.self) { try fresh.save() }
+    }
+
     /// Another writer of this process (a context of its own) sets `values` on the object.
     func otherSets(_ values: [String: Value], of id: ObjectID, in container: Container) throws {
         let other = container.newContext(author: "Other")

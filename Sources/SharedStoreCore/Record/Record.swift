@@ -214,13 +214,16 @@ extension Record {
     package static func records(from snapshots: [Snapshot]) throws -> [Self] {
         // One layout and one decoding row for the fetch: each record finds its properties by one
         // comparison, and its decoder and container are the first record's.
+        // The row reads each snapshot where it is in the array: no copy of one per record.
         guard let first = snapshots.first else { return [] }
-        let row = DecodingRow(
-            first, layout: RecordLayout(names: first.attributeNames), reads: ReadBase(snapshots: snapshots))
-        return try snapshots.map { snapshot in
-            row.begin(snapshot)
-            return try Self(row: row)
+        let row = DecodingRow(snapshots, layout: RecordLayout(names: first.attributeNames))
+        var records: [Self] = []
+        records.reserveCapacity(snapshots.count)
+        for i in snapshots.indices {
+            row.begin(i)
+            records.append(try Self(row: row))
         }
+        return records
     }
 
     /// Decodes a record from a snapshot of a fetch whose attributes `layout` describes.

@@ -104,32 +104,44 @@ final class RecordLayout {
 /// by reference (a copy of a container costs one retain, not one per field of a snapshot). A
 /// fetch decodes all its records through one row (``begin(_:)`` moves it to the next snapshot),
 /// and hands each record the keyed container the first one asked for: no allocation per record.
+/// The row reads each snapshot in place in the fetch's array: moving on copies nothing.
 /// Used by one fetch's decoding, on one thread: its properties skip the exclusivity checks, which
 /// cost more per property than the rest of its lookup.
 final class DecodingRow {
-    @exclusivity(unchecked) private(set) var snapshot: Snapshot
-    private let fetchLayout: RecordLayout?
-    /// The fetch's layout, when the snapshot's attributes are the ones it describes.
-    @exclusivity(unchecked) private var layout: RecordLayout?
+    /// The fetch's snapshots (just the one being decoded, for a record decoded alone).
+    private let rows: [Snapshot]
+    /// The position in `rows` of the snapshot being decoded.
+    @exclusivity(unchecked) private var index = 0
+    /// Where the fetch's records find their properties.
+    private let layout: RecordLayout
+    /// Whether the snapshot's attributes are the ones `layout` describes (else found by name).
+    @exclusivity(unchecked) private var laidOut = false
     /// How many properties were asked for so far.
     @exclusivity(unchecked) private var asked = 0
     /// The keyed container handed out, for the key type it was made for.
     @exclusivity(unchecked) private var keyed: (key: ObjectIdentifier, box: AnyObject)?
-    /// What the fetch read, which each record's id carries.
-    private let reads: ReadBase
+    /// What the fetch read, which each record's id carries (made at the first id asked for).
+    @exclusivity(unchecked) private var reads: ReadBase?
 
-    /// A row at `snapshot`, the first of `reads` (the fetch's snapshots; just this one when nil).
-    init(_ snapshot: Snapshot, layout: RecordLayout?, reads: ReadBase? = nil) {
-        self.snapshot = snapshot
-        fetchLayout = layout
-        self.layout = layout.flatMap { snapshot.hasNames($0.names) ? $0 : nil }
-        self.reads = reads ?? ReadBase(snapshots: [snapshot])
+    /// A row over `snapshots`, a fetch's, at its first (call ``begin(_:)`` before decoding).
+    init(_ snapshots: [Snapshot], layout: RecordLayout) {
+        rows = snapshots
+        self.layout = layout
     }
 
-    /// Moves to the next record's snapshot.
-    func begin(_ next: Snapshot) {
-        snapshot = next
-        layout = fetchLayout.flatMap { next.hasNames($0.names) ? $0 : nil }
+    /// A row at `snapshot` alone.
+    convenience init(_ snapshot: Snapshot, layout: RecordLayout?) {
+        self.init([snapshot], layout: layout ?? RecordLayout(names: snapshot.attributeNames))
+        begin(0)
+    }
+
+    /// The snapshot being decoded.
+    var snapshot: Snapshot { rows[index] }
+
+    /// Moves to the snapshot at `index` of the fetch's.
+    func begin(_ index: Int) {
+        self.index = index
+        laidOut = rows[index].hasNames(layout.names)
         asked = 0
     }
 
@@ -146,21 +158,33 @@ final class DecodingRow {
 
     /// The position of attribute `name` in the snapshot (nil: it has no such attribute).
     func position(_ name: String) -> Int? {
-        guard let layout else { return snapshot.position(of: name) }
-        defer { asked += 1 }
-        return layout.position(name, asked: asked)
+        guard laidOut else { return rows[index].position(of: name) }
+        let n = asked
+        asked = n + 1
+        return layout.position(name, asked: n)
     }
 
     /// The value of attribute `name` (nil: the snapshot has no such attribute).
-    func value(_ name: String) -> Value? { position(name).map { snapshot.value(at: $0) } }
+    func value(_ name: String) -> Value? { position(name).map { rows[index].value(at: $0) } }
 
     /// The value at `position` of the snapshot (read in place, not through a copy of it).
-    func value(at position: Int) -> Value { snapshot.value(at: position) }
+    func value(at position: Int) -> Value { rows[index].value(at: position) }
+
+    /// The to-one relationship `name` of the snapshot (read in place).
+    func relationship(_ name: String) -> ObjectID? { rows[index].relationships[name] }
 
     /// The object `name` names: the snapshot's own id for `id` (carrying what the record is read
     /// as, for ``ObjectContext/update(_:)``), else its to-one relationship.
     func objectID(_ name: String) -> ObjectID? {
-        name == "id" ? snapshot.id.reading(reads) : snapshot.relationships[name]
+        guard name == "id" else { return rows[index].relationships[name] }
+        let base: ReadBase
+        if let reads {
+            base = reads
+        } else {
+            base = ReadBase(snapshots: rows)
+            reads = base
+        }
+        return rows[index].id.reading(base)
     }
 }
 
@@ -202,14 +226,14 @@ struct SnapshotDecoder: Decoder {
 
         func contains(_ key: Key) -> Bool {
             key.stringValue == "id" || row.position(key.stringValue) != nil
-                || snapshot.relationships[key.stringValue] != nil
+                || row.relationship(key.stringValue) != nil
         }
 
         func decodeNil(forKey key: Key) throws -> Bool {
             let name = key.stringValue
             if name == "id" { return false }
             if let i = row.position(name) { return row.value(at: i).isNull }
-            return snapshot.relationships[name] == nil
+            return row.relationship(name) == nil
         }
 
         func mismatch(_ key: Key, _ type: Any.Type) -> StoreError {
@@ -258,7 +282,10 @@ struct SnapshotDecoder: Decoder {
                 // T is ObjectID (checked above): no dynamic cast.
                 return unsafeBitCast(id, to: T.self)
             }
-            return try convert(try value(key), type, key)
+            let v = try value(key)
+            // T is Date (checked): no dynamic cast, and none of `convert`'s generic set-up.
+            if type == Date.self, case .date(let d) = v { return unsafeBitCast(d, to: T.self) }
+            return try convert(v, type, key)
         }
 
         // `decodeIfPresent` by one lookup (the protocol's default asks `contains`, then
@@ -288,7 +315,7 @@ struct SnapshotDecoder: Decoder {
         func present(_ key: Key, _ type: Any.Type) throws -> Value? {
             let name = key.stringValue
             guard let v = row.value(name) else {
-                if name == "id" || snapshot.relationships[name] != nil { throw mismatch(key, type) }
+                if name == "id" || row.relationship(name) != nil { throw mismatch(key, type) }
                 return nil
             }
             return v.isNull ? Value?.none : v
@@ -303,7 +330,7 @@ struct SnapshotDecoder: Decoder {
             }
             guard let v = row.value(name) else {
                 // A to-one relationship read as another type: `decode` names the mismatch.
-                return snapshot.relationships[name] == nil ? nil : try decode(type, forKey: key)
+                return row.relationship(name) == nil ? nil : try decode(type, forKey: key)
             }
             return v.isNull ? nil : try convert(v, type, key)
         }
