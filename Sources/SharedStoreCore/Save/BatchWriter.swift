@@ -75,7 +75,7 @@ public struct BatchWriter: ~Copyable {
             }
             changes.relationships[name] = target.primaryKey
         }
-        let pk = try writer.insert(e, changes, object: object())
+        let pk = try writer.insert(e, consume changes, object: object())
         count += 1
         return ObjectID(storeID: storeID, entity: e.name, primaryKey: pk)
     }
