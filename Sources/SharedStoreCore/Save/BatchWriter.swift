@@ -63,16 +63,15 @@ public struct BatchWriter: ~Copyable {
             }
             // Rows of a batch often point at the object the previous one did: its existence is
             // known then (compared, not hashed); that it is of the relationship's entity, never.
+            // A target known to exist is looked up once (not looked up, then inserted again).
+            let known = target == lastExisting || existing.contains(target)
             guard target.storeID == storeID, target.entity == r.destination, !target.isTemporary,
-                try target == lastExisting || existing.contains(target)
-                    || writer.exists(try writer.model.entity(r.destination), target.primaryKey)
+                try known || writer.exists(try writer.model.entity(r.destination), target.primaryKey)
             else {
                 throw StoreError(.objectNotFound, "\(object()).\(name) refers to \(target), which is not in the store")
             }
-            if target != lastExisting {
-                existing.insert(target)
-                lastExisting = target
-            }
+            if !known { existing.insert(target) }
+            lastExisting = target
             changes.relationships[name] = target.primaryKey
         }
         let pk = try writer.insert(e, consume changes, object: object())

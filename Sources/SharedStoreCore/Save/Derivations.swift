@@ -97,8 +97,13 @@ struct AggregateDeltas {
 
     /// Adds `amount` (an integer or a double; negative to take away) to `attribute` of `target`.
     mutating func add(_ target: ObjectKey, _ attribute: Int, _ amount: Value) {
+        // One lookup: the delta is changed in place.
         let key = Target(object: target, attribute: attribute)
-        deltas[key] = Self.plus(deltas[key] ?? .integer(0), amount)
+        Self.add(amount, to: &deltas[key, default: .integer(0)])
+    }
+
+    private static func add(_ amount: Value, to total: inout Value) {
+        total = plus(total, amount)
     }
 
     /// The changes by object, each object's attributes in name order.
