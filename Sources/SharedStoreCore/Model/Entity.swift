@@ -107,37 +107,127 @@ enum RecordSlot: Sendable, Hashable {
 /// An entity: attributes, relationships, uniqueness constraints (each a list of attribute names),
 /// indexes and kept counts.
 public struct Entity: Sendable, Hashable {
+    /// The entity's fields, shared by its copies until one of them changes (copy on write): a
+    /// save or a batch hands an entity around for every row, and a copy of nine fields cost nine
+    /// retains and nine releases each time.
+    private var storage: Storage
+
     /// The entity's name: a plain ASCII identifier that does not start with `ss_` or `sqlite`. It is
     /// the table's name.
-    public var name: String
+    public var name: String {
+        get { storage.name }
+        set { unique().name = newValue }
+    }
     /// The entity's attributes, in the order history numbers them.
     public var attributes: [Attribute] {
-        didSet { recordSlots = Self.slots(attributes, relationships) }
+        get { storage.attributes }
+        set {
+            let s = unique()
+            s.attributes = newValue
+            s.recordSlots = Self.slots(newValue, s.relationships)
+        }
     }
     /// The entity's relationships; each names its inverse in the destination entity.
     public var relationships: [Relationship] {
-        didSet {
-            toOneRelationships = relationships.filter { !$0.isToMany }
-            recordSlots = Self.slots(attributes, relationships)
+        get { storage.relationships }
+        set {
+            let s = unique()
+            s.relationships = newValue
+            s.toOneRelationships = newValue.filter { !$0.isToMany }
+            s.recordSlots = Self.slots(s.attributes, newValue)
         }
     }
     /// What each property name is to a record's encoder, kept with ``attributes`` and
     /// ``relationships`` (a record is encoded by one lookup per property).
-    private(set) var recordSlots: [String: RecordSlot]
+    var recordSlots: [String: RecordSlot] { storage.recordSlots }
     /// The to-one relationships, in declaration order: kept with ``relationships`` (a save reads
     /// them for every row it writes).
-    private(set) var toOneRelationships: [Relationship]
+    var toOneRelationships: [Relationship] { storage.toOneRelationships }
     /// Properties (attributes or to-one relationships) whose values no two objects may share: each
     /// inner list is one constraint, single (`[["name"]]`) or compound (`[["first", "last"]]`). A save
     /// that would break one is resolved by the context's ``MergePolicy`` (`.uniqueness` with `.error`).
-    public var uniquenessConstraints: [[String]]
+    public var uniquenessConstraints: [[String]] {
+        get { storage.uniquenessConstraints }
+        set { unique().uniquenessConstraints = newValue }
+    }
     /// Indexes that fetches use (a uniqueness constraint and a to-one relationship have one
     /// already). Created with the store and, when a model adds one, at the next open.
-    public var indexes: [Index]
+    public var indexes: [Index] {
+        get { storage.indexes }
+        set { unique().indexes = newValue }
+    }
     /// Counts every save keeps up to date (``KeptCount``).
-    public var keptCounts: [KeptCount]
+    public var keptCounts: [KeptCount] {
+        get { storage.keptCounts }
+        set { unique().keptCounts = newValue }
+    }
     /// The name this entity had in the model version before (a migration renames its table).
-    public var renamedFrom: String?
+    public var renamedFrom: String? {
+        get { storage.renamedFrom }
+        set { unique().renamedFrom = newValue }
+    }
+
+    /// The fields of an entity. Changed only through an entity that holds the one reference to
+    /// it (``unique()``), so that no copy ever sees another's change: shared between threads, it
+    /// is only read.
+    private final class Storage: @unchecked Sendable {
+        var name: String
+        var attributes: [Attribute]
+        var relationships: [Relationship]
+        var recordSlots: [String: RecordSlot]
+        var toOneRelationships: [Relationship]
+        var uniquenessConstraints: [[String]]
+        var indexes: [Index]
+        var keptCounts: [KeptCount]
+        var renamedFrom: String?
+
+        init(
+            name: String, attributes: [Attribute], relationships: [Relationship], uniquenessConstraints: [[String]],
+            indexes: [Index], keptCounts: [KeptCount], renamedFrom: String?
+        ) {
+            self.name = name
+            self.attributes = attributes
+            self.relationships = relationships
+            recordSlots = Entity.slots(attributes, relationships)
+            toOneRelationships = relationships.filter { !$0.isToMany }
+            self.uniquenessConstraints = uniquenessConstraints
+            self.indexes = indexes
+            self.keptCounts = keptCounts
+            self.renamedFrom = renamedFrom
+        }
+
+        func copy() -> Storage {
+            Storage(
+                name: name, attributes: attributes, relationships: relationships,
+                uniquenessConstraints: uniquenessConstraints, indexes: indexes, keptCounts: keptCounts,
+                renamedFrom: renamedFrom)
+        }
+    }
+
+    /// The storage, copied first when another entity shares it.
+    private mutating func unique() -> Storage {
+        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+        return storage
+    }
+
+    /// Two entities are equal when they describe the same entity, field by field.
+    public static func == (a: Entity, b: Entity) -> Bool {
+        a.storage === b.storage
+            || (a.name == b.name && a.attributes == b.attributes && a.relationships == b.relationships
+                && a.uniquenessConstraints == b.uniquenessConstraints && a.indexes == b.indexes
+                && a.keptCounts == b.keptCounts && a.renamedFrom == b.renamedFrom)
+    }
+
+    /// Hashes the fields ``==(_:_:)`` compares.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
+        hasher.combine(attributes)
+        hasher.combine(relationships)
+        hasher.combine(uniquenessConstraints)
+        hasher.combine(indexes)
+        hasher.combine(keptCounts)
+        hasher.combine(renamedFrom)
+    }
 
     /// An entity named `name` with its properties and what the store keeps for it.
     ///
@@ -154,18 +244,13 @@ public struct Entity: Sendable, Hashable {
         uniquenessConstraints: [[String]] = [], indexes: [Index] = [], keptCounts: [KeptCount] = [],
         renamedFrom: String? = nil
     ) {
-        self.renamedFrom = renamedFrom
-        self.keptCounts = keptCounts
-        self.name = name
-        self.attributes = attributes
-        self.relationships = relationships
-        toOneRelationships = relationships.filter { !$0.isToMany }
-        recordSlots = Self.slots(attributes, relationships)
-        self.uniquenessConstraints = uniquenessConstraints
-        self.indexes = indexes
+        storage = Storage(
+            name: name, attributes: attributes, relationships: relationships,
+            uniquenessConstraints: uniquenessConstraints, indexes: indexes, keptCounts: keptCounts,
+            renamedFrom: renamedFrom)
     }
 
-    private static func slots(_ attributes: [Attribute], _ relationships: [Relationship]) -> [String: RecordSlot] {
+    fileprivate static func slots(_ attributes: [Attribute], _ relationships: [Relationship]) -> [String: RecordSlot] {
         var slots: [String: RecordSlot] = [:]
         for r in relationships { slots[r.name] = .relationship }
         for a in attributes {
