@@ -26,6 +26,42 @@ import Testing
         }
     }
 
+    /// An article with a nested value, which has no column: its encoding fails after its title.
+    struct Unstorable: Record {
+        static let entityName = "Article"
+        var id: ObjectID?
+        var title: String
+        var nested: Outside.Nested
+    }
+
+    /// An article that writes a note and a key of no attribute when `bad`.
+    struct Partial: Record {
+        static let entityName = "Article"
+        var id: ObjectID?
+        var title: String
+        var bad: Bool
+        enum CodingKeys: String, CodingKey { case id, title, url, createdAt, note, nonexistent }
+        init(title: String, bad: Bool) {
+            self.title = title
+            self.bad = bad
+        }
+        init(from decoder: Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            id = try c.decodeIfPresent(ObjectID.self, forKey: .id)
+            title = try c.decode(String.self, forKey: .title)
+            bad = false
+        }
+        func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(title, forKey: .title)
+            try c.encode("https://partial.example/\(title)", forKey: .url)
+            try c.encode(Date(timeIntervalSince1970: 1_700_000_000), forKey: .createdAt)
+            guard bad else { return }
+            try c.encode("leaked", forKey: .note)
+            try c.encode(1, forKey: .nonexistent)
+        }
+    }
+
     /// Five booleans, each coded under another name.
     struct Flags: Record {
         static let entityName = "Flags"
@@ -143,5 +179,57 @@ import Testing
             _ = try b.insert(Article(title: "E", url: "https://e.example", category: swift))
         }
         #expect(try context.count(Article.self, where: Key(\Article.category, \Category.name) == "Swift") == 1)
+    }
+
+    /// The records of a streamed batch take turns in one encoder: nothing one of them set (a
+    /// note, tags, a category) reaches the next, whatever order they come in, and a bad one
+    /// leaves nothing behind for the batch after it.
+    @Test func recordsOfOneBatchEncodeNothingOfEachOther() throws {
+        let container = try TemporaryGroup().open()
+        let context = container.newContext(author: "Typed")
+        let at = Date(timeIntervalSince1970: 1_700_000_000)
+        var ids: [ObjectID] = []
+        try context.batch { b in
+            let swift = try b.insert(Category(name: "Swift"))
+            for i in 0..<12 {
+                let full = i % 3 == 0
+                ids.append(
+                    try b.insert(
+                        Article(
+                            title: "T\(i)", url: "https://t.example/\(i)", createdAt: at, isRead: full,
+                            note: full ? "n\(i)" : nil, tags: full ? ["t"] : nil, category: full ? swift : nil)))
+            }
+        }
+        let records = try ids.map { try context.record(Article.self, with: $0) }
+        for (i, r) in records.enumerated() {
+            let full = i % 3 == 0
+            #expect(r.isRead == full && (r.note != nil) == full && (r.tags != nil) == full, "T\(i)")
+            #expect((r.category != nil) == full, "T\(i)")
+        }
+        // A bad record (an empty title) fails the batch, naming it; the next batch's records
+        // carry nothing of it.
+        #expect {
+            try context.batch { b in
+                _ = try b.insert(Article(title: "", url: "https://bad.example", note: "bad", tags: ["bad"]))
+            }
+        } throws: { error in
+            (error as? StoreError)?.validation?.object == "Article (batch object 1)"
+        }
+        try context.batch { b in
+            // A record refused by its encoding (a property of no column) in the middle of a batch
+            // the caller goes on with: the records after it carry nothing of it.
+            _ = try b.insert(Article(title: "Before", url: "https://before.example", note: "kept"))
+            #expect(throws: StoreError.self) { try b.insert(Unstorable(title: "x", nested: .init(x: 1))) }
+            _ = try b.insert(Article(title: "After", url: "https://after.example"))
+            // One whose encoding wrote a note, then a key the entity does not have, is refused;
+            // the next of its type carries neither.
+            #expect(throws: StoreError.self) { try b.insert(Partial(title: "Bad", bad: true)) }
+            _ = try b.insert(Partial(title: "Good", bad: false))
+        }
+        let good = try context.fetch(Article.self, where: \Article.title == "Good")
+        #expect(good.count == 1 && good.first?.note == nil)
+        #expect(try context.count(Article.self, where: \Article.title == "Bad") == 0)
+        let after = try context.fetch(Article.self, where: \Article.title == "After")
+        #expect(after.count == 1 && after.first?.note == nil && after.first?.tags == nil)
     }
 }

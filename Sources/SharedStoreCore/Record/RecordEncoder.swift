@@ -11,7 +11,8 @@ enum RecordEncoder {
     static func encode<R: Record>(_ record: R, entity: Entity, inserting: Bool = false, memo: Memo? = nil) throws
         -> ([String: Value], [String: ObjectID?])
     {
-        let box = Box(slots: entity.recordSlots, inserting: inserting, memo: memo)
+        // A batch's records of one type take turns in one box (``Memo/box``).
+        let box = (inserting ? memo?.box() : nil) ?? Box(slots: entity.recordSlots, inserting: inserting, memo: memo)
         do {
             try record.encode(to: Encoder(box: box))
         } catch let error as StoreError {
@@ -42,7 +43,7 @@ enum RecordEncoder {
                     rule: .destination(entity.relationship(named: key)?.destination ?? ""))
             }
         }
-        return (box.values, box.relationships)
+        return box.take()
     }
 
     /// Every coding key a record encodes with its value (JSON text for a nested value), whatever
@@ -90,7 +91,16 @@ enum RecordEncoder {
     final class Box {
         let slots: [String: RecordSlot]
         let inserting: Bool
-        let memo: Memo?
+        /// Not kept alive by the box: a memo outlives every encode given it, and keeps the box
+        /// its batch's records reuse (``Memo/box()``).
+        unowned(unsafe) let memo: Memo?
+        /// The container the last encode asked for, by its key type: a record of the type asks
+        /// for the same again, which costs two lookups of generic metadata and an allocation to
+        /// make (about 900 instructions). Only a box its memo keeps has one (a cycle its memo
+        /// breaks).
+        @exclusivity(unchecked) var container: (key: ObjectIdentifier, holder: AnyObject)?
+        /// Whether this is a memo's box, which keeps its container.
+        @exclusivity(unchecked) var reused = false
         @exclusivity(unchecked) var values: [String: Value] = [:]
         @exclusivity(unchecked) var relationships: [String: ObjectID?] = [:]
         @exclusivity(unchecked) var failure: String?
@@ -102,9 +112,30 @@ enum RecordEncoder {
             self.inserting = inserting
             self.memo = memo
             memo?.position = 0
-            // As many as the last record of the type stored, or room for every property.
-            values.reserveCapacity(memo.map { $0.stored > 0 ? $0.stored : slots.count } ?? slots.count)
+            // As many as the last record of the type stored, or room for every property. Made at
+            // that size (`reserveCapacity` is a call into the standard library, not specialized:
+            // 1,100 instructions a record).
+            values = Dictionary(minimumCapacity: memo.map { $0.stored > 0 ? $0.stored : slots.count } ?? slots.count)
         }
+        /// Made ready for the next record: nothing of the last one left, room for as many values
+        /// as it stored.
+        func reset() {
+            memo?.position = 0
+            values = Dictionary(minimumCapacity: memo.map { $0.stored > 0 ? $0.stored : slots.count } ?? slots.count)
+            if !relationships.isEmpty { relationships = [:] }
+            failure = nil
+            problem = nil
+        }
+
+        /// The values and relationships encoded, handed over whole (the box keeps no reference to
+        /// them, so the writer changes them in place).
+        func take() -> ([String: Value], [String: ObjectID?]) {
+            let taken = (values, relationships)
+            values = [:]
+            relationships = [:]
+            return taken
+        }
+
         /// A nested container's box: what it gets goes nowhere.
         static func discarding() -> Box { Box(slots: [:], inserting: false) }
 
@@ -173,6 +204,27 @@ enum RecordEncoder {
         @exclusivity(unchecked) var position = 0
         /// How many values the last record stored.
         @exclusivity(unchecked) var stored = 0
+        @exclusivity(unchecked) private var reused: Box?
+
+        /// The box each insert of the batch encodes into, made ready for a new record.
+        func box() -> Box {
+            if let reused {
+                reused.reset()
+                return reused
+            }
+            let made = Box(slots: entity.recordSlots, inserting: true, memo: self)
+            made.reused = true
+            reused = made
+            return made
+        }
+
+        deinit { reused?.container = nil }
+    }
+
+    /// A keyed container kept by a box for the records after the first.
+    final class ContainerHolder<Key: CodingKey> {
+        let container: KeyedEncodingContainer<Key>
+        init(_ container: KeyedEncodingContainer<Key>) { self.container = container }
     }
 
     static func unsupported(_ key: String) -> StoreError {
@@ -188,7 +240,14 @@ enum RecordEncoder {
         var codingPath: [CodingKey] { [] }
         var userInfo: [CodingUserInfoKey: Any] { [:] }
         func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-            KeyedEncodingContainer(Keyed<Key>(box: box))
+            let key = ObjectIdentifier(Key.self)
+            if let kept = box.container, kept.key == key {
+                // Made for this key type by this box: the cast checks nothing, and needs not.
+                return unsafeDowncast(kept.holder, to: ContainerHolder<Key>.self).container
+            }
+            let made = KeyedEncodingContainer(Keyed<Key>(box: box))
+            if box.reused { box.container = (key, ContainerHolder(made)) }
+            return made
         }
         func unkeyedContainer() -> UnkeyedEncodingContainer { Unsupported(codingPath: codingPath) }
         func singleValueContainer() -> SingleValueEncodingContainer { Unsupported(codingPath: codingPath) }
@@ -239,8 +298,14 @@ enum RecordEncoder {
         // A nil optional is stored as nil, so that an update clears it.
         mutating func encodeIfPresent<T: Encodable>(_ v: T?, forKey key: Key) throws {
             // Tested in place first: binding a generic optional copies it, which costs the
-            // optional type's metadata (most optionals of a new record are nil).
+            // optional type's metadata, a lookup in the runtime's tables of 400 instructions (most
+            // optionals of a new record are nil). The binding is in a function of its own: in
+            // this one, the metadata was looked up on entry, for nil too.
             guard v != nil else { return put(.null, key) }
+            try encodeWrapped(v, forKey: key)
+        }
+        @inline(never)
+        private mutating func encodeWrapped<T: Encodable>(_ v: T?, forKey key: Key) throws {
             if let v { try encode(v, forKey: key) }
         }
         mutating func encodeIfPresent(_ v: String?, forKey key: Key) throws { put(v.map(Value.string) ?? .null, key) }
