@@ -25,7 +25,7 @@ extension ReadSetTests {
         }
         for step in 0..<50_000 {
             let k = key()
-            let found = table.find(k, orInsert: { reference.count })
+            let found = table.find(k, orInsert: reference.count)
             if let known = reference[k] {
                 #expect(found == known, "seed \(seed) step \(step): key \(k)")
             } else {
@@ -55,6 +55,15 @@ extension ReadSetTests {
         #expect(reads[ObjectID(storeID: a, entity: "Item", primaryKey: 41)] == nil)
         #expect(reads[ObjectID(storeID: b, entity: "Item", primaryKey: 7)] == nil)
         #expect(reads[ObjectID(storeID: a, entity: "Other", primaryKey: 7)] == nil)
+        // One batch of two entities: each object kept under its own, read again or not.
+        let other = Snapshot(
+            id: ObjectID(storeID: a, entity: "Other", primaryKey: 7), version: 1, values: ["note": .string("other")],
+            relationships: [:])
+        reads.record([snapshot(a, 9, 1, "later"), other, snapshot(a, 50, 1, "new")])
+        #expect(reads[ObjectID(storeID: a, entity: "Other", primaryKey: 7)]?["note"] == .string("other"))
+        #expect(reads[ObjectID(storeID: a, entity: "Item", primaryKey: 9)]?["note"] == .string("first"))
+        #expect(reads[ObjectID(storeID: a, entity: "Item", primaryKey: 50)]?["note"] == .string("new"))
+        #expect(reads[ObjectID(storeID: a, entity: "Item", primaryKey: 7)]?["note"] == .string("first"))
         reads.reset()
         #expect(reads[ObjectID(storeID: a, entity: "Item", primaryKey: 7)] == nil)
     }

@@ -32,8 +32,10 @@ struct KeyTable {
         return p == 0 ? nil : p - 1
     }
 
-    /// The position of `key`; when it is not held, stores `next()` for it and returns nil.
-    mutating func find(_ key: Int64, orInsert next: () -> Int) -> Int? {
+    /// The position of `key`; when it is not held, stores `next` for it and returns nil. (A
+    /// position, not a closure that makes one: a closure holding the caller's snapshot made the
+    /// caller copy it for every key, found or not.)
+    mutating func find(_ key: Int64, orInsert next: Int) -> Int? {
         let block = key >> Self.shift
         let start: Int
         if let last, last.block == block {
@@ -50,7 +52,7 @@ struct KeyTable {
         let slot = start + Self.offset(key)
         let p = slots[slot]
         if p != 0 { return p - 1 }
-        slots[slot] = next() + 1
+        slots[slot] = next + 1
         count += 1
         return nil
     }
