@@ -12,7 +12,8 @@ enum RecordEncoder {
         -> ([String: Value], [String: ObjectID?])
     {
         // A batch's records of one type take turns in one box (``Memo/box``).
-        let box = (inserting ? memo?.box() : nil) ?? Box(slots: entity.recordSlots, inserting: inserting, memo: memo)
+        let box =
+            (inserting ? memo?.box() : nil) ?? Box(slots: entity.recordSlots, inserting: inserting, order: memo?.order)
         do {
             try record.encode(to: Encoder(box: box))
         } catch let error as StoreError {
@@ -28,7 +29,7 @@ enum RecordEncoder {
             throw unsupported(failure).describing(
                 ValidationFailure(object: entity.name, property: failure, rule: .record))
         }
-        memo?.stored = box.values.count
+        box.order?.stored = box.values.count
         if let (key, problem) = box.problem {
             switch problem {
             case .unknown:
@@ -91,12 +92,11 @@ enum RecordEncoder {
     final class Box {
         let slots: [String: RecordSlot]
         let inserting: Bool
-        /// Not kept alive by the box: a memo outlives every encode given it, and keeps the box
-        /// its batch's records reuse (``Memo/box()``).
-        unowned(unsafe) let memo: Memo?
+        /// The order the record type's keys came in last, learnt over a batch (nil: by name).
+        let order: KeyOrder?
         /// The container the last encode asked for, by its key type: a record of the type asks
         /// for the same again, which costs two lookups of generic metadata and an allocation to
-        /// make (about 900 instructions). Only a box its memo keeps has one (a cycle its memo
+        /// make (about 900 instructions). Only a box a memo keeps has one (a cycle the memo
         /// breaks).
         @exclusivity(unchecked) var container: (key: ObjectIdentifier, holder: AnyObject)?
         /// Whether this is a memo's box, which keeps its container.
@@ -107,21 +107,21 @@ enum RecordEncoder {
         @exclusivity(unchecked) var problem: (String, Problem)?
         /// Set when capturing: every key's value, whatever the entity (``RecordEncoder/capture(_:)``).
         @exclusivity(unchecked) var captured: [String: Value]?
-        init(slots: [String: RecordSlot], inserting: Bool, memo: Memo? = nil) {
+        init(slots: [String: RecordSlot], inserting: Bool, order: KeyOrder? = nil) {
             self.slots = slots
             self.inserting = inserting
-            self.memo = memo
-            memo?.position = 0
+            self.order = order
+            order?.position = 0
             // As many as the last record of the type stored, or room for every property. Made at
             // that size (`reserveCapacity` is a call into the standard library, not specialized:
             // 1,100 instructions a record).
-            values = Dictionary(minimumCapacity: memo.map { $0.stored > 0 ? $0.stored : slots.count } ?? slots.count)
+            values = Dictionary(minimumCapacity: order.map { $0.stored > 0 ? $0.stored : slots.count } ?? slots.count)
         }
         /// Made ready for the next record: nothing of the last one left, room for as many values
         /// as it stored.
         func reset() {
-            memo?.position = 0
-            values = Dictionary(minimumCapacity: memo.map { $0.stored > 0 ? $0.stored : slots.count } ?? slots.count)
+            order?.position = 0
+            values = Dictionary(minimumCapacity: order.map { $0.stored > 0 ? $0.stored : slots.count } ?? slots.count)
             if !relationships.isEmpty { relationships = [:] }
             failure = nil
             problem = nil
@@ -139,19 +139,19 @@ enum RecordEncoder {
         /// A nested container's box: what it gets goes nowhere.
         static func discarding() -> Box { Box(slots: [:], inserting: false) }
 
-        /// What `name` is to the entity: from the memo when the record asks its keys in the order
+        /// What `name` is to the entity: from the key order when the record asks its keys in the order
         /// the last one did (a comparison, not a hash), else from ``slots``.
         func slot(_ name: String) -> RecordSlot? {
-            guard let memo else { return slots[name] }
-            defer { memo.position += 1 }
-            if memo.position < memo.names.count {
-                if memo.names[memo.position] == name { return memo.slots[memo.position] }
-                memo.names.removeSubrange(memo.position...)
-                memo.slots.removeSubrange(memo.position...)
+            guard let order else { return slots[name] }
+            defer { order.position += 1 }
+            if order.position < order.names.count {
+                if order.names[order.position] == name { return order.slots[order.position] }
+                order.names.removeSubrange(order.position...)
+                order.slots.removeSubrange(order.position...)
             }
             let slot = slots[name]
-            memo.names.append(name)
-            memo.slots.append(slot)
+            order.names.append(name)
+            order.slots.append(slot)
             return slot
         }
 
@@ -192,33 +192,44 @@ enum RecordEncoder {
         }
     }
 
-    /// The keys a record type encoded last, in order, with their slots: the records of a batch
-    /// find their properties by comparing names (a record encodes its keys in one order). Used by
-    /// one batch, on its thread: no exclusivity checks.
+    /// What a batch learnt of one record type: its entity, the order its keys come in, and the
+    /// box its records take turns in. Used by one batch, on its thread: no exclusivity checks.
     final class Memo {
         /// The entity the record type maps to.
         let entity: Entity
-        init(entity: Entity) { self.entity = entity }
-        @exclusivity(unchecked) var names: [String] = []
-        @exclusivity(unchecked) var slots: [RecordSlot?] = []
-        @exclusivity(unchecked) var position = 0
-        /// How many values the last record stored.
-        @exclusivity(unchecked) var stored = 0
+        /// The order the type's keys came in last.
+        let order = KeyOrder()
         @exclusivity(unchecked) private var reused: Box?
+        init(entity: Entity) { self.entity = entity }
 
-        /// The box each insert of the batch encodes into, made ready for a new record.
+        /// The box each insert of the batch encodes into, made ready for a new record. The box
+        /// does not point back at the memo (it holds the key order alone): a box a record's
+        /// encoder kept past its batch still works, and the memo and its box are freed with the
+        /// batch.
         func box() -> Box {
             if let reused {
                 reused.reset()
                 return reused
             }
-            let made = Box(slots: entity.recordSlots, inserting: true, memo: self)
+            let made = Box(slots: entity.recordSlots, inserting: true, order: order)
             made.reused = true
             reused = made
             return made
         }
 
+        // The box and its kept container hold each other: the cycle ends with the memo.
         deinit { reused?.container = nil }
+    }
+
+    /// The keys a record type encoded last, in order, with their slots: the records of a batch
+    /// find their properties by comparing names (a record encodes its keys in one order). Used by
+    /// one batch, on its thread: no exclusivity checks.
+    final class KeyOrder {
+        @exclusivity(unchecked) var names: [String] = []
+        @exclusivity(unchecked) var slots: [RecordSlot?] = []
+        @exclusivity(unchecked) var position = 0
+        /// How many values the last record stored.
+        @exclusivity(unchecked) var stored = 0
     }
 
     /// A keyed container kept by a box for the records after the first.
