@@ -74,6 +74,33 @@ public enum JSONValue: Sendable, Hashable {
         byte == 0x22 || byte == 0x5C || byte < 0x20 || byte == 0x7F || byte == 0xC2 || byte == 0xE2
     }
 
+    /// Whether any byte of `bytes` may need an escape: eight bytes at a time while they are
+    /// plain ASCII, a word holding anything else looked at byte by byte.
+    static func mayNeedEscape(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let raw = UnsafeRawBufferPointer(bytes)
+        var i = 0
+        while i &+ 8 <= raw.count {
+            if wordMayNeedEscape(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) {
+                for b in raw[i..<i &+ 8] where mayNeedEscape(b) { return true }
+            }
+            i &+= 8
+        }
+        for b in raw[i...] where mayNeedEscape(b) { return true }
+        return false
+    }
+
+    /// Whether a word of eight bytes holds a byte below 0x20, a quote, a backslash, DEL or any
+    /// byte of 0x80 and up (then its bytes are checked one by one). Each test is exact about
+    /// whether such a byte exists: a borrow can mark only a byte above one that matched.
+    @inline(__always) static func wordMayNeedEscape(_ w: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let high: UInt64 = 0x8080_8080_8080_8080
+        @inline(__always) func hasZero(_ v: UInt64) -> Bool { (v &- ones) & ~v & high != 0 }
+        let below20 = (w &- ones &* 0x20) & ~w & high != 0
+        return w & high != 0 || below20 || hasZero(w ^ (ones &* 0x22)) || hasZero(w ^ (ones &* 0x5C))
+            || hasZero(w ^ (ones &* 0x7F))
+    }
+
     static func writeString(_ s: String, to out: inout [UInt8]) {
         out.append(0x22)
         // Most strings need no escape: their bytes go in at once (a list of a million rows writes
@@ -82,7 +109,7 @@ public enum JSONValue: Sendable, Hashable {
         // output holds a line break or reorders a terminal's text.
         var s = s
         let whole = s.withUTF8 { bytes -> Bool in
-            for b in bytes where mayNeedEscape(b) { return false }
+            guard !mayNeedEscape(bytes) else { return false }
             out.append(contentsOf: bytes)
             return true
         }
@@ -115,11 +142,22 @@ public enum JSONValue: Sendable, Hashable {
 /// JSON numbers and ISO 8601 dates are written with, digit by digit.
 func appendDigits(_ n: Int64, minimumWidth: Int, to out: inout [UInt8]) {
     if n < 0 { out.append(0x2D) }
-    var m = n.magnitude
-    let start = out.count
+    let magnitude = n.magnitude
+    var count = 1
+    var rest = magnitude / 10
+    while rest > 0 {
+        count += 1
+        rest /= 10
+    }
+    // Zeros for the width, then the digits written in place from the last: no slice reversed
+    // (reversing `out[start...]` copied the buffer, an allocation per number).
+    let end = out.count + max(count, minimumWidth)
+    out.append(contentsOf: repeatElement(0x30, count: max(count, minimumWidth)))
+    var m = magnitude
+    var i = end
     repeat {
-        out.append(UInt8(truncatingIfNeeded: m % 10) + 0x30)
+        i -= 1
+        out[i] = UInt8(truncatingIfNeeded: m % 10) + 0x30
         m /= 10
-    } while m > 0 || out.count - start < minimumWidth
-    out[start...].reverse()
+    } while m > 0
 }

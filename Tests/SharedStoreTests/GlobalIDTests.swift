@@ -47,6 +47,8 @@ import Testing
     @Test func anIDReadsAsFoundationWritesItInLowercase() {
         for id in (0..<1000).map({ _ in UUID() }) + [
             GlobalID.make(), UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
+            UUID(
+                uuid: (0x09, 0x0a, 0x9f, 0xa9, 0xff, 0xf0, 0x0f, 0xaf, 0xfa, 0x90, 0x19, 0x1a, 0xa1, 0x5b, 0xc6, 0xde)),
         ] {
             #expect(GlobalID.text(id) == id.uuidString.lowercased())
         }

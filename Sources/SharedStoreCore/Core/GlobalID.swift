@@ -73,7 +73,8 @@ package enum GlobalID {
     /// `id` as lowercase text (`01a22cbe-af4e-790c-abfd-e3e1560052d5`), without Foundation's
     /// formatting and a lowercasing copy (a mirror writes two per object it uploads).
     package static func text(_ id: UUID) -> String {
-        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        // A nibble's digit by arithmetic: no table to allocate (a list prints an id per row).
+        func hex(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 0x30 + nibble : 0x57 + nibble }
         return withUnsafeBytes(of: id.uuid) { raw in
             String(unsafeUninitializedCapacity: 36) { out in
                 var j = 0
@@ -82,8 +83,8 @@ package enum GlobalID {
                         out[j] = UInt8(ascii: "-")
                         j += 1
                     }
-                    out[j] = hex[Int(b >> 4)]
-                    out[j + 1] = hex[Int(b & 0x0F)]
+                    out[j] = hex(b >> 4)
+                    out[j + 1] = hex(b & 0x0F)
                     j += 2
                 }
                 return j
