@@ -167,6 +167,54 @@ extension ReadLater {
         _ context: ObjectContext, unreadOnly: Bool = false, search: String? = nil, limit: Int? = nil, offset: Int = 0,
         _ body: (JSONValue) throws -> Void
     ) throws {
+        try forEachListed(context, unreadOnly: unreadOnly, search: search, limit: limit, offset: offset) { row in
+            try body(
+                .object([
+                    ("id", .string(row.article.id.description)),
+                    ("gid", row.globalID.map { .string(GlobalID.text($0)) } ?? .null),
+                    ("title", row.article[row.keys.title].jsonValue),
+                    ("url", row.article[row.keys.url].jsonValue),
+                    ("isRead", row.article[row.keys.isRead].jsonValue),
+                    ("category", row.category.map(JSONValue.string) ?? .null),
+                    ("createdAt", row.article[row.keys.createdAt].jsonValue),
+                ]))
+        }
+    }
+
+    /// The same lines as ``listArticles(_:unreadOnly:search:limit:offset:_:)``, each written
+    /// straight as JSON: `object` is called once per article with what writes its fields (a list
+    /// of a million articles builds no ``JSONValue`` per row). The text is the same.
+    public static func listArticleObjects(
+        _ context: ObjectContext, unreadOnly: Bool = false, search: String? = nil, limit: Int? = nil, offset: Int = 0,
+        _ object: ((inout JSONObjectWriter) -> Void) throws -> Void
+    ) throws {
+        try forEachListed(context, unreadOnly: unreadOnly, search: search, limit: limit, offset: offset) { row in
+            try object { o in
+                o.string("id", row.article.id.description)
+                if let gid = row.globalID { o.uuid("gid", gid) } else { o.null("gid") }
+                o.field("title", row.article[row.keys.title])
+                o.field("url", row.article[row.keys.url])
+                o.field("isRead", row.article[row.keys.isRead])
+                o.string("category", row.category)
+                o.field("createdAt", row.article[row.keys.createdAt])
+            }
+        }
+    }
+
+    /// An article of `main-app list`, with its global id, its category's name and the stored
+    /// names its values are read by.
+    private struct ListedRow {
+        let article: Snapshot
+        let globalID: UUID?
+        let category: String?
+        let keys: (title: String, url: String, isRead: String, createdAt: String)
+    }
+
+    /// The articles of `main-app list`, oldest first, as they are read.
+    private static func forEachListed(
+        _ context: ObjectContext, unreadOnly: Bool, search: String?, limit: Int?, offset: Int,
+        _ body: (ListedRow) throws -> Void
+    ) throws {
         var names: [ObjectID: String] = [:]
         let nameKey = categoryName(context.container.model)
         try context.forEach(FetchRequest("Category")) { names[$0.id] = $0[nameKey].stringValue ?? "" }
@@ -175,21 +223,15 @@ extension ReadLater {
         let request = FetchRequest(
             Article.self, where: condition, sortedBy: [.ascending(\Article.createdAt)], limit: limit, offset: offset)
         // The stored names once, each row read by them.
-        let (title, url, isRead, category, createdAt) = (
-            Key(\Article.title).path, Key(\Article.url).path, Key(\Article.isRead).path, Key(\Article.category).path,
-            Key(\Article.createdAt).path
+        let keys = (
+            title: Key(\Article.title).path, url: Key(\Article.url).path, isRead: Key(\Article.isRead).path,
+            createdAt: Key(\Article.createdAt).path
         )
+        let category = Key(\Article.category).path
         try context.forEachWithGlobalID(request) { a, gid in
             try body(
-                .object([
-                    ("id", .string(a.id.description)),
-                    ("gid", gid.map { .string(GlobalID.text($0)) } ?? .null),
-                    ("title", a[title].jsonValue),
-                    ("url", a[url].jsonValue),
-                    ("isRead", a[isRead].jsonValue),
-                    ("category", a.relationships[category].flatMap { names[$0] }.map(JSONValue.string) ?? .null),
-                    ("createdAt", a[createdAt].jsonValue),
-                ]))
+                ListedRow(
+                    article: a, globalID: gid, category: a.relationships[category].flatMap { names[$0] }, keys: keys))
         }
     }
 

@@ -75,17 +75,26 @@ public enum JSONValue: Sendable, Hashable {
     }
 
     /// Whether any byte of `bytes` may need an escape: eight bytes at a time while they are
-    /// plain ASCII, a word holding anything else looked at byte by byte.
+    /// plain ASCII (the last few padded with spaces to a word), then byte by byte from the first
+    /// word that holds anything else.
     static func mayNeedEscape(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         let raw = UnsafeRawBufferPointer(bytes)
         var i = 0
         while i &+ 8 <= raw.count {
             if wordMayNeedEscape(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) {
-                for b in raw[i..<i &+ 8] where mayNeedEscape(b) { return true }
+                return anyNeedsEscape(raw, from: i)
             }
             i &+= 8
         }
-        for b in raw[i...] where mayNeedEscape(b) { return true }
+        guard i < raw.count else { return false }
+        var tail: UInt64 = 0x2020_2020_2020_2020
+        withUnsafeMutableBytes(of: &tail) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[i...])) }
+        return wordMayNeedEscape(tail) && anyNeedsEscape(raw, from: i)
+    }
+
+    /// The byte-by-byte check of `raw` from `start`.
+    private static func anyNeedsEscape(_ raw: UnsafeRawBufferPointer, from start: Int) -> Bool {
+        for b in raw[start...] where mayNeedEscape(b) { return true }
         return false
     }
 

@@ -37,6 +37,14 @@ public final class Output {
         if pending.count >= 1 << 16 { flush() }
     }
 
+    /// One JSON object of a long stream, its fields written by `body` straight into the buffer
+    /// (nothing of it when `body` throws).
+    public func streamedObject(_ body: (inout JSONObjectWriter) throws -> Void) rethrows {
+        try JSONObjectWriter.append(to: &pending, body)
+        pending.append(0x0A)
+        if pending.count >= 1 << 16 { flush() }
+    }
+
     /// Writes what is buffered.
     public func flush() {
         guard !pending.isEmpty else { return }

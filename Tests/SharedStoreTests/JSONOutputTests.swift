@@ -1,4 +1,6 @@
 import Foundation
+import ReadLater
+import SharedStore
 import SharedStoreSupport
 import Testing
 
@@ -27,16 +29,12 @@ import Testing
 
     /// Integers are written digit by digit in place: every width and sign reads as Swift prints it.
     @Test func integersWriteAsSwiftPrintsThem() {
-        var seed = UInt64.random(in: 1...UInt64.max)
+        let seed = UInt64.random(in: 1...UInt64.max)
         print("integersWriteAsSwiftPrintsThem seed \(seed)")
+        var random = SeededGenerator(seed: seed)
         var numbers: [Int64] = [0, 1, -1, 9, 10, -10, 99, 100, 999_999_999_999_999, -999_999_999_999_999]
         for _ in 0..<2000 {
-            // splitmix64: the seed printed above replays the run.
-            seed &+= 0x9E37_79B9_7F4A_7C15
-            var z = seed
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            z ^= z >> 31
+            let z = random.next()
             let digits = Int(z % 15) + 1
             var n = Int64(z >> 8) % Int64(pow(10, Double(digits)))
             if z & 1 == 1 { n = -n }
@@ -51,15 +49,10 @@ import Testing
     /// Strings are checked eight bytes at a time: wherever an escape falls in a word, and whatever
     /// surrounds it, each is written as one scalar at a time would write it.
     @Test func stringsEscapeWhereverTheEscapeFalls() {
-        var seed = UInt64.random(in: 1...UInt64.max)
+        let seed = UInt64.random(in: 1...UInt64.max)
         print("stringsEscapeWhereverTheEscapeFalls seed \(seed)")
-        func next() -> UInt64 {
-            seed &+= 0x9E37_79B9_7F4A_7C15
-            var z = seed
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        var random = SeededGenerator(seed: seed)
+        func next() -> UInt64 { random.next() }
         let pieces: [String] = [
             "a", "Z", "~", " ", "\"", "\\", "\n", "\r", "\t", "\u{0}", "\u{1F}", "\u{20}", "\u{7F}", "\u{80}",
             "\u{85}", "\u{9F}", "\u{A0}", "é", "€", "\u{2028}", "\u{2029}", "\u{202E}", "\u{2066}", "😀", "/", "!",
@@ -102,5 +95,91 @@ import Testing
         #expect(ISO8601.string(Date(timeIntervalSince1970: -62_138_275_200)) == "0000-12-01T00:00:00.000Z")
         #expect(ISO8601.string(Date(timeIntervalSince1970: -62_169_897_600)) == "-0001-12-01T00:00:00.000Z")
         #expect(ISO8601.string(Date(timeIntervalSince1970: 253_402_300_800.25)) == "10000-01-01T00:00:00.250Z")
+    }
+}
+
+/// `main-app list --json` writes each article straight into its output buffer; the text is the
+/// same as the article's `JSONValue` (randomized: titles that need escapes, articles with and
+/// without a category, read or not, dates near and far; seed printed).
+@Suite struct ListObjectsTests {
+    @Test func listObjectsWriteWhatListValuesSerializeTo() throws {
+        let seed = UInt64.random(in: 1...UInt64.max)
+        print("listObjectsWriteWhatListValuesSerializeTo seed \(seed)")
+        var random = SeededGenerator(seed: seed)
+        func next() -> UInt64 { random.next() }
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let context = container.newContext(author: "T")
+        // The model refuses control characters in a title: quotes, backslashes and non-ASCII text
+        // are what its strings can hold that a writer must look at.
+        let words = ["plain", "q\"uote", "back\\slash", "café", "😀", "e\u{301}", "日本語", "x"]
+        let categories = try (0..<3).map {
+            try context.insert(
+                "Category", [ReadLater.categoryName(container.model): .string("c\($0) \(words[$0 + 1])")])
+        }
+        for i in 0..<200 {
+            let title = (0..<Int(next() % 4 + 1)).map { _ in words[Int(next() % UInt64(words.count))] }.joined(
+                separator: " ")
+            // Dates from 1900 to 2100, and now and then one from before year 0 or after 9999.
+            let seconds = next() % 50 == 0 ? -70_000_000_000.0 : Double(next() % 6_311_390_400) - 2_208_988_800
+            let id = try context.insert(
+                "Article",
+                [
+                    "title": .string(title), "url": .string("https://example.com/\(i)?q=\(words[i % words.count])"),
+                    "isRead": .bool(next() % 2 == 0), "createdAt": .date(Date(timeIntervalSince1970: seconds + 0.123)),
+                ])
+            if next() % 3 != 0 { try context.set("category", of: id, to: categories[Int(next() % 3)]) }
+        }
+        try context.save()
+        for (unread, search, limit) in [(false, nil, nil), (true, nil, 50), (false, "café", nil)]
+            as [(Bool, String?, Int?)]
+        {
+            var values: [UInt8] = []
+            try ReadLater.listArticles(container.newContext(), unreadOnly: unread, search: search, limit: limit) {
+                $0.write(to: &values)
+                values.append(0x0A)
+            }
+            var objects: [UInt8] = []
+            try ReadLater.listArticleObjects(container.newContext(), unreadOnly: unread, search: search, limit: limit) {
+                JSONObjectWriter.append(to: &objects, $0)
+                objects.append(0x0A)
+            }
+            #expect(values.count > 1)
+            #expect(String(decoding: objects, as: UTF8.self) == String(decoding: values, as: UTF8.self))
+        }
+    }
+
+    /// An object whose fields throw part way leaves the buffer as it was.
+    @Test func anObjectThatThrowsLeavesNothing() {
+        struct Stop: Error {}
+        var bytes = Array("{\"before\":1}\n".utf8)
+        #expect(throws: Stop.self) {
+            try JSONObjectWriter.append(to: &bytes) { o in
+                o.string("a", "b")
+                throw Stop()
+            }
+        }
+        #expect(String(decoding: bytes, as: UTF8.self) == "{\"before\":1}\n")
+        JSONObjectWriter.append(to: &bytes) { o in
+            o.null("n")
+            o.date("d", Date(timeIntervalSince1970: 0))
+            o.value("v", .array([.number(1)]))
+            o.string("s", nil as String?)
+        }
+        #expect(
+            String(decoding: bytes, as: UTF8.self)
+                == "{\"before\":1}\n{\"n\":null,\"d\":\"1970-01-01T00:00:00.000Z\",\"v\":[1],\"s\":null}")
+        // Keys that need escapes, a one-scalar key and ids, as a JSONValue writes them.
+        let id = UUID()
+        var more: [UInt8] = []
+        JSONObjectWriter.append(to: &more) { o in
+            o.string("q\"uote\nd", "v")
+            o.bool("é", true)
+            o.uuid("\u{85}", id)
+        }
+        let same = JSONValue.object([
+            ("q\"uote\nd", .string("v")), ("é", .bool(true)), ("\u{85}", .string(id.uuidString.lowercased())),
+        ])
+        #expect(String(decoding: more, as: UTF8.self) == same.serialized)
     }
 }

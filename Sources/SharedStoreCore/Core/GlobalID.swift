@@ -1,4 +1,5 @@
 import Foundation
+import SharedStoreSupport
 import Synchronization
 
 /// The global ids objects get at insert (issue 14): the same object is named by the same UUID on
@@ -73,22 +74,9 @@ package enum GlobalID {
     /// `id` as lowercase text (`01a22cbe-af4e-790c-abfd-e3e1560052d5`), without Foundation's
     /// formatting and a lowercasing copy (a mirror writes two per object it uploads).
     package static func text(_ id: UUID) -> String {
-        // A nibble's digit by arithmetic: no table to allocate (a list prints an id per row).
-        func hex(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 0x30 + nibble : 0x57 + nibble }
-        return withUnsafeBytes(of: id.uuid) { raw in
-            String(unsafeUninitializedCapacity: 36) { out in
-                var j = 0
-                for (i, b) in raw.enumerated() {
-                    if i == 4 || i == 6 || i == 8 || i == 10 {
-                        out[j] = UInt8(ascii: "-")
-                        j += 1
-                    }
-                    out[j] = hex(b >> 4)
-                    out[j + 1] = hex(b & 0x0F)
-                    j += 2
-                }
-                return j
-            }
+        String(unsafeUninitializedCapacity: UUIDText.count) { out in
+            UUIDText.write(id, into: out)
+            return UUIDText.count
         }
     }
 }

@@ -149,6 +149,19 @@ public enum Value: Sendable, Hashable, Codable, CustomStringConvertible {
     }
 }
 
+extension JSONObjectWriter {
+    /// `"key":` and `value` as its ``Value/jsonValue`` prints, strings and dates written in place.
+    public mutating func field(_ key: StaticString, _ value: Value) {
+        switch value {
+        case .null: null(key)
+        case .string(let v): string(key, v)
+        case .bool(let v): bool(key, v)
+        case .date(let v): date(key, v)
+        case .integer, .double, .data, .uuid: self.value(key, value.jsonValue)
+        }
+    }
+}
+
 extension Value: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
     ExpressibleByBooleanLiteral, ExpressibleByNilLiteral
 {
