@@ -215,9 +215,11 @@ extension ReadLater {
         _ context: ObjectContext, unreadOnly: Bool, search: String?, limit: Int?, offset: Int,
         _ body: (ListedRow) throws -> Void
     ) throws {
-        var names: [ObjectID: String] = [:]
+        // By primary key: an article's category is a Category of this store, and a key hashes
+        // in a fraction of an id's time (a list looks one up per row).
+        var names: [Int64: String] = [:]
         let nameKey = categoryName(context.container.model)
-        try context.forEach(FetchRequest("Category")) { names[$0.id] = $0[nameKey].stringValue ?? "" }
+        try context.forEach(FetchRequest("Category")) { names[$0.id.primaryKey] = $0[nameKey].stringValue ?? "" }
         var condition: Condition = unreadOnly ? \Article.isRead == false : .always
         if let search { condition = condition && searchCondition(search, context.container.model) }
         let request = FetchRequest(
@@ -231,7 +233,8 @@ extension ReadLater {
         try context.forEachWithGlobalID(request) { a, gid in
             try body(
                 ListedRow(
-                    article: a, globalID: gid, category: a.relationships[category].flatMap { names[$0] }, keys: keys))
+                    article: a, globalID: gid, category: a.relationships[category].flatMap { names[$0.primaryKey] },
+                    keys: keys))
         }
     }
 

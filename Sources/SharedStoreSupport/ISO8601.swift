@@ -21,10 +21,9 @@ package enum ISO8601 {
             out.append(contentsOf: string(date).utf8)
             return
         }
-        let start = out.count
-        out.append(contentsOf: repeatElement(0, count: 24))
-        out.withUnsafeMutableBufferPointer { whole in
-            put(parts, year: year, millis: millis, into: UnsafeMutableBufferPointer(rebasing: whole[start...]))
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { text in
+            put(parts, year: year, millis: millis, into: text)
+            out.append(contentsOf: UnsafeBufferPointer(text))
         }
     }
 

@@ -57,10 +57,9 @@ public struct JSONObjectWriter {
     public mutating func uuid(_ key: StaticString, _ id: UUID) {
         self.key(key)
         bytes.append(0x22)
-        let start = bytes.count
-        bytes.append(contentsOf: repeatElement(0, count: UUIDText.count))
-        bytes.withUnsafeMutableBufferPointer { whole in
-            UUIDText.write(id, into: UnsafeMutableBufferPointer(rebasing: whole[start...]))
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: UUIDText.count) { text in
+            UUIDText.write(id, into: text)
+            bytes.append(contentsOf: UnsafeBufferPointer(text))
         }
         bytes.append(0x22)
     }

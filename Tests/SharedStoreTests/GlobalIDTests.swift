@@ -54,6 +54,20 @@ import Testing
         }
     }
 
+    /// An id's text is written in place: every width of key, temporary or not, reads as before.
+    @Test func anObjectIDReadsAsItsEntityAndKey() {
+        let store = UUID()
+        let cases: [(String, Int64, String)] = [
+            ("Article", 1, "Article/1"), ("Article", 0, "Article/0"), ("Category", 1_000_000, "Category/1000000"),
+            ("Article", -3, "Article/t3"), ("Highlight", Int64.max, "Highlight/9223372036854775807"),
+            ("Article", Int64.min, "Article/t9223372036854775808"), ("Ärticle", 42, "Ärticle/42"),
+            ("A", 10, "A/10"), ("LongEntityNameBeyondSmallStrings", -100, "LongEntityNameBeyondSmallStrings/t100"),
+        ]
+        for (entity, key, text) in cases {
+            #expect(ObjectID(storeID: store, entity: entity, primaryKey: key).description == text)
+        }
+    }
+
     @Test func idsMadeCloseInTimeSortTogetherAndNeverRepeat() {
         let ids = (0..<10_000).map { _ in GlobalID.bytes(GlobalID.make()) }
         #expect(Set(ids).count == ids.count)

@@ -60,7 +60,32 @@ public struct ObjectID: Sendable, Hashable, Comparable, Codable, CustomStringCon
 
     /// `Article/42` (`Article/t3` for a temporary id).
     public var description: String {
-        isTemporary ? "\(entity)/t\(-primaryKey)" : "\(entity)/\(primaryKey)"
+        // Written in place, not interpolated: a list prints an id per row.
+        let number = primaryKey.magnitude
+        var digits = 1
+        var rest = number / 10
+        while rest > 0 {
+            digits += 1
+            rest /= 10
+        }
+        let marker = isTemporary ? 1 : 0
+        var name = entity
+        return name.withUTF8 { name in
+            let total = name.count + 1 + marker + digits
+            return String(unsafeUninitializedCapacity: total) { out in
+                _ = out.initialize(from: name)
+                out[name.count] = UInt8(ascii: "/")
+                if marker == 1 { out[name.count + 1] = UInt8(ascii: "t") }
+                var value = number
+                var i = total
+                repeat {
+                    i -= 1
+                    out[i] = UInt8(truncatingIfNeeded: value % 10) + 0x30
+                    value /= 10
+                } while value > 0
+                return total
+            }
+        }
     }
 
     /// The id with its store: `x-sharedstore://<store-uuid>/Article/42` (Core Data's
