@@ -458,7 +458,14 @@ NOTES = {
                                  "looked up about 20 times and freed.",
     "batch-insert-full-model": "Per row: the values as a dictionary, the hook's draft, validation and derivation by "
                                "name, history; SQLite's own work is about 30% of the time.",
-    "list-1m": "Rows are streamed (forEach) and written as JSON bytes.",
+    "list-1m": "Rows are streamed (forEach) and each is written straight into the output buffer as JSON, no value "
+               "built per row. Counted in instructions (callgrind, 100,000 articles) a row took 28.9k before this "
+               "report and 17.8k after: a number or date allocated a buffer per number (a slice reversed in "
+               "place), and each row built an object of seven pairs, a date string and a global id string to write "
+               "and free them. Ids, dates and global ids are now written in place, and strings are checked for "
+               "escapes eight bytes at a time. Of the rest, about 4k is decoding the row into a snapshot, 2.5k "
+               "SQLite's step and 6k the JSON fields. The figure follows the machine: 151,457 rows/s in the last "
+               "report at about the same speed.",
     "batch-insert": "A batch of 1,000 bare rows: the fixed costs of the batch (history, the change signal) spread over "
                     "them; the spread of this run (above) is wide.",
     "update-property": "One property of one object per save: the read of the object, the merge check against what "
