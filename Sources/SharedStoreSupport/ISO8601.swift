@@ -48,11 +48,7 @@ package enum ISO8601 {
     /// `yyyy-MM-ddTHH:mm:ss.SSSZ` into the first 24 bytes of `out`.
     private static func put(_ parts: tm, year: Int64, millis: Int64, into out: UnsafeMutableBufferPointer<UInt8>) {
         func digits(_ v: Int64, _ width: Int, at start: Int) {
-            var v = v
-            for i in stride(from: start + width - 1, through: start, by: -1) {
-                out[i] = UInt8(truncatingIfNeeded: v % 10) + 0x30
-                v /= 10
-            }
+            Digits.write(v.magnitude, width: width, at: start, into: out)
         }
         digits(year, 4, at: 0)
         out[4] = 0x2D

@@ -151,22 +151,8 @@ public enum JSONValue: Sendable, Hashable {
 /// JSON numbers and ISO 8601 dates are written with, digit by digit.
 func appendDigits(_ n: Int64, minimumWidth: Int, to out: inout [UInt8]) {
     if n < 0 { out.append(0x2D) }
-    let magnitude = n.magnitude
-    var count = 1
-    var rest = magnitude / 10
-    while rest > 0 {
-        count += 1
-        rest /= 10
-    }
-    // Zeros for the width, then the digits written in place from the last: no slice reversed
-    // (reversing `out[start...]` copied the buffer, an allocation per number).
-    let end = out.count + max(count, minimumWidth)
-    out.append(contentsOf: repeatElement(0x30, count: max(count, minimumWidth)))
-    var m = magnitude
-    var i = end
-    repeat {
-        i -= 1
-        out[i] = UInt8(truncatingIfNeeded: m % 10) + 0x30
-        m /= 10
-    } while m > 0
+    let width = max(Digits.count(n.magnitude), minimumWidth)
+    let start = out.count
+    out.append(contentsOf: repeatElement(0x30, count: width))
+    out.withUnsafeMutableBufferPointer { Digits.write(n.magnitude, width: width, at: start, into: $0) }
 }

@@ -62,12 +62,7 @@ public struct ObjectID: Sendable, Hashable, Comparable, Codable, CustomStringCon
     public var description: String {
         // Written in place, not interpolated: a list prints an id per row.
         let number = primaryKey.magnitude
-        var digits = 1
-        var rest = number / 10
-        while rest > 0 {
-            digits += 1
-            rest /= 10
-        }
+        let digits = Digits.count(number)
         let marker = isTemporary ? 1 : 0
         var name = entity
         return name.withUTF8 { name in
@@ -76,13 +71,7 @@ public struct ObjectID: Sendable, Hashable, Comparable, Codable, CustomStringCon
                 _ = out.initialize(from: name)
                 out[name.count] = UInt8(ascii: "/")
                 if marker == 1 { out[name.count + 1] = UInt8(ascii: "t") }
-                var value = number
-                var i = total
-                repeat {
-                    i -= 1
-                    out[i] = UInt8(truncatingIfNeeded: value % 10) + 0x30
-                    value /= 10
-                } while value > 0
+                Digits.write(number, width: digits, at: total - digits, into: out)
                 return total
             }
         }

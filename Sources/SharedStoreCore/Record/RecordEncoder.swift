@@ -115,13 +115,17 @@ enum RecordEncoder {
             // As many as the last record of the type stored, or room for every property. Made at
             // that size (`reserveCapacity` is a call into the standard library, not specialized:
             // 1,100 instructions a record).
-            values = Dictionary(minimumCapacity: order.map { $0.stored > 0 ? $0.stored : slots.count } ?? slots.count)
+            values = Dictionary(minimumCapacity: Self.capacity(order, slots))
+        }
+        /// Room for as many values as the type's last record stored, or for every property.
+        private static func capacity(_ order: KeyOrder?, _ slots: [String: RecordSlot]) -> Int {
+            order.map { $0.stored > 0 ? $0.stored : slots.count } ?? slots.count
         }
         /// Made ready for the next record: nothing of the last one left, room for as many values
         /// as it stored.
         func reset() {
             order?.position = 0
-            values = Dictionary(minimumCapacity: order.map { $0.stored > 0 ? $0.stored : slots.count } ?? slots.count)
+            values = Dictionary(minimumCapacity: Self.capacity(order, slots))
             if !relationships.isEmpty { relationships = [:] }
             failure = nil
             problem = nil

@@ -37,19 +37,22 @@ struct ReadSet {
         // row read again, more than the rest of keeping it.
         var table = positions.removeValue(forKey: entity) ?? KeyTable()
         var others = false
-        batch.withUnsafeBufferPointer { rows in
-            guard let first = rows.baseAddress else { return }
-            for s in first..<first + rows.count {
-                if s.pointee.id.entity == entity { Self.keep(s, in: &table, &kept) } else { others = true }
-            }
+        Self.forEachInPlace(batch) { s in
+            if s.pointee.id.entity == entity { Self.keep(s, in: &table, &kept) } else { others = true }
         }
         positions[entity] = table
         guard others else { return }
-        batch.withUnsafeBufferPointer { rows in
-            guard let first = rows.baseAddress else { return }
-            for s in first..<first + rows.count where s.pointee.id.entity != entity {
-                Self.keep(s, in: &positions[s.pointee.id.entity, default: KeyTable()], &kept)
-            }
+        Self.forEachInPlace(batch) { s in
+            guard s.pointee.id.entity != entity else { return }
+            Self.keep(s, in: &positions[s.pointee.id.entity, default: KeyTable()], &kept)
+        }
+    }
+
+    /// Calls `body` with each snapshot of `rows` where it lies, not a copy of it.
+    private static func forEachInPlace(_ rows: [Snapshot], _ body: (UnsafePointer<Snapshot>) -> Void) {
+        rows.withUnsafeBufferPointer { buffer in
+            guard let first = buffer.baseAddress else { return }
+            for s in first..<first + buffer.count { body(s) }
         }
     }
 
@@ -73,11 +76,7 @@ struct ReadSet {
     /// objects before this context does).
     mutating func saved(touched: [ObjectID], wrote: [Snapshot]) {
         for id in touched { positions[id.entity]?.remove(id.primaryKey) }
-        wrote.withUnsafeBufferPointer { rows in
-            guard let first = rows.baseAddress else { return }
-            for s in first..<first + rows.count {
-                Self.keep(s, in: &positions[s.pointee.id.entity, default: KeyTable()], &kept)
-            }
+        Self.forEachInPlace(wrote) { s in Self.keep(s, in: &positions[s.pointee.id.entity, default: KeyTable()], &kept)
         }
     }
 
