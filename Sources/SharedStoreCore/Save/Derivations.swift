@@ -106,11 +106,14 @@ struct AggregateDeltas {
         total = plus(total, amount)
     }
 
-    /// The changes by object, each object's attributes in name order.
-    var byObject: [ObjectKey: [(Int, Value)]] {
+    /// The changes by object, in the order of their entities and keys (history lists them so:
+    /// the same saves record the same transaction in every process, whatever a dictionary's
+    /// order), each object's attributes in order.
+    var byObject: [(key: ObjectKey, value: [(Int, Value)])] {
         var out: [ObjectKey: [(Int, Value)]] = [:]
         for (key, amount) in deltas { out[key.object, default: []].append((key.attribute, amount)) }
-        return out.mapValues { $0.sorted { $0.0 < $1.0 } }
+        return out.map { (key: $0.key, value: $0.value.sorted { $0.0 < $1.0 }) }
+            .sorted { ($0.key.entity, $0.key.pk) < ($1.key.entity, $1.key.pk) }
     }
 
     /// An object of entity `index` that feeds counts or sums comes (`sign` 1) or goes (-1):
