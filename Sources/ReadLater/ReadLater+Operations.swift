@@ -136,6 +136,14 @@ extension ReadLater {
         // "é" and "e\u{301}" for one name).
         var categories: [Value: ObjectID] = [:]
         let result = try context.batch { batch in
+            // By position: a line's values are put in place, not hashed by name.
+            let article = try batch.layout(
+                Article.entityName,
+                attributes: [
+                    Key(\Article.title).path, Key(\Article.url).path, Key(\Article.createdAt).path,
+                    Key(\Article.isRead).path,
+                ],
+                relationships: [Key(\Article.category).path])
             try LineReader(input, name: name).forEachLine { bytes, number in
                 // The batch's inserts check every value, naming the line: no second check here.
                 guard let link = try parseLine(bytes: bytes, number: number, container: container, validate: false)
@@ -148,12 +156,8 @@ extension ReadLater {
                     return id
                 }
                 _ = try batch.insert(
-                    "Article",
-                    [
-                        "title": .string(link.title), "url": .string(link.url), "createdAt": .date(now),
-                        "isRead": .bool(false),
-                    ],
-                    relationships: ["category": category], object: "line \(number)")
+                    article, [.string(link.title), .string(link.url), .date(now), .bool(false)],
+                    relationships: [category], object: "line \(number)")
                 articles += 1
                 progress(number)
             }

@@ -99,9 +99,11 @@ public struct KeptCount: Sendable, Hashable {
 
 /// What a property name is to a record's encoder: an attribute (its type, whether the save
 /// computes it, whether an insert leaves it nil by default), or a relationship.
+/// Each carries the property's place in the rows an insert binds (``InsertRow``): the
+/// attribute's index, the to-one's (nil for a to-many).
 enum RecordSlot: Sendable, Hashable {
-    case attribute(AttributeType, derived: Bool, nullIsDefault: Bool)
-    case relationship
+    case attribute(AttributeType, derived: Bool, nullIsDefault: Bool, index: Int)
+    case relationship(toOne: Int?)
 }
 
 /// An entity: attributes, relationships, uniqueness constraints (each a list of attribute names),
@@ -252,9 +254,10 @@ public struct Entity: Sendable, Hashable {
 
     fileprivate static func slots(_ attributes: [Attribute], _ relationships: [Relationship]) -> [String: RecordSlot] {
         var slots: [String: RecordSlot] = [:]
-        for r in relationships { slots[r.name] = .relationship }
-        for a in attributes {
-            slots[a.name] = .attribute(a.type, derived: a.isDerived, nullIsDefault: a.defaultValue.isNull)
+        for (i, r) in relationships.filter({ !$0.isToMany }).enumerated() { slots[r.name] = .relationship(toOne: i) }
+        for r in relationships where r.isToMany { slots[r.name] = .relationship(toOne: nil) }
+        for (i, a) in attributes.enumerated() {
+            slots[a.name] = .attribute(a.type, derived: a.isDerived, nullIsDefault: a.defaultValue.isNull, index: i)
         }
         return slots
     }
@@ -292,6 +295,10 @@ public struct Entity: Sendable, Hashable {
                     + "it; it cannot be set", object: object ?? self.name, property: name, rule: .derived)
         }
     }
+
+    /// Whether `other` is this very entity (a copy of it, sharing its fields), not one that
+    /// only compares equal: a question that costs no comparison of fields.
+    func isIdentical(to other: Entity) -> Bool { storage === other.storage }
 
     /// The derived attributes (in declaration order).
     var derivedAttributes: [Attribute] { attributes.filter(\.isDerived) }

@@ -42,14 +42,9 @@ extension ObjectContext {
             while let chunk = pipeline.next() {
                 for encoded in chunk {
                     let row = ids.count + 1
-                    let (values, relationships) = try RecordEncoder.naming("\(R.entityName) (batch row \(row))") {
-                        try encoded.get()
-                    }
+                    let encoded = try RecordEncoder.naming("\(R.entityName) (batch row \(row))") { try encoded.get() }
                     batch.placed += 1
-                    ids.append(
-                        try batch.insertObject(
-                            entity, values, relationships: relationships, object: "\(R.entityName) (batch row \(row))",
-                            checked: true))
+                    ids.append(try batch.insertEncoded(entity, encoded, object: "\(R.entityName) (batch row \(row))"))
                 }
             }
         }
@@ -72,11 +67,9 @@ extension BatchWriter {
             memo = RecordEncoder.Memo(entity: try writer.model.entity(R.entityName))
             recordMemos[key] = memo
         }
-        let (values, rels) = try RecordEncoder.naming(object()) {
-            try RecordEncoder.encode(record, entity: memo.entity, inserting: true, memo: memo)
-        }
+        let row = try RecordEncoder.naming(object()) { try RecordEncoder.encodeRow(record, memo: memo) }
         placed += 1
-        return try insertObject(memo.entity, values, relationships: rels, object: object(), checked: true)
+        return try insertEncoded(memo.entity, row, object: object())
     }
 
     /// ``insert(_:object:)`` naming the record in errors by its place among the batch's calls of
@@ -84,6 +77,25 @@ extension BatchWriter {
     public mutating func insert<R: Record>(_ record: R) throws -> ObjectID {
         let place = placed + 1
         return try insert(record, object: "\(R.entityName) (batch object \(place))")
+    }
+}
+
+extension BatchWriter {
+    /// Inserts a record encoded by position (``RecordEncoder/encodeRow(_:memo:)``).
+    mutating func insertEncoded(
+        _ e: Entity, _ encoded: consuming RecordEncoder.EncodedRow, object: @autoclosure () -> String
+    ) throws -> ObjectID {
+        if let name = encoded.others.keys.first {
+            throw StoreError(.unknownProperty, "\(object()): \(e.name) has no to-one relationship '\(name)'")
+        }
+        var row = InsertRow(values: encoded.values, targets: Array(repeating: nil, count: encoded.targets.count))
+        for i in encoded.targets.indices {
+            guard let target = encoded.targets[i] else { continue }
+            row.targets[i] = try key(of: target, e.toOneRelationships[i], object: object())
+        }
+        let pk = try writer.insert(e, &row, object: object())
+        count += 1
+        return ObjectID(storeID: storeID, entity: e.name, primaryKey: pk)
     }
 }
 

@@ -8,12 +8,25 @@ enum RecordEncoder {
     /// The values and to-one relationships `record` holds, for `entity`. `inserting`: what an
     /// insert gets by default is left out (a nil attribute whose default is nil, a nil to-one), so
     /// that the insert writes what a row of the same values would; an update sets every one.
-    static func encode<R: Record>(_ record: R, entity: Entity, inserting: Bool = false, memo: Memo? = nil) throws
+    static func encode<R: Record>(_ record: R, entity: Entity, inserting: Bool = false) throws
         -> ([String: Value], [String: ObjectID?])
     {
-        // A batch's records of one type take turns in one box (``Memo/box``).
-        let box =
-            (inserting ? memo?.box() : nil) ?? Box(slots: entity.recordSlots, inserting: inserting, order: memo?.order)
+        let box = Box(slots: entity.recordSlots, inserting: inserting)
+        try fill(box, with: record, entity: entity)
+        return box.take()
+    }
+
+    /// `record` as a row to insert, by position (a batch's record: each property goes to its
+    /// place, with no name hashed into a dictionary). A batch's records of one type take turns in
+    /// the memo's box.
+    static func encodeRow<R: Record>(_ record: R, memo: Memo) throws -> EncodedRow {
+        let box = memo.box()
+        try fill(box, with: record, entity: memo.entity)
+        return box.takeRow()
+    }
+
+    /// Encodes `record` into `box`; throws what the record cannot be written for.
+    private static func fill<R: Record>(_ box: Box, with record: R, entity: Entity) throws {
         do {
             try record.encode(to: Encoder(box: box))
         } catch let error as StoreError {
@@ -29,7 +42,6 @@ enum RecordEncoder {
             throw unsupported(failure).describing(
                 ValidationFailure(object: entity.name, property: failure, rule: .record))
         }
-        box.order?.stored = box.values.count
         if let (key, problem) = box.problem {
             switch problem {
             case .unknown:
@@ -44,7 +56,15 @@ enum RecordEncoder {
                     rule: .destination(entity.relationship(named: key)?.destination ?? ""))
             }
         }
-        return box.take()
+    }
+
+    /// A record encoded for an insert, by position: its attributes as ``InsertRow/values``, its
+    /// to-one relationships as ids by to-one index, and any other relationship it gave an id
+    /// (a to-many: an insert refuses it) by name.
+    struct EncodedRow: Sendable {
+        var values: [Value?]
+        var targets: [ObjectID?]
+        var others: [String: ObjectID?]
     }
 
     /// Every coding key a record encodes with its value (JSON text for a nested value), whatever
@@ -107,25 +127,39 @@ enum RecordEncoder {
         @exclusivity(unchecked) var problem: (String, Problem)?
         /// Set when capturing: every key's value, whatever the entity (``RecordEncoder/capture(_:)``).
         @exclusivity(unchecked) var captured: [String: Value]?
-        init(slots: [String: RecordSlot], inserting: Bool, order: KeyOrder? = nil) {
+        /// A memo's box fills rows by position: how many attributes and to-ones they have.
+        let shape: (attributes: Int, toOne: Int)?
+        /// The attributes by position (a box with a ``shape``).
+        @exclusivity(unchecked) var row: [Value?] = []
+        /// The to-one relationships by position (a box with a ``shape``).
+        @exclusivity(unchecked) var targets: [ObjectID?] = []
+        init(
+            slots: [String: RecordSlot], inserting: Bool, order: KeyOrder? = nil,
+            shape: (attributes: Int, toOne: Int)? = nil
+        ) {
             self.slots = slots
             self.inserting = inserting
             self.order = order
+            self.shape = shape
             order?.position = 0
-            // As many as the last record of the type stored, or room for every property. Made at
-            // that size (`reserveCapacity` is a call into the standard library, not specialized:
-            // 1,100 instructions a record).
-            values = Dictionary(minimumCapacity: Self.capacity(order, slots))
+            if let shape {
+                row = Array(repeating: nil, count: shape.attributes)
+                targets = Array(repeating: nil, count: shape.toOne)
+            } else {
+                // Room for every property, made at that size (`reserveCapacity` is a call into the
+                // standard library, not specialized: 1,100 instructions a record).
+                values = Dictionary(minimumCapacity: slots.count)
+            }
         }
-        /// Room for as many values as the type's last record stored, or for every property.
-        private static func capacity(_ order: KeyOrder?, _ slots: [String: RecordSlot]) -> Int {
-            order.map { $0.stored > 0 ? $0.stored : slots.count } ?? slots.count
-        }
-        /// Made ready for the next record: nothing of the last one left, room for as many values
-        /// as it stored.
+        /// Made ready for the next record: nothing of the last one left.
         func reset() {
             order?.position = 0
-            values = Dictionary(minimumCapacity: Self.capacity(order, slots))
+            if let shape {
+                row = Array(repeating: nil, count: shape.attributes)
+                targets = Array(repeating: nil, count: shape.toOne)
+            } else {
+                values = Dictionary(minimumCapacity: slots.count)
+            }
             if !relationships.isEmpty { relationships = [:] }
             failure = nil
             problem = nil
@@ -136,6 +170,15 @@ enum RecordEncoder {
         func take() -> ([String: Value], [String: ObjectID?]) {
             let taken = (values, relationships)
             values = [:]
+            relationships = [:]
+            return taken
+        }
+
+        /// The row encoded (a box with a ``shape``), handed over whole.
+        func takeRow() -> EncodedRow {
+            let taken = EncodedRow(values: row, targets: targets, others: relationships)
+            row = []
+            targets = []
             relationships = [:]
             return taken
         }
@@ -167,10 +210,10 @@ enum RecordEncoder {
                 return
             }
             switch slot {
-            case .attribute(_, let derived, let nullIsDefault)?:
+            case .attribute(_, let derived, let nullIsDefault, let index)?:
                 // A record reads derived attributes; the save computes them.
                 guard !derived, !(inserting && nullIsDefault && v.isNull) else { return }
-                values[name] = v
+                if shape != nil { row[index] = v } else { values[name] = v }
             case .relationship?:
                 guard v.isNull else { return note(name, .valueInRelationship) }
                 if !inserting { relationships[name] = .some(nil) }
@@ -185,8 +228,9 @@ enum RecordEncoder {
                 return
             }
             switch slot {
-            case .attribute(let type, _, _)?: note(name, .objectInAttribute(type))
-            case .relationship?: relationships[name] = .some(id)
+            case .attribute(let type, _, _, _)?: note(name, .objectInAttribute(type))
+            case .relationship(let toOne)?:
+                if shape != nil, let toOne { targets[toOne] = id } else { relationships[name] = .some(id) }
             case nil: if name != "id", !slots.isEmpty { note(name, .unknown) }
             }
         }
@@ -215,7 +259,9 @@ enum RecordEncoder {
                 reused.reset()
                 return reused
             }
-            let made = Box(slots: entity.recordSlots, inserting: true, order: order)
+            let made = Box(
+                slots: entity.recordSlots, inserting: true, order: order,
+                shape: (entity.attributes.count, entity.toOneRelationships.count))
             made.reused = true
             reused = made
             return made
@@ -232,8 +278,6 @@ enum RecordEncoder {
         @exclusivity(unchecked) var names: [String] = []
         @exclusivity(unchecked) var slots: [RecordSlot?] = []
         @exclusivity(unchecked) var position = 0
-        /// How many values the last record stored.
-        @exclusivity(unchecked) var stored = 0
     }
 
     /// A keyed container kept by a box for the records after the first.
@@ -286,7 +330,7 @@ enum RecordEncoder {
         mutating func encode<T: Encodable>(_ v: T, forKey key: Key) throws {
             let name = key.stringValue
             let slot = box.slot(name)
-            if case .attribute(.json, _, _)? = slot {
+            if case .attribute(.json, _, _, _)? = slot {
                 box.put(.string(try RecordEncoder.json(v)), name, slot)
                 return
             }

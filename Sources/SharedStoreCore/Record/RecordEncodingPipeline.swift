@@ -7,7 +7,7 @@ import Foundation
 /// whatever the batch's size.
 final class RecordEncodingPipeline<R: Record>: @unchecked Sendable {
     /// One record's values and to-one relationships, or why it cannot be written.
-    typealias Encoded = Result<([String: Value], [String: ObjectID?]), any Error>
+    typealias Encoded = Result<RecordEncoder.EncodedRow, any Error>
     /// Records per chunk handed over (one lock and one wake-up per chunk, not per record).
     static var chunk: Int { 64 }
     /// Chunks encoded ahead of the writer at most (a few hundred records: what a record's
@@ -33,7 +33,7 @@ final class RecordEncodingPipeline<R: Record>: @unchecked Sendable {
                 chunk.reserveCapacity(end - start)
                 for i in start..<end {
                     chunk.append(
-                        Result { try RecordEncoder.encode(records[i], entity: entity, inserting: true, memo: memo) })
+                        Result { try RecordEncoder.encodeRow(records[i], memo: memo) })
                 }
                 start = end
                 guard hand(chunk) else { break }

@@ -51,32 +51,47 @@ public struct BatchWriter: ~Copyable {
         _ e: Entity, _ values: consuming [String: Value], relationships: [String: ObjectID?],
         object: @autoclosure () -> String, checked: Bool = false
     ) throws -> ObjectID {
-        if !checked { try e.checkAttributes(values, object: object()) }
-        var changes = PropertyChanges(values: consume values, relationships: [:])
+        // Each value put in its place once: the insert reads them by position.
+        // In the storage the last insert used: no allocation per row.
+        var row = writer.spare
+        writer.spare = .empty
+        row.clear(for: e)
+        defer { writer.spare = row }
+        for (name, value) in values {
+            if let i = e.attributeIndex(name), checked || !e.attributes[i].isDerived {
+                row.values[i] = value
+            } else if !checked {
+                try e.checkAttribute(name, object: object())
+            }
+        }
         for (name, target) in relationships {
-            guard let r = e.relationship(named: name), !r.isToMany else {
+            guard let i = e.toOneIndex(name) else {
                 throw StoreError(.unknownProperty, "\(object()): \(e.name) has no to-one relationship '\(name)'")
             }
-            guard let target else {
-                changes.relationships[name] = .some(nil)
-                continue
-            }
-            // Rows of a batch often point at the object the previous one did: its existence is
-            // known then (compared, not hashed); that it is of the relationship's entity, never.
-            // A target known to exist is looked up once (not looked up, then inserted again).
-            let known = target == lastExisting || existing.contains(target)
-            guard target.storeID == storeID, target.entity == r.destination, !target.isTemporary,
-                try known || writer.exists(try writer.model.entity(r.destination), target.primaryKey)
-            else {
-                throw StoreError(.objectNotFound, "\(object()).\(name) refers to \(target), which is not in the store")
-            }
-            if !known { existing.insert(target) }
-            lastExisting = target
-            changes.relationships[name] = target.primaryKey
+            row.targets[i] = try target.map { try key(of: $0, e.toOneRelationships[i], object: object()) }
         }
-        let pk = try writer.insert(e, consume changes, object: object())
+        let pk = try writer.insert(e, &row, object: object())
         count += 1
         return ObjectID(storeID: storeID, entity: e.name, primaryKey: pk)
+    }
+
+    /// The key of `target`, which to-one `r` of an inserted object points at: a stored object of
+    /// `r`'s entity, or one this batch made.
+    mutating func key(of target: ObjectID, _ r: Relationship, object: @autoclosure () -> String) throws
+        -> Int64
+    {
+        // Rows of a batch often point at the object the previous one did: its existence is
+        // known then (compared, not hashed); that it is of the relationship's entity, never.
+        // A target known to exist is looked up once (not looked up, then inserted again).
+        let known = target == lastExisting || existing.contains(target)
+        guard target.storeID == storeID, target.entity == r.destination, !target.isTemporary,
+            try known || writer.exists(try writer.model.entity(r.destination), target.primaryKey)
+        else {
+            throw StoreError(.objectNotFound, "\(object()).\(r.name) refers to \(target), which is not in the store")
+        }
+        if !known { existing.insert(target) }
+        lastExisting = target
+        return target.primaryKey
     }
 
     /// The object of `entityName` whose uniqueness constraint `values` hold: the stored one, or

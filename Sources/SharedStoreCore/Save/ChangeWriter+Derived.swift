@@ -41,21 +41,20 @@ extension ChangeWriter {
         return out
     }
 
-    /// The object's own derived values for an insert, written into `changes` (the hot path of
-    /// a batch: no dictionary of its own, no closures).
-    mutating func deriveForInsert(_ e: Entity, _ index: Int, _ changes: inout PropertyChanges) throws {
+    /// The object's own derived values for an insert, written into its row (the hot path of a
+    /// batch: no dictionary of its own, no closures).
+    mutating func deriveForInsert(_ e: Entity, _ index: Int, _ row: inout InsertRow) throws {
         for own in derivations.own[index] {
             switch own {
             case .now(let a):
-                changes.values[a] = .date(saveTime)
+                row.set(a, .date(saveTime), of: e)
             case .canonical(let a, let source):
-                let v = changes.values[source] ?? e.attribute(named: source)?.defaultValue ?? .null
-                changes.values[a] = v.stringValue.map { .string(DerivationMap.canonical($0)) } ?? .null
+                let v = row.value(source, of: e)
+                row.set(a, v.stringValue.map { .string(DerivationMap.canonical($0)) } ?? .null, of: e)
             case .related(let a, let via, let entity, let source):
-                changes.values[a] =
-                    try (changes.relationships[via] ?? nil).map { try related(entity, $0)[source] } ?? .null
+                row.set(a, try row.target(via, of: e).map { try related(entity, $0)[source] } ?? .null, of: e)
             case .zero(let a, let type):
-                changes.values[a] = type == .double ? .double(0) : .integer(0)
+                row.set(a, type == .double ? .double(0) : .integer(0), of: e)
             }
         }
     }

@@ -67,13 +67,6 @@ extension ChangeWriter {
 }
 
 extension PropertyChanges {
-    /// The value property `name` of `e` gets from these changes: an attribute's value (its
-    /// default when not given), a to-one relationship's key as an integer (`.null`: none).
-    func value(_ name: String, of e: Entity) -> Value {
-        if let a = e.attribute(named: name) { return values[name] ?? a.defaultValue }
-        return (relationships[name] ?? nil).map(Value.integer) ?? .null
-    }
-
     /// The value property `name` of `e` has after an update of `current` with these changes and
     /// the `derived` values it computed.
     func value(_ name: String, of e: Entity, derived: [String: Value], current: Snapshot) -> Value {

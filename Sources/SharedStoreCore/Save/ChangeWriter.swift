@@ -40,6 +40,8 @@ struct ChangeWriter {
     var relatedCache: [ObjectKey: Snapshot] = [:]
     /// Objects with counts or sums that this transaction inserted (recorded as inserts already).
     var insertedTargets: Set<ObjectKey> = []
+    /// The storage of the rows inserted by name, kept from one insert to the next.
+    var spare = InsertRow.empty
     /// The entities' validation rules and lifecycle events (nil: none registered).
     let hooks: [Int: HookSet]?
 
@@ -93,90 +95,92 @@ struct ChangeWriter {
 
     /// Inserts a validated row and records the insert; returns the new primary key.
     mutating func insert(
-        _ e: Entity, _ changes: consuming PropertyChanges, object: @autoclosure () -> String, globalID: UUID? = nil
+        _ e: Entity, _ changes: PropertyChanges, object: @autoclosure () -> String, globalID: UUID? = nil
     ) throws -> Int64 {
-        // `changes` is the caller's to give: what a hook sets or a derivation adds goes into its
-        // dictionaries in place, not into copies of them.
+        // Filled in the storage the last insert by name used: no allocation per row.
+        var row = spare
+        spare = .empty
+        row.fill(e, changes)
+        defer { spare = row }
+        return try insert(e, &row, object: object(), globalID: globalID)
+    }
+
+    /// Inserts `row` (of `e`), validated, and records the insert; returns the new primary key.
+    /// What a hook sets and the derived values go into `row` in place.
+    mutating func insert(
+        _ e: Entity, _ row: inout InsertRow, object: @autoclosure () -> String, globalID: UUID? = nil
+    ) throws -> Int64 {
         let index = model.index(of: e)
         let derived = !derivations.isEmpty
-        if let h = hooks?[index] { try awaken(e, h, &changes, object: object()) }
-        if derived && !derivations.own[index].isEmpty { try deriveForInsert(e, index, &changes) }
+        if let h = hooks?[index] { try awaken(e, h, &row, object: object()) }
+        if derived && !derivations.own[index].isEmpty { try deriveForInsert(e, index, &row) }
         let stmt = try s.insertStatement(entity: index)
         var column: Int32 = 1
-        // The attributes as the validator keeps them: one reference each, not a copy of each.
-        for rules in container.validator.rules(index) {
-            let value = changes.values[rules.attribute.name] ?? rules.attribute.defaultValue
-            try stmt.bind(try container.validator.validate(value, rules, object: object()), at: column)
+        // The attributes as the validator keeps them (one reference each, not a copy of each),
+        // in the row's order.
+        let rules = container.validator.rules(index)
+        for i in rules.indices {
+            let value = row.values[i] ?? rules[i].attribute.defaultValue
+            try stmt.bind(try container.validator.validate(value, rules[i], object: object()), at: column)
             column += 1
         }
-        for r in e.toOneRelationships {
-            try stmt.bind(changes.relationships[r.name].flatMap { $0 }.map(SQLValue.integer) ?? .null, at: column)
+        for target in row.targets {
+            try stmt.bind(target.map(SQLValue.integer) ?? .null, at: column)
             column += 1
         }
         let globalID = globalID ?? GlobalID.make()
         try stmt.bind(uuid: globalID, at: column)
-        try unique(e, object(), values: { changes.value($0, of: e) }) { try stmt.run() }
+        try unique(e, object(), values: { row.value($0, of: e) }) { try stmt.run() }
         let pk = s.lastInsertedKey
         recorder.inserted(index, pk, globalID: globalID)
         if !e.keptCounts.isEmpty { counter.inserted(index, pk) }
-        if derived { inserted(e, index, pk, changes) }
+        if derived { inserted(e, index, pk, row) }
         if let h = hooks?[index], h.readsSaved {
-            let saved = snapshot(e, pk, changes)
+            let saved = snapshot(e, pk, row, version: 1)
             try h.hooks.check(saved, .insert, object: "\(e.name)/\(pk)")
             h.hooks.didSave?(saved)
         }
         return pk
     }
 
-    /// `awakeFromInsert` then `willSave` of a new object: what they set joins its values.
+    /// `awakeFromInsert` then `willSave` of a new object: what they set goes into its row.
     private func awaken(
-        _ e: Entity, _ h: HookSet, _ changes: inout PropertyChanges, object: @autoclosure () -> String
+        _ e: Entity, _ h: HookSet, _ row: inout InsertRow, object: @autoclosure () -> String
     ) throws {
         guard h.awakeFromInsert != nil || h.willSave != nil else { return }
-        // The draft takes the values (moved, not shared: what the hooks set goes into them in
-        // place, not into a copy) and gives them back with what the hooks set.
-        var draft = ObjectDraft(
-            entity: e, id: nil, storeID: container.storeID, values: changes.values, relationships: changes.relationships
-        )
-        changes.values = [:]
-        defer { changes.values = draft.values }
+        // The draft takes the row (moved, not shared: what the hooks set goes into it in place,
+        // not into a copy) and gives it back with what the hooks set.
+        var draft = ObjectDraft(entity: e, id: nil, storeID: container.storeID, row: row)
+        row.values = []
+        defer { row = draft.row }
         // The object's name only for an error: a batch names it by its line, built on demand.
         if let awake = h.awakeFromInsert { try EntityHooks.run("awakeFromInsert", object()) { try awake(&draft) } }
         if let will = h.willSave { try EntityHooks.run("willSave", object()) { try will(&draft) } }
     }
 
-    /// The to-one relationships of `changes` as object ids.
-    private func objectIDs(_ e: Entity, _ changes: PropertyChanges) -> [String: ObjectID?] {
-        var out: [String: ObjectID?] = [:]
-        for r in e.toOneRelationships {
-            out[r.name] = (changes.relationships[r.name] ?? nil).map {
-                ObjectID(storeID: container.storeID, entity: r.destination, primaryKey: $0)
+    /// A new object as stored: its values (defaults for the ones not given) and relationships.
+    private func snapshot(_ e: Entity, _ pk: Int64, _ row: InsertRow, version: Int64) -> Snapshot {
+        var values: [String: Value] = [:]
+        for (i, a) in e.attributes.enumerated() { values[a.name] = row.values[i] ?? a.defaultValue }
+        var rels: [String: ObjectID] = [:]
+        for (i, r) in e.toOneRelationships.enumerated() {
+            if let target = row.targets[i] {
+                rels[r.name] = ObjectID(storeID: container.storeID, entity: r.destination, primaryKey: target)
             }
         }
-        return out
-    }
-
-    /// A new object as stored: its values (defaults for the ones not given) and relationships.
-    private func snapshot(_ e: Entity, _ pk: Int64, _ changes: PropertyChanges) -> Snapshot {
-        var values: [String: Value] = [:]
-        for a in e.attributes { values[a.name] = changes.values[a.name] ?? a.defaultValue }
-        var rels: [String: ObjectID] = [:]
-        for (name, id) in objectIDs(e, changes) { if let id { rels[name] = id } }
         return Snapshot(
-            id: ObjectID(storeID: container.storeID, entity: e.name, primaryKey: pk), version: 1, values: values,
+            id: ObjectID(storeID: container.storeID, entity: e.name, primaryKey: pk), version: version, values: values,
             relationships: rels)
     }
 
     /// A new object feeds the counts and sums it points at; one with counts or sums of its own
     /// is remembered (its insert is recorded already).
-    private mutating func inserted(_ e: Entity, _ index: Int, _ pk: Int64, _ changes: PropertyChanges) {
+    private mutating func inserted(_ e: Entity, _ index: Int, _ pk: Int64, _ row: InsertRow) {
         if derivations.own[index].contains(where: { if case .zero = $0 { return true } else { return false } }) {
             insertedTargets.insert(ObjectKey(entity: index, pk: pk))
         }
         if !derivations.feeds[index].isEmpty {
-            feed(
-                index, sign: 1, target: { changes.relationships[$0] ?? nil },
-                value: { changes.values[$0] ?? e.attribute(named: $0)?.defaultValue ?? .null })
+            feed(index, sign: 1, target: { row.target($0, of: e) }, value: { row.value($0, of: e) })
         }
     }
 
@@ -401,29 +405,21 @@ struct ChangeWriter {
         // delete), at a version none of its reads before the delete had.
         let globalID = GlobalID.make()
         let version = try s.restoredVersion(after: read.version)
-        let restored = PropertyChanges(values: all, relationships: targets)
+        let restored = InsertRow(e, PropertyChanges(values: all, relationships: targets))
         try unique(e, read.id.description, values: { restored.value($0, of: e) }) {
             try s.insertRow(e, primaryKey: read.id.primaryKey, values: bindings, globalID: globalID, version: version)
         }
         recorder.inserted(index, read.id.primaryKey, globalID: globalID)
         if !e.keptCounts.isEmpty { counter.inserted(index, read.id.primaryKey) }
         if !derivations.isEmpty { inserted(e, index, read.id.primaryKey, restored) }
-        if let hook, hook.readsSaved { try restoredHooks(e, hook, read.id, version, restored) }
-    }
-
-    /// The rules and `didSave` of an object that came back: checked as stored, as an insert and
-    /// as an update (it is both: back in the store, with the context's changes).
-    private func restoredHooks(
-        _ e: Entity, _ hook: HookSet, _ id: ObjectID, _ version: Int64, _ restored: PropertyChanges
-    ) throws {
-        var values: [String: Value] = [:]
-        for a in e.attributes { values[a.name] = restored.values[a.name] ?? a.defaultValue }
-        var relationships: [String: ObjectID] = [:]
-        for (name, target) in objectIDs(e, restored) { if let target { relationships[name] = target } }
-        let saved = Snapshot(id: id, version: version, values: values, relationships: relationships)
-        try hook.hooks.check(saved, .insert, object: id.description)
-        try hook.hooks.check(saved, .update, object: id.description)
-        hook.hooks.didSave?(saved)
+        if let hook, hook.readsSaved {
+            // Checked as stored, as an insert and as an update (it is both: back in the store,
+            // with the context's changes).
+            let saved = snapshot(e, read.id.primaryKey, restored, version: version)
+            try hook.hooks.check(saved, .insert, object: read.id.description)
+            try hook.hooks.check(saved, .update, object: read.id.description)
+            hook.hooks.didSave?(saved)
+        }
     }
 
     /// Deletes objects with their delete rules (``DeleteRules``).

@@ -12,30 +12,39 @@ public struct ObjectDraft: Sendable {
     public let id: ObjectID?
     /// Whether the object is being inserted by this save (it has no id yet).
     public var isInserted: Bool { id == nil }
-    /// The values given (an attribute not given reads as its default).
-    private(set) var values: [String: Value]
-    /// To-one relationships by name: the related object's key (nil: none).
-    private let keys: [String: Int64?]
+    /// The values given, by position (an attribute not given reads as its default), and the
+    /// to-one relationships' keys.
+    private(set) var row: InsertRow
     private let storeID: UUID
     private let model: Entity
     /// The names the hook set.
     private(set) var changed: Set<String> = []
 
-    init(entity: Entity, id: ObjectID?, storeID: UUID, values: [String: Value], relationships: [String: Int64?]) {
+    /// A draft of `row`'s object (an insert hands its row over: the hook's changes go into it
+    /// in place).
+    init(entity: Entity, id: ObjectID?, storeID: UUID, row: InsertRow) {
         self.entity = entity.name
         self.model = entity
         self.id = id
         self.storeID = storeID
-        self.values = values
-        self.keys = relationships
+        self.row = row
+    }
+
+    init(entity: Entity, id: ObjectID?, storeID: UUID, values: [String: Value], relationships: [String: Int64?]) {
+        self.init(
+            entity: entity, id: id, storeID: storeID,
+            row: InsertRow(entity, PropertyChanges(values: values, relationships: relationships)))
     }
 
     /// The value of attribute `name` (its default when none was given; `.null` for no attribute).
-    public subscript(name: String) -> Value { values[name] ?? model.attribute(named: name)?.defaultValue ?? .null }
+    public subscript(name: String) -> Value {
+        guard let i = model.attributeIndex(name) else { return .null }
+        return row.value(i, of: model)
+    }
 
     /// The object a to-one relationship points at.
     public func related(_ name: String) -> ObjectID? {
-        guard let r = model.relationship(named: name), let key = keys[name] ?? nil else { return nil }
+        guard let r = model.relationship(named: name), let key = row.target(name, of: model) else { return nil }
         return ObjectID(storeID: storeID, entity: r.destination, primaryKey: key)
     }
 
@@ -45,7 +54,7 @@ public struct ObjectDraft: Sendable {
     ///   attribute (the save computes it).
     public mutating func set(_ name: String, _ value: Value) throws {
         try model.checkAttribute(name, object: id?.description ?? "new \(entity)")
-        values[name] = value
+        row.set(name, value, of: model)
         changed.insert(name)
     }
 }
