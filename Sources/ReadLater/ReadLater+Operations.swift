@@ -138,12 +138,11 @@ extension ReadLater {
         let result = try context.batch { batch in
             // By position: a line's values are put in place, not hashed by name.
             let article = try batch.layout(
-                Article.entityName,
-                attributes: [
-                    Key(\Article.title).path, Key(\Article.url).path, Key(\Article.createdAt).path,
-                    Key(\Article.isRead).path,
-                ],
-                relationships: [Key(\Article.category).path])
+                Article.self,
+                [
+                    Key(\Article.title), Key(\Article.url), Key(\Article.createdAt), Key(\Article.isRead),
+                    Key(\Article.category),
+                ])
             try LineReader(input, name: name).forEachLine { bytes, number in
                 // The batch's inserts check every value, naming the line: no second check here.
                 guard let link = try parseLine(bytes: bytes, number: number, container: container, validate: false)
@@ -156,7 +155,7 @@ extension ReadLater {
                     return id
                 }
                 _ = try batch.insert(
-                    article, [.string(link.title), .string(link.url), .date(now), .bool(false)],
+                    article, values: [.string(link.title), .string(link.url), .date(now), .bool(false)],
                     relationships: [category], object: "line \(number)")
                 articles += 1
                 progress(number)

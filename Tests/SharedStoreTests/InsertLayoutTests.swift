@@ -127,7 +127,7 @@ import Testing
                         "Link", attributes: names, relationships: row.other == nil ? ["folder"] : ["other", "folder"])
                     let targets =
                         (row.other == nil ? [] : [folders[1][row.other!]]) + [row.folder.map { folders[1][$0] }]
-                    _ = try b.insert(layout, row.values.map(\.1), relationships: targets)
+                    _ = try b.insert(layout, values: row.values.map(\.1), relationships: targets)
                 }
             }
         }
@@ -184,6 +184,38 @@ import Testing
         #expect(try Self.history(stores[0]) == Self.history(stores[1]), "seed \(seed)")
     }
 
+    @Test func aTypedLayoutSortsItsKeysIntoValuesAndRelationships() throws {
+        typealias Article = ReadLater.Article
+        let dir = TemporaryGroup()
+        let container = try dir.open()
+        let context = container.newContext(name: "w", author: "Writer")
+        let category = try context.insert("Category", [ReadLater.categoryName(container.model): .string("c")])
+        let categoryID = try context.save().permanentID(for: category)
+        var id: ObjectID?
+        try context.batch { b in
+            let layout = try b.layout(
+                Article.self, [Key(\Article.category), Key(\Article.url), Key(\Article.title), Key(\Article.isRead)])
+            #expect(layout.entityName == "Article")
+            #expect(layout.attributeNames == ["url", "title", "isRead"])
+            #expect(layout.relationshipNames == ["category"])
+            id = try b.insert(
+                layout, values: [.string("https://t.example"), .string("Typed"), .bool(true)],
+                relationships: [categoryID])
+        }
+        let article = try context.fetch(FetchRequest("Article")).first
+        #expect(article?.id == id)
+        #expect(article?["title"] == .string("Typed"))
+        #expect(article?["isRead"] == .bool(true))
+        #expect(article?.relationships["category"] == categoryID)
+        // A hook of the model set what the layout left out.
+        #expect(article?["createdAt"].dateValue != nil)
+        expectStoreError(.validation, containing: "derived") {
+            try context.batch { b in
+                _ = try b.layout(ReadLater.Records.Article.self, [Key(\ReadLater.Records.Article.searchTitle)])
+            }
+        }
+    }
+
     @Test func aLayoutRefusesWhatItCannotPlace() throws {
         let dir = TemporaryGroup()
         let container = try dir.open(try Self.model())
@@ -202,23 +234,23 @@ import Testing
         refuses(.unknownEntity, "Nope") { b in _ = try b.layout("Nope", attributes: []) }
         refuses(.invalidArgument, "takes 2 value(s) and 1 relationship(s), given 1 and 1") { b in
             let layout = try b.layout("Link", attributes: ["url", "title"], relationships: ["folder"])
-            _ = try b.insert(layout, [.string("https://a.example")], relationships: [folderID])
+            _ = try b.insert(layout, values: [.string("https://a.example")], relationships: [folderID])
         }
         // A row that breaks a rule is named by its place, and nothing of its batch is kept.
         refuses(.validation, "Link (batch object 2).url") { b in
             let layout = try b.layout("Link", attributes: ["url", "title"])
-            _ = try b.insert(layout, [.string("https://a.example"), .string("fine")])
-            _ = try b.insert(layout, [.string("not a url"), .string("bad")])
+            _ = try b.insert(layout, values: [.string("https://a.example"), .string("fine")])
+            _ = try b.insert(layout, values: [.string("not a url"), .string("bad")])
         }
         refuses(.objectNotFound, "refers to") { b in
             let layout = try b.layout("Link", attributes: ["url", "title"], relationships: ["folder"])
             let wrong = ObjectID(storeID: folderID.storeID, entity: "Link", primaryKey: folderID.primaryKey)
-            _ = try b.insert(layout, [.string("https://b.example"), .string("t")], relationships: [wrong])
+            _ = try b.insert(layout, values: [.string("https://b.example"), .string("t")], relationships: [wrong])
         }
         refuses(.uniqueness, "url") { b in
             let layout = try b.layout("Link", attributes: ["url", "title"])
-            _ = try b.insert(layout, [.string("https://c.example"), .string("one")])
-            _ = try b.insert(layout, [.string("https://c.example"), .string("two")])
+            _ = try b.insert(layout, values: [.string("https://c.example"), .string("one")])
+            _ = try b.insert(layout, values: [.string("https://c.example"), .string("two")])
         }
         #expect(try context.count(FetchRequest("Link")) == 0)
     }
@@ -241,11 +273,11 @@ import Testing
         }
         let context = a.newContext(name: "w", author: "W")
         try context.batch { b in
-            _ = try b.insert(try #require(sameLayout), [.string("https://s.example"), .string("same")])
+            _ = try b.insert(try #require(sameLayout), values: [.string("https://s.example"), .string("same")])
         }
         expectStoreError(.invalidArgument, containing: "another model") {
             try context.batch { b in
-                _ = try b.insert(try #require(otherLayout), [.string("https://o.example"), .string("other")])
+                _ = try b.insert(try #require(otherLayout), values: [.string("https://o.example"), .string("other")])
             }
         }
         let links = try context.fetch(FetchRequest("Link"))

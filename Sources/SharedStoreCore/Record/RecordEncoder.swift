@@ -213,7 +213,8 @@ enum RecordEncoder {
             case .attribute(_, let derived, let nullIsDefault, let index)?:
                 // A record reads derived attributes; the save computes them.
                 guard !derived, !(inserting && nullIsDefault && v.isNull) else { return }
-                if shape != nil { row[index] = v } else { values[name] = v }
+                // A container kept past its record (its row taken) writes nowhere.
+                if shape == nil { values[name] = v } else if index < row.count { row[index] = v }
             case .relationship?:
                 guard v.isNull else { return note(name, .valueInRelationship) }
                 if !inserting { relationships[name] = .some(nil) }
@@ -230,7 +231,11 @@ enum RecordEncoder {
             switch slot {
             case .attribute(let type, _, _, _)?: note(name, .objectInAttribute(type))
             case .relationship(let toOne)?:
-                if shape != nil, let toOne { targets[toOne] = id } else { relationships[name] = .some(id) }
+                if shape == nil || toOne == nil {
+                    relationships[name] = .some(id)
+                } else if let toOne, toOne < targets.count {
+                    targets[toOne] = id
+                }
             case nil: if name != "id", !slots.isEmpty { note(name, .unknown) }
             }
         }

@@ -84,7 +84,12 @@ public struct BatchWriter: ~Copyable {
         // known then (compared, not hashed); that it is of the relationship's entity, never.
         // A target known to exist is looked up once (not looked up, then inserted again).
         let known = target == lastExisting || existing.contains(target)
-        guard target.storeID == storeID, target.entity == r.destination, !target.isTemporary,
+        guard target.storeID == storeID else {
+            throw StoreError(
+                .objectNotFound,
+                "\(object()).\(r.name) refers to \(target), an object of another store (\(target.storeID.uuidString))")
+        }
+        guard target.entity == r.destination, !target.isTemporary,
             try known || writer.exists(try writer.model.entity(r.destination), target.primaryKey)
         else {
             throw StoreError(.objectNotFound, "\(object()).\(r.name) refers to \(target), which is not in the store")

@@ -132,14 +132,23 @@ struct ChangeWriter {
         try stmt.bind(uuid: globalID, at: column)
         try unique(e, object(), values: { row.value($0, of: e) }) { try stmt.run() }
         let pk = s.lastInsertedKey
+        var saved: Snapshot?
+        if let h = hooks?[index], h.readsSaved {
+            let object = snapshot(e, pk, row, version: 1)
+            do {
+                try h.hooks.check(object, .insert, object: "\(e.name)/\(pk)")
+            } catch {
+                // Refused: nothing of it stays, should the caller carry on with the batch (it
+                // is recorded nowhere yet).
+                try s.deleteRow(e, pk)
+                throw error
+            }
+            saved = object
+        }
         recorder.inserted(index, pk, globalID: globalID)
         if !e.keptCounts.isEmpty { counter.inserted(index, pk) }
         if derived { inserted(e, index, pk, row) }
-        if let h = hooks?[index], h.readsSaved {
-            let saved = snapshot(e, pk, row, version: 1)
-            try h.hooks.check(saved, .insert, object: "\(e.name)/\(pk)")
-            h.hooks.didSave?(saved)
-        }
+        if let saved { hooks?[index]?.hooks.didSave?(saved) }
         return pk
     }
 
@@ -152,10 +161,32 @@ struct ChangeWriter {
         // not into a copy) and gives it back with what the hooks set.
         var draft = ObjectDraft(entity: e, id: nil, storeID: container.storeID, row: row)
         row.values = []
-        defer { row = draft.row }
         // The object's name only for an error: a batch names it by its line, built on demand.
-        if let awake = h.awakeFromInsert { try EntityHooks.run("awakeFromInsert", object()) { try awake(&draft) } }
-        if let will = h.willSave { try EntityHooks.run("willSave", object()) { try will(&draft) } }
+        if let awake = h.awakeFromInsert {
+            try EntityHooks.run("awakeFromInsert", object()) { try awake(&draft) }
+            try Self.check(draft, of: e, by: "awakeFromInsert", object: object())
+        }
+        if let will = h.willSave {
+            try EntityHooks.run("willSave", object()) { try will(&draft) }
+            try Self.check(draft, of: e, by: "willSave", object: object())
+        }
+        row = draft.row
+    }
+
+    /// Throws unless `draft` is still a new object of `e` (a hook may keep a draft it was given
+    /// and assign it to another's: its row would not fit this one).
+    private static func check(_ draft: ObjectDraft, of e: Entity, by hook: String, object: @autoclosure () -> String)
+        throws
+    {
+        guard draft.isInserted, draft.entity == e.name, draft.row.values.count == e.attributes.count,
+            draft.row.targets.count == e.toOneRelationships.count
+        else {
+            throw StoreError(
+                .invalidArgument,
+                "\(object()): \(hook) of \(e.name) put another object's draft "
+                    + "(\(draft.id?.description ?? "new \(draft.entity)")) in its place: a hook changes the draft "
+                    + "it is given, it cannot replace it; nothing was saved")
+        }
     }
 
     /// A new object as stored: its values (defaults for the ones not given) and relationships.

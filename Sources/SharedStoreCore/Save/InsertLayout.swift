@@ -2,7 +2,7 @@ import Foundation
 
 /// The properties a batch's rows give by position, in order: attributes, then to-one
 /// relationships. Made once by ``BatchWriter/layout(_:attributes:relationships:)``; each row of
-/// ``BatchWriter/insert(_:_:relationships:object:)`` then gives its values in that order, with no
+/// ``BatchWriter/insert(_:values:relationships:object:)`` then gives its values in that order, with no
 /// name to look up or hash per value.
 ///
 /// For example, a million shared links:
@@ -10,7 +10,8 @@ import Foundation
 /// try context.batch { batch in
 ///     let article = try batch.layout("Article", attributes: ["title", "url"], relationships: ["category"])
 ///     for link in links {
-///         _ = try batch.insert(article, [.string(link.title), .string(link.url)], relationships: [link.category])
+///         _ = try batch.insert(
+///             article, values: [.string(link.title), .string(link.url)], relationships: [link.category])
 ///     }
 /// }
 /// ```
@@ -65,16 +66,41 @@ extension BatchWriter {
         return InsertLayout(entity: e, attributes: positions, relationships: targets)
     }
 
+    /// A layout for rows of record type `R`'s entity that give `keys`, typed: the attributes among
+    /// them in their order (a row's values), then its to-one relationships in their order (a row's
+    /// relationships).
+    ///
+    /// For example:
+    /// ```swift
+    /// let layout = try batch.layout(Article.self, [Key(\Article.title), Key(\Article.url), Key(\Article.category)])
+    /// _ = try batch.insert(layout, values: [.string("WAL"), .string(wal)], relationships: [category])
+    /// ```
+    ///
+    /// - Throws: as ``layout(_:attributes:relationships:)``.
+    public func layout<R: Record>(_ type: R.Type, _ keys: [Key]) throws -> InsertLayout {
+        let e = try writer.model.entity(R.entityName)
+        var attributes: [String] = []
+        var relationships: [String] = []
+        for key in keys {
+            if e.toOneIndex(key.path) != nil && e.attributeIndex(key.path) == nil {
+                relationships.append(key.path)
+            } else {
+                attributes.append(key.path)
+            }
+        }
+        return try layout(e.name, attributes: attributes, relationships: relationships)
+    }
+
     /// Inserts an object of `layout`'s entity with `values` (one per attribute of the layout, in
     /// its order) and `relationships` (one per to-one of the layout: a stored object, one this
     /// batch made, or nil); returns its permanent id. Checked and recorded as
-    /// ``insert(_:_:relationships:object:)-([String:Value])`` does.
+    /// ``insert(_:_:relationships:object:)`` does.
     ///
     /// - Throws: `.invalidArgument` when the counts do not match the layout's, or the layout was
-    ///   made for another model; then as ``insert(_:_:relationships:object:)-([String:Value])``,
+    ///   made for another model; then as ``insert(_:_:relationships:object:)``,
     ///   naming `object`.
     public mutating func insert(
-        _ layout: InsertLayout, _ values: [Value], relationships: [ObjectID?] = [], object: @autoclosure () -> String
+        _ layout: InsertLayout, values: [Value], relationships: [ObjectID?] = [], object: @autoclosure () -> String
     ) throws -> ObjectID {
         placed += 1
         guard values.count == layout.attributes.count, relationships.count == layout.relationships.count else {
@@ -100,14 +126,15 @@ extension BatchWriter {
         return ObjectID(storeID: storeID, entity: e.name, primaryKey: pk)
     }
 
-    /// ``insert(_:_:relationships:object:)-(InsertLayout,_,_,_)`` naming the object in errors by
+    /// ``insert(_:values:relationships:object:)`` naming the object in errors by
     /// its place among the batch's calls (`Article (batch object 3)`).
-    public mutating func insert(_ layout: InsertLayout, _ values: [Value], relationships: [ObjectID?] = [])
+    public mutating func insert(_ layout: InsertLayout, values: [Value], relationships: [ObjectID?] = [])
         throws -> ObjectID
     {
         let place = placed + 1
         return try insert(
-            layout, values, relationships: relationships, object: "\(layout.entityName) (batch object \(place))")
+            layout, values: values, relationships: relationships,
+            object: "\(layout.entityName) (batch object \(place))")
     }
 
     /// The entity of `layout` as this batch's model has it: the layout's own when it was made for
