@@ -45,24 +45,21 @@ public struct BatchWriter: ~Copyable {
         return try insertObject(e, values, relationships: relationships, object: object())
     }
 
-    /// Inserts one object; `checked`: every key of `values` is known to be a stored attribute of
-    /// `e` (a record's encoder sorted them).
+    /// Inserts one object by name: each name is checked to be a stored attribute of `e` that
+    /// a caller may set.
     mutating func insertObject(
         _ e: Entity, _ values: consuming [String: Value], relationships: [String: ObjectID?],
-        object: @autoclosure () -> String, checked: Bool = false
+        object: @autoclosure () -> String
     ) throws -> ObjectID {
         // Each value put in its place once: the insert reads them by position.
-        // In the storage the last insert used: no allocation per row.
-        var row = writer.spare
-        writer.spare = .empty
-        row.clear(for: e)
-        defer { writer.spare = row }
+        var row = writer.takeRow(for: e)
+        defer { writer.keep(row) }
         for (name, value) in values {
-            if let i = e.attributeIndex(name), checked || !e.attributes[i].isDerived {
-                row.values[i] = value
-            } else if !checked {
+            guard let i = e.attributeIndex(name), !e.attributes[i].isDerived else {
                 try e.checkAttribute(name, object: object())
+                continue
             }
+            row.values[i] = value
         }
         for (name, target) in relationships {
             guard let i = e.toOneIndex(name) else {

@@ -110,11 +110,8 @@ extension BatchWriter {
                     + "\(layout.relationships.count) relationship(s), given \(values.count) and \(relationships.count)")
         }
         let e = try entity(of: layout, object: object())
-        // In the storage the last insert used: no allocation per row.
-        var row = writer.spare
-        writer.spare = .empty
-        row.clear(for: e)
-        defer { writer.spare = row }
+        var row = writer.takeRow(for: e)
+        defer { writer.keep(row) }
         for k in values.indices { row.values[layout.attributes[k]] = values[k] }
         for k in relationships.indices {
             guard let target = relationships[k] else { continue }

@@ -13,12 +13,6 @@ struct InsertRow: Sendable {
     /// By to-one index: the related object's key, nil for none.
     var targets: [Int64?]
 
-    /// A row with nothing given.
-    init(_ e: Entity) {
-        values = Array(repeating: nil, count: e.attributes.count)
-        targets = Array(repeating: nil, count: e.toOneRelationships.count)
-    }
-
     /// A row with no storage yet (see ``clear(for:)``).
     static var empty: InsertRow { InsertRow(values: [], targets: []) }
 
