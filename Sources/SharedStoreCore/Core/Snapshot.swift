@@ -68,6 +68,17 @@ public struct Snapshot: Sendable, Hashable, CustomStringConvertible {
     /// one array: compared by identity first).
     func hasNames(_ names: [String]) -> Bool { self.names == names }
 
+    /// Whether this snapshot is a whole row of `layout`'s entity as read (or as a save wrote it):
+    /// its names are the layout's own array, not only equal to it. A read, and each save's
+    /// snapshot of it, share that array; a snapshot made from values (``init(id:version:values:relationships:)``,
+    /// ``values``) never does, so it never passes for a row.
+    func isRow(of layout: RowLayout) -> Bool {
+        guard !names.isEmpty else { return false }
+        return names.withUnsafeBufferPointer { mine in
+            layout.names.withUnsafeBufferPointer { theirs in mine.baseAddress == theirs.baseAddress }
+        }
+    }
+
     /// The value at `position` (see ``position(of:)``).
     func value(at position: Int) -> Value { column(position) }
 

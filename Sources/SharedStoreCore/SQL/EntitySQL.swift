@@ -13,6 +13,9 @@ final class EntitySQL: Sendable {
     let select: String
     let delete: String
     let exists: String
+    /// The object's version and global id, without its values: what an update whose context
+    /// read the whole row asks to know that the row is still as read.
+    let version: String
     /// The 0-or-1 expression of each kept count over `t0` with their bindings, and the statement
     /// asking them of one object: an update or delete of a counted object runs it, row by row.
     let keptCounts: (expressions: [String], bindings: [SQLValue], flags: String)?
@@ -34,6 +37,7 @@ final class EntitySQL: Sendable {
             columns + [SelectFrame.column(StoreColumn.globalID)], from: e, where: SelectFrame.byPrimaryKey)
         delete = "DELETE FROM \(table) WHERE \(pk) = ? RETURNING \(StoreColumn.globalID)"
         exists = "SELECT 1 FROM \(table) WHERE \(pk) = ?"
+        version = "SELECT \(StoreColumn.version), \(StoreColumn.globalID) FROM \(table) WHERE \(pk) = ?"
         // A kept count reads only its entity's attributes (the model checks it): no store id is
         // ever bound. A condition that does not compile is compiled (and fails) when used.
         var q = QueryBuilder(model: model, entity: e, storeID: UUID())
@@ -60,6 +64,7 @@ final class EntitySQL: Sendable {
         case .select: sql = select
         case .delete: sql = delete
         case .exists: sql = exists
+        case .version: sql = version
         }
         return try c.statement(slot: StoreStatement.entity(index, kind).slot, sql)
     }

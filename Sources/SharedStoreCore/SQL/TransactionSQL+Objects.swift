@@ -33,6 +33,12 @@ extension TransactionSQL {
         }
     }
 
+    /// The version of object `pk` of `e` and its global id (nil: the row holds none that is
+    /// valid), without its values; nil when there is no such object.
+    func versionAndGlobalID(_ e: Entity, _ pk: Int64) throws -> (version: Int64, globalID: UUID?)? {
+        try entityStatement(e, .version).firstRow([.integer(pk)]) { ($0.int64(0), GlobalID.uuid($0.blob(1))) }
+    }
+
     /// The prepared insert of the entity at `index`, reset: bind every stored property in order
     /// (``Entity/storedPropertyNames``) from 1 and the global id after them, then run it;
     /// ``lastInsertedKey`` is the new row's.

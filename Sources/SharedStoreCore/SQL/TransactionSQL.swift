@@ -44,7 +44,7 @@ enum StoreStatement {
 
 /// The per-entity hot statements (``EntitySQL``).
 enum EntityStatement: Int, CaseIterable {
-    case insert, select, delete, exists
+    case insert, select, delete, exists, version
 }
 
 extension TransactionSQL {
