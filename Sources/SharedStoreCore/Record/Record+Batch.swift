@@ -67,9 +67,9 @@ extension BatchWriter {
             memo = RecordEncoder.Memo(entity: try writer.model.entity(R.entityName))
             recordMemos[key] = memo
         }
-        let row = try RecordEncoder.naming(object()) { try RecordEncoder.encodeRow(record, memo: memo) }
+        let box = try RecordEncoder.naming(object()) { try RecordEncoder.encodeInBox(record, memo: memo) }
         placed += 1
-        return try insertEncoded(memo.entity, row, object: object())
+        return try insertBoxed(memo.entity, box, object: object())
     }
 
     /// ``insert(_:object:)`` naming the record in errors by its place among the batch's calls of
@@ -88,14 +88,41 @@ extension BatchWriter {
         if let name = encoded.others.keys.first {
             throw StoreError(.unknownProperty, "\(object()): \(e.name) has no to-one relationship '\(name)'")
         }
-        var row = InsertRow(values: encoded.values, targets: Array(repeating: nil, count: encoded.targets.count))
-        for i in encoded.targets.indices {
-            guard let target = encoded.targets[i] else { continue }
-            row.targets[i] = try key(of: target, e.toOneRelationships[i], object: object())
-        }
+        var row = writer.takeRow(for: e)
+        defer { writer.keep(row) }
+        row.values = encoded.values
+        try resolve(encoded.targets, into: &row, e, object: object())
         let pk = try writer.insert(e, &row, object: object())
         count += 1
         return ObjectID(storeID: storeID, entity: e.name, primaryKey: pk)
+    }
+
+    /// Inserts the record encoded in `box` (a memo's, ``RecordEncoder/encodeInBox(_:memo:)``).
+    /// The row's values change places with the writer's kept storage, which the box clears for
+    /// its next record: a batch's records allocate no row.
+    mutating func insertBoxed(_ e: Entity, _ box: RecordEncoder.Box, object: @autoclosure () -> String) throws
+        -> ObjectID
+    {
+        if let name = box.relationships.keys.first {
+            throw StoreError(.unknownProperty, "\(object()): \(e.name) has no to-one relationship '\(name)'")
+        }
+        var row = writer.takeRow(for: e)
+        defer { writer.keep(row) }
+        swap(&row.values, &box.row)
+        try resolve(box.targets, into: &row, e, object: object())
+        let pk = try writer.insert(e, &row, object: object())
+        count += 1
+        return ObjectID(storeID: storeID, entity: e.name, primaryKey: pk)
+    }
+
+    /// The keys of a record's to-one `targets` (by to-one index) in `row`.
+    private mutating func resolve(
+        _ targets: [ObjectID?], into row: inout InsertRow, _ e: Entity, object: @autoclosure () -> String
+    ) throws {
+        for i in targets.indices {
+            guard let target = targets[i] else { continue }
+            row.targets[i] = try key(of: target, e.toOneRelationships[i], object: object())
+        }
     }
 }
 

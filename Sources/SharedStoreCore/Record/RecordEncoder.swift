@@ -25,6 +25,14 @@ enum RecordEncoder {
         return box.takeRow()
     }
 
+    /// `record` encoded by position into its memo's box, which the caller empties before the
+    /// batch's next record (``BatchWriter/insertBoxed(_:_:object:)``).
+    static func encodeInBox<R: Record>(_ record: R, memo: Memo) throws -> Box {
+        let box = memo.box()
+        try fill(box, with: record, entity: memo.entity)
+        return box
+    }
+
     /// Encodes `record` into `box`; throws what the record cannot be written for.
     private static func fill<R: Record>(_ box: Box, with record: R, entity: Entity) throws {
         do {

@@ -50,7 +50,7 @@ struct InsertRow: Sendable {
 
     /// `count` nils in `list`'s storage (an element at a time: the generic `append(contentsOf:)`
     /// costs more than the row).
-    private static func clear<T>(_ list: inout [T?], to count: Int) {
+    static func clear<T>(_ list: inout [T?], to count: Int) {
         if list.count == count {
             for i in list.indices { list[i] = nil }
         } else {
