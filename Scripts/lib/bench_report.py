@@ -429,17 +429,14 @@ NOTES = {
                     "after (0.57 to 0.65 of forEach in instructions).",
     "batch-closure-typed": "Each record is encoded by the writer as it comes, since `insert` returns the object's id "
                            "at once (batchInsert of an array encodes on a second thread). Encoding a record of nine "
-                           "properties through Codable costs about 7,400 instructions, a call through Codable's "
-                           "boxes per property (9,900 before: a generic optional's metadata was looked up for each "
-                           "nil property, the keyed container made anew for each record, the values' dictionary "
-                           "sized through an unspecialized call). By instruction count the typed closure is 0.91 of "
-                           "the untyped one at 10,000 rows (callgrind), its insert 40.4k a row against 41.6k (a "
-                           "record's keys need no check) and its encoding 7.4k against the row literal's 3.7k. The "
-                           "ratio of time runs below that of instructions (0.82 against 0.86 of CPU time in a run "
-                           "of 9 rounds alone; spread 0.71…1.16): the same instructions through Codable's "
-                           "indirect calls take longer. This report: a batch's records encode straight into "
-                           "the row's positions (each key's slot carries its index), with no dictionary of values "
-                           "made and hashed per record (0.842 in the last report).",
+                           "properties through Codable costs about 4,200 instructions, a call through Codable's "
+                           "boxes per property. A batch's records encode into one box per record type whose row "
+                           "storage changes places with the writer's kept insert row: no row is allocated per "
+                           "record. Before that, the box made two arrays a record through Array(repeating:count:), "
+                           "1,800 instructions, and the insert a third. By instruction count (callgrind, 2,000 "
+                           "records a side) the typed closure went from 0.887 to 0.983 of the untyped one: 95.5M "
+                           "to 86.1M against 84.6M. The ratio of time is noisy round to round (the batches are "
+                           "short); compare its median over many rounds (0.861 in the last report).",
     "share-batch-1m-categories": "The baseline writes the same lines straight through SQLite's C API into the same "
                                  "tables and indexes (four on Article, AUTOINCREMENT), with the plain rules "
                                  "checked and no history, in the same run: its figure (the table above) is how far "
@@ -477,13 +474,14 @@ NOTES = {
                "480,000 in runs by hand on the same machine the same hour).",
     "batch-insert": "A batch of 1,000 bare rows: the fixed costs of the batch (history, the change signal) spread over "
                     "them; the spread of this run (above) is wide.",
-    "update-property": "One property of one object per save: the read of the object, the merge check against what "
-                       "the context read, history of the changed property. Counted in instructions (callgrind, 2,000 "
-                       "saves) a save took 105k against the C API's 20.6k; 88.5k since its UPDATE is kept by the "
-                       "columns it writes (its SQL was built and hashed on every save), the save knows the row it "
-                       "wrote without reading it back, and the context's bookkeeping skips what is empty. About "
-                       "half of the rest is SQLite's: reading the row, the update, the history row and a commit "
-                       "of two pages where the baseline commits one.",
+    "update-property": "One property of one object per save: the check that the object is still as the context "
+                       "read it, the merge check, history of the changed property. Counted in instructions "
+                       "(callgrind) a save took 105k against the C API's 20.6k; 88.5k since its UPDATE is kept by "
+                       "the columns it writes, the save knows the row it wrote without reading it back, and the "
+                       "context's bookkeeping skips what is empty; 85.5k (against 17k) since an update whose "
+                       "context read the whole row at the stored version reads only the version and global id "
+                       "(5k), not the row (8k). About half of the rest is SQLite's: the update, the history row "
+                       "and a commit of two pages where the baseline (no history) commits one.",
     "share-batch-1m": "The same process and model as in the reports before: its figure follows the machine (see "
                       "above); share-batch-1m-categories sets the same work beside the C API.",
     "mirror-throughput": "Pulled: each transaction is applied in a local transaction of its own, committed to the disk: "
