@@ -170,53 +170,51 @@ extension ReadLater {
         _ context: ObjectContext, unreadOnly: Bool = false, search: String? = nil, limit: Int? = nil, offset: Int = 0,
         _ body: (JSONValue) throws -> Void
     ) throws {
-        try forEachListed(context, unreadOnly: unreadOnly, search: search, limit: limit, offset: offset) { row in
+        try forEachListed(context, unreadOnly: unreadOnly, search: search, limit: limit, offset: offset) {
+            row, category, keys in
             try body(
                 .object([
-                    ("id", .string(row.article.id.description)),
+                    ("id", .string(row.id.description)),
                     ("gid", row.globalID.map { .string(GlobalID.text($0)) } ?? .null),
-                    ("title", row.article[row.keys.title].jsonValue),
-                    ("url", row.article[row.keys.url].jsonValue),
-                    ("isRead", row.article[row.keys.isRead].jsonValue),
-                    ("category", row.category.map(JSONValue.string) ?? .null),
-                    ("createdAt", row.article[row.keys.createdAt].jsonValue),
+                    ("title", row[keys.title].jsonValue),
+                    ("url", row[keys.url].jsonValue),
+                    ("isRead", row[keys.isRead].jsonValue),
+                    ("category", category.map(JSONValue.string) ?? .null),
+                    ("createdAt", row[keys.createdAt].jsonValue),
                 ]))
         }
     }
 
     /// The same lines as ``listArticles(_:unreadOnly:search:limit:offset:_:)``, each written
     /// straight as JSON: `object` is called once per article with what writes its fields (a list
-    /// of a million articles builds no ``JSONValue`` per row). The text is the same.
+    /// of a million articles builds no ``JSONValue`` per row, and its texts are copied from the
+    /// rows as they are read). The text is the same.
     public static func listArticleObjects(
         _ context: ObjectContext, unreadOnly: Bool = false, search: String? = nil, limit: Int? = nil, offset: Int = 0,
         _ object: ((inout JSONObjectWriter) -> Void) throws -> Void
     ) throws {
-        try forEachListed(context, unreadOnly: unreadOnly, search: search, limit: limit, offset: offset) { row in
+        try forEachListed(context, unreadOnly: unreadOnly, search: search, limit: limit, offset: offset) {
+            row, category, keys in
             try object { o in
-                o.string("id", row.article.id.description)
+                o.string("id", row.id.description)
                 if let gid = row.globalID { o.uuid("gid", gid) } else { o.null("gid") }
-                o.field("title", row.article[row.keys.title])
-                o.field("url", row.article[row.keys.url])
-                o.field("isRead", row.article[row.keys.isRead])
-                o.string("category", row.category)
-                o.field("createdAt", row.article[row.keys.createdAt])
+                o.field("title", row, keys.title)
+                o.field("url", row, keys.url)
+                o.field("isRead", row, keys.isRead)
+                o.string("category", category)
+                o.field("createdAt", row, keys.createdAt)
             }
         }
     }
 
-    /// An article of `main-app list`, with its global id, its category's name and the stored
-    /// names its values are read by.
-    private struct ListedRow {
-        let article: Snapshot
-        let globalID: UUID?
-        let category: String?
-        let keys: (title: String, url: String, isRead: String, createdAt: String)
-    }
+    /// The stored names a list reads an article by.
+    private typealias ListedKeys = (title: String, url: String, isRead: String, createdAt: String)
 
-    /// The articles of `main-app list`, oldest first, as they are read.
+    /// The articles of `main-app list`, oldest first, as they are read: each row with its
+    /// category's name and the stored names to read it by.
     private static func forEachListed(
         _ context: ObjectContext, unreadOnly: Bool, search: String?, limit: Int?, offset: Int,
-        _ body: (ListedRow) throws -> Void
+        _ body: (borrowing StreamedRow, String?, ListedKeys) throws -> Void
     ) throws {
         // By primary key: an article's category is a Category of this store, and a key hashes
         // in a fraction of an id's time (a list looks one up per row).
@@ -233,11 +231,8 @@ extension ReadLater {
             createdAt: Key(\Article.createdAt).path
         )
         let category = Key(\Article.category).path
-        try context.forEachWithGlobalID(request) { a, gid in
-            try body(
-                ListedRow(
-                    article: a, globalID: gid, category: a.relationships[category].flatMap { names[$0.primaryKey] },
-                    keys: keys))
+        try context.forEachRow(request) { row in
+            try body(row, row.target(category).flatMap { names[$0.primaryKey] }, keys)
         }
     }
 

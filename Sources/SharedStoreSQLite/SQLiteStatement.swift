@@ -202,6 +202,15 @@ package struct SQLiteRow {
         return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
     }
 
+    /// `body` with column `i`'s bytes as ``textOrNil(_:)`` reads them (nil when NULL), valid only
+    /// during the call: nothing is copied.
+    @inlinable @inline(__always) package func withTextOrNil<R>(
+        _ i: Int32, _ body: (UnsafeBufferPointer<UInt8>?) throws -> R
+    ) rethrows -> R {
+        guard let p = sqlite3_column_text(handle, i) else { return try body(nil) }
+        return try body(UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(handle, i))))
+    }
+
     @inlinable @inline(__always) package func text(_ i: Int32) -> String {
         guard let p = sqlite3_column_text(handle, i) else { return "" }
         let n = Int(sqlite3_column_bytes(handle, i))

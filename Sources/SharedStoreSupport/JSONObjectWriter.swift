@@ -70,6 +70,13 @@ public struct JSONObjectWriter {
         JSONValue.writeString(text, to: &bytes)
     }
 
+    /// `"key":"text"` of UTF-8 bytes from outside (a column read in place), written as the
+    /// `String` version writes `String(decoding: text, as: UTF8.self)`.
+    package mutating func string(_ key: StaticString, utf8 text: UnsafeBufferPointer<UInt8>) {
+        self.key(key)
+        JSONValue.writeString(utf8: text, to: &bytes)
+    }
+
     /// `"key":"text"`, or `"key":null` for nil.
     public mutating func string(_ key: StaticString, _ text: String?) {
         guard let text else { return null(key) }

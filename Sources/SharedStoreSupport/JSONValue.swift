@@ -140,6 +140,31 @@ public enum JSONValue: Sendable, Hashable {
         out.append(0x22)
     }
 
+    /// `bytes` (UTF-8 from outside, perhaps not valid) as a JSON string, exactly as
+    /// ``writeString(_:to:)`` writes `String(decoding: bytes, as: UTF8.self)`: plain ASCII with
+    /// nothing to escape goes in at once, anything else through that String.
+    static func writeString(utf8 bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+        guard isPlainASCII(bytes) else { return writeString(String(decoding: bytes, as: UTF8.self), to: &out) }
+        out.append(0x22)
+        out.append(contentsOf: bytes)
+        out.append(0x22)
+    }
+
+    /// Whether every byte of `bytes` is ASCII that needs no escape (eight bytes at a time, the
+    /// last few padded with spaces to a word).
+    static func isPlainASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let raw = UnsafeRawBufferPointer(bytes)
+        var i = 0
+        while i &+ 8 <= raw.count {
+            if wordMayNeedEscape(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) { return false }
+            i &+= 8
+        }
+        guard i < raw.count else { return true }
+        var tail: UInt64 = 0x2020_2020_2020_2020
+        withUnsafeMutableBytes(of: &tail) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[i...])) }
+        return !wordMayNeedEscape(tail)
+    }
+
     /// The value of the first `key` of an object; nil when there is none or this is not an object.
     public subscript(key: String) -> JSONValue? {
         if case .object(let pairs) = self { return pairs.first { $0.0 == key }?.1 }

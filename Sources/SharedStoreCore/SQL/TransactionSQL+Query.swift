@@ -54,6 +54,17 @@ extension TransactionSQL {
         }
     }
 
+    /// Calls `body` with each row matching `request`, in order, as the statement reads it: its
+    /// columns as a snapshot's (``EntitySQL/columns``), then the global id.
+    func forEachRow(_ request: FetchRequest, _ body: (SQLiteRow, EntitySQL) throws -> Void) throws {
+        let e = try model.entity(request.entity)
+        let sql = entitySQL(e)
+        let (text, bindings) = try query(
+            e, columns: sql.columns + [SelectFrame.column(StoreColumn.globalID)], where: request.condition,
+            sort: request.sort, window: request)
+        try c.cached(text).forEachRow(bindings) { row in try body(row, sql) }
+    }
+
     /// The SQL of a fetch of `request`, made once and kept by the container.
     private func compiledFetch(_ request: FetchRequest) throws -> CompiledQuery {
         try container.fetchCache.query(
