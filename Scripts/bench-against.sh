@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Runs storebench cases of this checkout and of an earlier revision on this machine, turn by turn,
+# and prints each one's ratios: what "a ratio does not drop below the last report's" means when
+# the report was measured on another machine, or on this one at another speed (ratios follow the
+# machine; a build against a build, run together, does not).
+#   Scripts/bench-against.sh REV [--cases a,b] [--runs N] [--memory]
+#     REV       the revision to compare with (a commit, a tag)
+#     --cases   storebench cases (default: save-history,update-property)
+#     --runs    turns of each build (default 3), each a storebench run of 7 rounds
+#     --memory  stores in memory (tmpfs): the code's cost alone, no wait for the disk
+# REV is built once in a worktree under ${TMPDIR:-/tmp} and kept there for the next comparison.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. Scripts/lib/setup.sh
+sharedstore_ensure_packages
+
+usage() { echo "usage: Scripts/bench-against.sh REV [--cases a,b] [--runs N] [--memory]" >&2; exit 2; }
+[ $# -ge 1 ] || usage
+rev="$1"
+shift
+cases="save-history,update-property"
+runs=3
+memory=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --cases) [ $# -ge 2 ] || usage; cases="$2"; shift 2 ;;
+        --runs) [ $# -ge 2 ] || usage; runs="$2"; shift 2 ;;
+        --memory) memory=1; shift ;;
+        *) echo "error: unknown argument '$1'" >&2; usage ;;
+    esac
+done
+[[ "$runs" =~ ^[1-9][0-9]?$ ]] || { echo "error: --runs takes 1 to 99, not '$runs'" >&2; exit 2; }
+[[ "$cases" =~ ^[a-z0-9,-]+$ ]] || { echo "error: --cases takes names like save-history,update-property" >&2; exit 2; }
+commit="$(git rev-parse --verify --quiet "$rev^{commit}")" || { echo "error: '$rev' names no commit here" >&2; exit 2; }
+
+tree="${TMPDIR:-/tmp}/sharedstore-bench-${commit:0:12}"
+if [ ! -d "$tree" ]; then
+    echo "== a worktree of ${commit:0:12} at $tree"
+    git worktree add --detach "$tree" "$commit" >/dev/null
+fi
+echo "== building storebench of ${commit:0:12} and of this checkout (release)"
+(cd "$tree" && swift build -c release --product storebench 2>&1 | tail -n 1)
+swift build -c release --product storebench 2>&1 | tail -n 1
+theirs="$(cd "$tree" && swift build -c release --show-bin-path)/storebench"
+ours="$(swift build -c release --show-bin-path)/storebench"
+
+scratch=""
+if [ -n "$memory" ]; then
+    scratch="$(mktemp -d /dev/shm/bench-against.XXXXXX)"
+    trap 'rm -rf "$scratch"' EXIT
+fi
+echo "== $runs turns of each build, cases $cases${memory:+, stores in memory}"
+for turn in $(seq 1 "$runs"); do
+    for build in "${commit:0:12}" this; do
+        bin="$ours"
+        [ "$build" = this ] || bin="$theirs"
+        # Each line: the build, then the case's name, ratio and CPU ratio (older builds have none).
+        TMPDIR="${scratch:-${TMPDIR:-/tmp}}" "$bin" --json --cases "$cases" | python3 -c '
+import json, sys
+build = sys.argv[1]
+for line in sys.stdin:
+    r = json.loads(line)
+    if "ratio" in r and r.get("case") in sys.argv[2].split(","):
+        case, ratio, cpu = r["case"], r["ratio"], r.get("cpu_ratio", float("nan"))
+        print(f"{build:>12}  {case:<26} ratio {ratio:.3f}  cpu {cpu:.3f}")
+' "$build" "$cases"
+    done
+done
