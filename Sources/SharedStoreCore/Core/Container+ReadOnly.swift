@@ -56,7 +56,7 @@ extension Container {
     /// locks and WAL: it could not make the -shm a reader needs and found no WAL (another user's
     /// group, a read-only mount), so a writer working now is not seen.
     package var readsFileAsItIs: Bool {
-        reader.withConnection { $0.path.hasPrefix("file:") && $0.path.hasSuffix("?immutable=1") }
+        reader.path.hasPrefix("file:") && reader.path.hasSuffix("?immutable=1")
     }
 
     /// Whether a read-only open that failed with `error` reads `path` as the file is instead: a

@@ -436,14 +436,37 @@ public final class Container: Sendable {
 
 /// One SQLite connection and the lock that gives it to one thread at a time. A lock, not a
 /// `Mutex`: what runs under it (statements, rows) is not Sendable and never leaves it.
+///
+/// The thread holding it is known: one that asks again while it holds it (a read of the
+/// container inside the body of a stream, a write from inside a save's hook) would wait for
+/// itself forever, and fails at once instead (`.invalidArgument`).
 final class ConnectionGuard: @unchecked Sendable {
     private let lock = NSLock()
     private let connection: SQLiteConnection
+    /// The thread inside ``withConnection(_:)`` (0: none). Each thread stores only its own id,
+    /// and clears it before it lets go, so a thread reads its own id here only while it holds
+    /// the connection.
+    private let holder = Atomic<UInt>(0)
 
     init(_ connection: SQLiteConnection) { self.connection = connection }
 
-    func withConnection<T>(_ body: (SQLiteConnection) throws -> T) rethrows -> T {
-        try lock.withLock { try body(connection) }
+    /// The connection's path (fixed when it was opened: read without the lock).
+    var path: String { connection.path }
+
+    func withConnection<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        let me = UInt(pthread_self())
+        guard holder.load(ordering: .relaxed) != me else {
+            throw StoreError(
+                .invalidArgument,
+                "this thread already holds the store's connection: a read of the container inside the body of "
+                    + "forEach or forEachRow (collect what the body needs first), or a write from inside a save "
+                    + "of the same container (a hook); nothing was read or written by this call")
+        }
+        return try lock.withLock {
+            holder.store(me, ordering: .relaxed)
+            defer { holder.store(0, ordering: .relaxed) }
+            return try body(connection)
+        }
     }
 }
 

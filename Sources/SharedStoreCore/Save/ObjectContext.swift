@@ -342,7 +342,8 @@ public final class ObjectContext {
     /// one object at a time, so a million objects cost the memory of one (a cursor). Streamed
     /// objects are not remembered as read (a save of them is not checked for conflicts). The read
     /// lasts as long as the stream: `body` must not read this container itself (its reader is
-    /// busy); collect what it needs first, as `main-app list` does with the categories.
+    /// busy: such a read fails with `.invalidArgument`); collect what it needs first, as
+    /// `main-app list` does with the categories.
     ///
     /// For example:
     /// ```swift

@@ -4,7 +4,11 @@ import SharedStoreSupport
 
 /// One object of ``ObjectContext/forEachRow(_:_:)``, read where the store's cursor stands: a
 /// value is decoded when it is asked for, and nothing else of the row is copied out. It is not
-/// copyable, so it cannot outlive the call of the body it is lent to.
+/// copyable, so it cannot outlive the call of the body it is lent to: storing it or copying it
+/// does not compile. (Swift 6.3's compiler crashes on a closure that would keep it, where it
+/// should refuse it; a closure passed as an argument and run at once may use it.) Like
+/// ``ObjectContext/forEach(_:_:)``'s objects, a streamed object is not remembered as read: a
+/// later save of it is not checked against this version.
 ///
 /// For example, the titles of the unread articles, no ``Snapshot`` made for any:
 /// ```swift
@@ -56,7 +60,9 @@ extension ObjectContext {
     /// Streams the objects matching `request` as ``forEach(_:_:)`` does, each lent to `body` as a
     /// ``StreamedRow``: what `body` asks of a row is read from it in place, and no ``Snapshot`` is
     /// made (a million rows written out as JSON, say, decode only the columns written). An
-    /// entity with an `awakeFromFetch` hook still gets a snapshot of each row for it.
+    /// entity with an `awakeFromFetch` hook still gets a snapshot of each row for it. As with
+    /// ``forEach(_:_:)``, `body` must not read this container (its reader is busy until the
+    /// stream ends): such a read fails with `.invalidArgument`.
     ///
     /// - Throws: like ``forEach(_:_:)``.
     public func forEachRow(_ request: FetchRequest, _ body: (borrowing StreamedRow) throws -> Void) throws {
