@@ -61,12 +61,15 @@ extension BatchWriter {
         // What this batch learnt of R: its entity and the order its keys come in.
         let key = ObjectIdentifier(R.self)
         let memo: RecordEncoder.Memo
-        if let known = recordMemos[key] {
+        if let last = lastMemo, last.type == key {
+            memo = last.memo
+        } else if let known = recordMemos[key] {
             memo = known
         } else {
             memo = RecordEncoder.Memo(entity: try writer.model.entity(R.entityName))
             recordMemos[key] = memo
         }
+        lastMemo = (key, memo)
         let box = try RecordEncoder.naming(object()) { try RecordEncoder.encodeInBox(record, memo: memo) }
         placed += 1
         return try insertBoxed(memo.entity, box, object: object())
@@ -106,7 +109,8 @@ extension BatchWriter {
         if let name = box.relationships.keys.first {
             throw StoreError(.unknownProperty, "\(object()): \(e.name) has no to-one relationship '\(name)'")
         }
-        var row = writer.takeRow(for: e)
+        // The values change places whole: only the to-one keys need clearing.
+        var row = writer.takeRow(for: e, clearingValues: false)
         defer { writer.keep(row) }
         swap(&row.values, &box.row)
         try resolve(box.targets, into: &row, e, object: object())

@@ -19,6 +19,9 @@ public struct BatchWriter: ~Copyable {
     /// The keys each record type inserted here encoded last (records of a type find their
     /// properties by comparing names).
     var recordMemos: [ObjectIdentifier: RecordEncoder.Memo] = [:]
+    /// The memo of the record type inserted last (a batch's records are mostly of one type: a
+    /// comparison instead of a hash).
+    var lastMemo: (type: ObjectIdentifier, memo: RecordEncoder.Memo)?
     /// The entity the last insert by name named: a batch names one entity line after line
     /// (compared, not looked up by name).
     var lastEntity: Entity?

@@ -7,11 +7,16 @@ import SharedStoreSupport
 /// up after the objects of one save are all in.
 extension ChangeWriter {
     /// A row for an object of `e`, nothing given, in the storage the last insert used (no
-    /// allocation per row); ``keep(_:)`` gives the storage back.
-    mutating func takeRow(for e: Entity) -> InsertRow {
+    /// allocation per row); ``keep(_:)`` gives the storage back. `clearingValues: false` leaves
+    /// the values as the last insert left them, for a caller that replaces them whole.
+    mutating func takeRow(for e: Entity, clearingValues: Bool = true) -> InsertRow {
         var row = spare
         spare = .empty
-        row.clear(for: e)
+        if clearingValues {
+            row.clear(for: e)
+        } else {
+            InsertRow.clear(&row.targets, to: e.toOneRelationships.count)
+        }
         return row
     }
 
