@@ -32,9 +32,22 @@ import Testing
         }
         try context.save()
         let request = FetchRequest(Article.self, sortedBy: [.ascending(\Article.createdAt)])
+        let seen = try Self.expectRowsMatchSnapshots(container, request) { row, s in
+            #expect(row[\Article.title] == s["title"])
+            #expect(row["no such attribute"] == .null && row.target("no such relationship") == nil)
+        }
+        #expect(seen == 30)
+    }
+
+    /// Streams `request` and expects every read of each row (id, version, global id, snapshot,
+    /// attributes, to-one targets) to be what `forEachWithGlobalID`'s snapshot of it holds, in the
+    /// same order; `more` checks more of each. Returns how many rows were streamed.
+    static func expectRowsMatchSnapshots(
+        _ container: Container, _ request: FetchRequest, _ more: (borrowing StreamedRow, Snapshot) -> Void
+    ) throws -> Int {
         var snapshots: [(Snapshot, UUID?)] = []
         try container.newContext().forEachWithGlobalID(request) { snapshots.append(($0, $1)) }
-        let entity = try #require(container.model.entity(named: "Article"))
+        let entity = try #require(container.model.entity(named: request.entity))
         var seen = 0
         try container.newContext().forEachRow(request) { row in
             guard seen < snapshots.count else {
@@ -47,10 +60,10 @@ import Testing
             #expect(row.snapshot == s)
             for a in entity.attributes { #expect(row[a.name] == s[a.name], "\(a.name) of \(s.id)") }
             for r in entity.relationships where !r.isToMany { #expect(row.target(r.name) == s.relationships[r.name]) }
-            #expect(row[\Article.title] == s["title"])
-            #expect(row["no such attribute"] == .null && row.target("no such relationship") == nil)
+            more(row, s)
         }
-        #expect(seen == 30)
+        #expect(seen == snapshots.count)
+        return seen
     }
 
     @Test func awakeFromFetchSeesEveryStreamedRow() throws {
