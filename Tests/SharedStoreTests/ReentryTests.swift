@@ -50,32 +50,37 @@ import Testing
         }
     }
 
+    /// Runs `body` on a thread of its own and expects it to fail with `.invalidArgument`; false
+    /// when it gave no answer within 20 s (its thread still holds the connection: nothing more
+    /// can be asked of the container).
+    static func failsAtOnce(_ what: String, _ body: @escaping @Sendable () throws -> Void) -> Bool {
+        guard let result = withDeadline({ outcome(body) }) else {
+            Issue.record("\(what): no answer within 20 s, it waits for itself")
+            return false
+        }
+        #expect(result == "invalidArgument", "\(what): \(result)")
+        return true
+    }
+
     @Test(arguments: ["fetch in forEachRow", "count in forEach", "forEachRow in forEachRow", "pinned nested"])
     func aReadInsideAStreamFailsAtOnce(_ shape: String) throws {
         let (group, container) = try Self.store()
         let request = FetchRequest(Article.self)
-        let result = Self.withDeadline {
+        let answered = Self.failsAtOnce(shape) {
             let context = container.newContext()
-            return Self.outcome {
-                switch shape {
-                case "fetch in forEachRow":
-                    try context.forEachRow(request) { _ in _ = try container.newContext().fetch(Article.self) }
-                case "count in forEach":
-                    try context.forEach(request) { _ in _ = try context.count(request) }
-                case "forEachRow in forEachRow":
-                    try context.forEachRow(request) { _ in try context.forEachRow(request) { _ in } }
-                default:
-                    try context.pin()
-                    try context.forEachRow(request) { _ in try context.forEachRow(request) { _ in } }
-                }
+            switch shape {
+            case "fetch in forEachRow":
+                try context.forEachRow(request) { _ in _ = try container.newContext().fetch(Article.self) }
+            case "count in forEach":
+                try context.forEach(request) { _ in _ = try context.count(request) }
+            case "forEachRow in forEachRow":
+                try context.forEachRow(request) { _ in try context.forEachRow(request) { _ in } }
+            default:
+                try context.pin()
+                try context.forEachRow(request) { _ in try context.forEachRow(request) { _ in } }
             }
         }
-        // Without an answer the thread still holds the connection: nothing more can be asked.
-        guard let result else {
-            Issue.record("\(shape): no answer within 20 s, it waits for itself")
-            return
-        }
-        #expect(result == "invalidArgument", "\(shape): \(result)")
+        guard answered else { return }
         // The connection is free again.
         #expect(try container.newContext().count(request) == 3)
         _ = group
@@ -85,20 +90,14 @@ import Testing
         var options = Container.Options()
         options.inMemory = true
         let (group, container) = try Self.store(options)
-        let result = Self.withDeadline {
-            Self.outcome {
-                try container.newContext().forEachRow(FetchRequest(Article.self)) { _ in
-                    let writer = container.newContext(author: "W")
-                    try writer.insert(Article(title: "inside", url: "https://r.example/inside"))
-                    try writer.save()
-                }
+        let answered = Self.failsAtOnce("a write inside a stream") {
+            try container.newContext().forEachRow(FetchRequest(Article.self)) { _ in
+                let writer = container.newContext(author: "W")
+                try writer.insert(Article(title: "inside", url: "https://r.example/inside"))
+                try writer.save()
             }
         }
-        guard let result else {
-            Issue.record("no answer within 20 s: the write waits for the read")
-            return
-        }
-        #expect(result == "invalidArgument", "\(result)")
+        guard answered else { return }
         #expect(try container.newContext().count(FetchRequest(Article.self)) == 3)
         _ = group
     }
@@ -113,18 +112,12 @@ import Testing
                 try inner.insert(Article(title: "inner", url: "https://r.example/inner"))
                 try inner.save()
             }))
-        let result = Self.withDeadline {
-            Self.outcome {
-                let outer = container.newContext(author: "Outer")
-                try outer.insert(Article(title: "outer", url: "https://r.example/outer"))
-                try outer.save()
-            }
+        let answered = Self.failsAtOnce("a save from a save's hook") {
+            let outer = container.newContext(author: "Outer")
+            try outer.insert(Article(title: "outer", url: "https://r.example/outer"))
+            try outer.save()
         }
-        guard let result else {
-            Issue.record("no answer within 20 s: the inner save waits for the outer")
-            return
-        }
-        #expect(result == "invalidArgument", "\(result)")
+        guard answered else { return }
         // Nothing of either save is stored, and the writer is free again.
         #expect(try container.newContext().count(FetchRequest(Article.self)) == 3)
         let after = container.newContext(author: "After")
