@@ -101,11 +101,18 @@ extension Chaos {
         // Each row's change of each article: its sequence, origin and the state it carries
         // ("title|isRead", nil: a deletion).
         var touched: [UUID: [(Int64, String, String?)]] = [:]
+        // Each origin's full uploads: their sequences and when they were made.
+        var fullUploads: [String: [(sequence: Int64, at: Double)]] = [:]
         for row in rows {
             guard let s = row[0].flatMap({ Int64($0) }), let origin = row[1], let payload = row[2],
                 let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any],
                 let changes = object["changes"] as? [[String: Any]]
             else { continue }
+            if let token = row[3].flatMap({ Int64($0) }), token < 0,
+                let at = (object["at"] as? String).flatMap(Double.init)
+            {
+                fullUploads[origin, default: []].append((s, at))
+            }
             for c in changes {
                 guard let g = (c["g"] as? String).flatMap(UUID.init(uuidString:)) else { continue }
                 let values = c["a"] as? [String: Any]
@@ -117,13 +124,18 @@ extension Chaos {
         }
         var lost: [String] = []
         var lostIDs = Set<UUID>()
-        for m in machines {
+        for (i, m) in machines.enumerated() {
             let origin = try m.open().storeID.uuidString.lowercased()
             for (gid, state) in m.acknowledged where final[gid] != state {
                 let rowsOf = touched[gid] ?? []
-                // The save went up in a row of this machine that carries it; a row of another
-                // machine after the last of those overwrote it.
-                let carried = rowsOf.filter { $0.1 == origin && $0.2 == state }.map(\.0).max()
+                // The save went up in a row of this machine that carries it, or a full upload of
+                // this machine made after it found the log already holding it (another machine
+                // made the same change); a row of another machine after that overwrote it.
+                let carried =
+                    rowsOf.filter { $0.1 == origin && $0.2 == state }.map(\.0).max()
+                    ?? Self.comparedEqual(
+                        rowsOf, state: state, uploads: fullUploads[origin] ?? [],
+                        after: log.last { $0.machine == i && $0.article == gid }?.at.timeIntervalSince1970)
                 if carried == nil || !rowsOf.contains(where: { $0.1 != origin && $0.0 > carried ?? 0 }) {
                     lostIDs.insert(gid)
                     lost.append(
@@ -134,6 +146,18 @@ extension Chaos {
         }
         #expect(lost.isEmpty, "acknowledged saves lost: \(lost.prefix(10))")
         if !lost.isEmpty { try keepEvidence("acknowledged saves lost: \(lost)", articles: lostIDs, rows: rows) }
+    }
+
+    /// The first full upload of a machine made after its save (at `after`) at which the log's
+    /// state of the object (the last of `rows` through it) already was the saved `state`: the
+    /// upload compared and had nothing to send, and the save stands in the server's order there.
+    static func comparedEqual(
+        _ rows: [(Int64, String, String?)], state: String?, uploads: [(sequence: Int64, at: Double)], after: Double?
+    ) -> Int64? {
+        guard let after, let upload = uploads.filter({ $0.at >= after }).min(by: { $0.sequence < $1.sequence })
+        else { return nil }
+        let there = rows.filter { $0.0 <= upload.sequence }.max { $0.0 < $1.0 }
+        return there?.2 == state && there != nil ? upload.sequence : nil
     }
 
     /// A failed run leaves what it failed on: the stores (kept), and a report of the steps on

@@ -82,6 +82,26 @@ struct MirrorDivergenceTests {
         #expect(shared.count == 1 && shared[0].contains("\"isRead\":true"), "B's change was reverted")
     }
 
+    /// A delete made where the mirror was then evicted (its history gone) goes up by comparison
+    /// after another machine's edit of the object that came meanwhile: later in the server's
+    /// order, it wins everywhere, as it would have from history.
+    @Test(.tags(.multiProcess)) func aDeleteMadeBeforeAnEvictionOutranksAnEditPushedMeanwhile() throws {
+        let db = try Database()
+        let (a, b) = (Machine(db), Machine(db))
+        let gone = try Self.share(a, "x-del")
+        _ = try Self.share(a, "keep")
+        let mb = try b.mirror()
+        try MirrorTests.settle([try a.mirror(), mb])
+        _ = try a.run("main-app", ["delete", gone])
+        try Self.evictMirror(a)
+        let onB = try b.run("main-app", ["list"]).map(json).first { $0["title"] as? String == "x-del" }?["id"]
+        _ = try b.run("main-app", ["mark-read", try #require(onB as? String)])
+        _ = try mb.round()
+        _ = try a.mirror().round()
+        try Self.expectConverged([a, b], count: 1)
+        #expect(try b.list().values.allSatisfy { !$0.contains("x-del") }, "A's delete was lost")
+    }
+
     /// Copies a group directory's store and registry (a backup) into `to`.
     static func copyGroup(_ from: Machine, to: String, registry: Bool = true) throws {
         let fm = FileManager.default
