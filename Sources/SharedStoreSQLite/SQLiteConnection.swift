@@ -155,6 +155,20 @@ package final class SQLiteConnection {
         sqlite3_table_column_metadata(handle, "main", name, nil, nil, nil, nil, nil, nil) == SQLITE_OK
     }
 
+    /// ``hasTable(_:)``, remembered in ``knownTables`` until the owner clears them.
+    package func hasTableRemembered(_ name: String) -> Bool {
+        if let known = knownTables[name] { return known }
+        let found = hasTable(name)
+        knownTables[name] = found
+        return found
+    }
+
+    /// Whether tables exist, as ``hasTableRemembered(_:)`` found: true of the schema as long as
+    /// no other connection committed and this one changed no table. The owner clears it when
+    /// either may have happened (the store: at a write that finds another's commit, after its
+    /// own schema changes, after a rollback).
+    package var knownTables: [String: Bool] = [:]
+
     package var changes: Int { Int(sqlite3_changes(handle)) }
     package var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
     package var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }

@@ -206,6 +206,36 @@ struct MirrorReconcileTests {
         #expect(try container.mirrorExportEverything().objects.count == 2)
     }
 
+    /// The connection that saved without history makes the store mirrored itself: what it
+    /// remembered of the schema (no mirror) goes with the tables it made, and its next save
+    /// without history is refused; one whose making was rolled back is not.
+    @Test func aSaveWithoutHistoryIsRefusedOnceTheSameConnectionMirrored() throws {
+        let group = TemporaryGroup()
+        var options = Container.Options()
+        options.historyTracking = false
+        let untracked = try group.open(options: options)
+        let label = ReadLater.categoryName(untracked.model)
+        let quiet = untracked.newContext(author: "MainApp")
+        _ = try quiet.insert("Category", [label: .string("Early")])
+        try quiet.save()
+        #expect(throws: StoreError.self) {
+            try untracked.write { s in
+                try SchemaSQL.createMirrorTables(s.c)
+                _ = s.hasMirrorTablesInWrite()
+                throw StoreError(.invalidArgument, "rolled back on purpose")
+            }
+        }
+        _ = try quiet.insert("Category", [label: .string("Still")])
+        try quiet.save()
+        try untracked.prepareMirroring()
+        _ = try quiet.insert("Category", [label: .string("Rust")])
+        #expect {
+            try quiet.save()
+        } throws: { error in
+            (error as? StoreError)?.code == .invalidArgument && "\(error)".contains("history tracking is off")
+        }
+    }
+
     /// A model whose to-many is `deny`: an owner the log merged away goes after its pets moved to
     /// the winner, so the rule finds nothing to refuse.
     @Test func anObjectTheLogDeletedGoesAfterWhatReferredToItMoved() throws {

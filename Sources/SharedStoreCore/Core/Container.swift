@@ -339,6 +339,8 @@ public final class Container: Sendable {
                     do {
                         let result = try c.writeTransaction {
                             let othersCommitted = c.dataVersion != c.checkedDataVersion
+                            // What this connection knew of the schema holds while only it wrote.
+                            if othersCommitted && !c.knownTables.isEmpty { c.knownTables.removeAll() }
                             try checkModel(c)
                             let s = TransactionSQL(c: c, container: self)
                             if lease, try leaseNeeded(s, othersCommitted: othersCommitted) { throw LeaseNeeded() }
@@ -349,6 +351,10 @@ public final class Container: Sendable {
                         return result
                     } catch is LeaseNeeded {
                         try extendLease(c)
+                    } catch {
+                        // Rolled back: a table it made or dropped is as it was.
+                        c.knownTables.removeAll()
+                        throw error
                     }
                 }
                 throw StoreError(.busy, "other processes used up every token lease this one took; nothing was saved")

@@ -37,6 +37,7 @@ extension SchemaSQL {
 
     static func dropTable(_ c: SQLiteConnection, _ table: String) throws {
         try c.execute("DROP TABLE IF EXISTS \(SQLMapping.quote(table))")
+        c.knownTables.removeAll()
     }
 
     /// `ALTER TABLE … ADD COLUMN` with a constant default (SQLite keeps it in the schema: existing

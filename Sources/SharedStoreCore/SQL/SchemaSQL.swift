@@ -257,5 +257,6 @@ extension SchemaSQL {
                 gid BLOB, reason TEXT NOT NULL, at REAL NOT NULL);
             CREATE TABLE IF NOT EXISTS ss_mirror_reclaim(token INTEGER PRIMARY KEY);
             """)
+        c.knownTables.removeAll()
     }
 }

@@ -94,8 +94,9 @@ extension TransactionSQL {
     }
 
     /// ``hasMirrorTables()`` inside a write transaction after a statement of it ran: from the
-    /// connection's schema, which is then the file's, with no query.
-    func hasMirrorTablesInWrite() -> Bool { c.hasTable("ss_mirror") }
+    /// connection's schema, which is then the file's, with no query; remembered while no other
+    /// connection commits (see ``Container/write(lease:_:)``).
+    func hasMirrorTablesInWrite() -> Bool { c.hasTableRemembered("ss_mirror") }
 
     func mirrorValue(_ key: String) throws -> Int64? {
         try c.cached("SELECT value FROM ss_mirror WHERE key = ?").firstRow([.text(key)]) { $0.int64(0) }
