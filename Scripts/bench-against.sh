@@ -8,24 +8,28 @@
 #     --cases   storebench cases (default: save-history,update-property)
 #     --runs    turns of each build (default 3), each a storebench run of 7 rounds
 #     --memory  stores in memory (tmpfs): the code's cost alone, no wait for the disk
+#     --out F   also write each result as a JSON line to F ({"build", "turn", "case", "ratio", "cpu_ratio"}):
+#               what Scripts/bench.sh reads for its "does not drop" goals
 # REV is built once in a worktree under ${TMPDIR:-/tmp} and kept there for the next comparison.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . Scripts/lib/setup.sh
 sharedstore_ensure_packages
 
-usage() { echo "usage: Scripts/bench-against.sh REV [--cases a,b] [--runs N] [--memory]" >&2; exit 2; }
+usage() { echo "usage: Scripts/bench-against.sh REV [--cases a,b] [--runs N] [--memory] [--out FILE]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 rev="$1"
 shift
 cases="save-history,update-property"
 runs=3
 memory=""
+out=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --cases) [ $# -ge 2 ] || usage; cases="$2"; shift 2 ;;
         --runs) [ $# -ge 2 ] || usage; runs="$2"; shift 2 ;;
         --memory) memory=1; shift ;;
+        --out) [ $# -ge 2 ] || usage; out="$2"; shift 2 ;;
         *) echo "error: unknown argument '$1'" >&2; usage ;;
     esac
 done
@@ -50,6 +54,7 @@ if [ -n "$memory" ]; then
     trap 'rm -rf "$scratch"' EXIT
 fi
 echo "== $runs turns of each build, cases $cases${memory:+, stores in memory}"
+if [ -n "$out" ]; then : >"$out"; fi
 for turn in $(seq 1 "$runs"); do
     for build in "${commit:0:12}" this; do
         bin="$ours"
@@ -57,12 +62,16 @@ for turn in $(seq 1 "$runs"); do
         # Each line: the build, then the case's name, ratio and CPU ratio (older builds have none).
         TMPDIR="${scratch:-${TMPDIR:-/tmp}}" "$bin" --json --cases "$cases" | python3 -c '
 import json, sys
-build = sys.argv[1]
+build, cases, turn, out = sys.argv[1], sys.argv[2].split(","), int(sys.argv[3]), sys.argv[4]
 for line in sys.stdin:
     r = json.loads(line)
-    if "ratio" in r and r.get("case") in sys.argv[2].split(","):
+    if "ratio" in r and r.get("case") in cases:
         case, ratio, cpu = r["case"], r["ratio"], r.get("cpu_ratio", float("nan"))
         print(f"{build:>12}  {case:<26} ratio {ratio:.3f}  cpu {cpu:.3f}")
-' "$build" "$cases"
+        if out:
+            with open(out, "a") as f:
+                f.write(json.dumps({"build": build, "turn": turn, "case": case, "ratio": ratio,
+                                    "cpu_ratio": r.get("cpu_ratio")}) + "\n")
+' "$build" "$cases" "$turn" "$out"
     done
 done

@@ -39,6 +39,15 @@ if [ ${#args[@]} -eq 0 ]; then
             | tee bench/results-memory.jsonl
         rm -rf "$memory"
     fi
+    # "save-history and update-property do not drop": their goals came from build 741c53e on
+    # this machine at another speed. That build runs here beside this one, turn by turn, and the
+    # report compares the two in the same run.
+    reference=741c53e
+    echo "== the save cases of build $reference beside this build's (Scripts/bench-against.sh)"
+    if ! Scripts/bench-against.sh "$reference" --runs 3 --out bench/against.jsonl; then
+        echo "warning: the reference build $reference could not be run: no same-run comparison" >&2
+        rm -f bench/against.jsonl
+    fi
 fi
 echo "== the failover window: Scripts/scenarios/18-failover.sh on the release build, the primary with fsync on"
 if out="$(BIN="$bin" SHAREDSTORE_PG_FSYNC=on bash Scripts/scenarios/18-failover.sh 2>&1)"; then
