@@ -12,6 +12,7 @@
 #               what Scripts/bench.sh reads for its "does not drop" goals
 # REV is built once in a worktree under ${TMPDIR:-/tmp} and kept there for the next comparison.
 set -euo pipefail
+caller="$PWD"
 cd "$(dirname "$0")/.."
 . Scripts/lib/setup.sh
 sharedstore_ensure_packages
@@ -29,7 +30,7 @@ while [ $# -gt 0 ]; do
         --cases) [ $# -ge 2 ] || usage; cases="$2"; shift 2 ;;
         --runs) [ $# -ge 2 ] || usage; runs="$2"; shift 2 ;;
         --memory) memory=1; shift ;;
-        --out) [ $# -ge 2 ] || usage; out="$2"; shift 2 ;;
+        --out) [ $# -ge 2 ] || usage; out="$2"; [[ "$out" = /* ]] || out="$caller/$out"; shift 2 ;;
         *) echo "error: unknown argument '$1'" >&2; usage ;;
     esac
 done

@@ -101,17 +101,18 @@ extension Chaos {
         // Each row's change of each article: its sequence, origin and the state it carries
         // ("title|isRead", nil: a deletion).
         var touched: [UUID: [(Int64, String, String?)]] = [:]
-        // Each origin's full uploads: their sequences and when they were made.
-        var fullUploads: [String: [(sequence: Int64, at: Double)]] = [:]
+        // Each origin's full-upload rows: their sequences, when they were made, and the newest local
+        // token the upload compared (its rows share it; merges and rekeyed rows have none).
+        var fullUploads: [String: [(sequence: Int64, at: Double, highWater: String)]] = [:]
         for row in rows {
             guard let s = row[0].flatMap({ Int64($0) }), let origin = row[1], let payload = row[2],
                 let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any],
                 let changes = object["changes"] as? [[String: Any]]
             else { continue }
             if let token = row[3].flatMap({ Int64($0) }), token < 0,
-                let at = (object["at"] as? String).flatMap(Double.init)
+                let at = (object["at"] as? String).flatMap(Double.init), let highWater = object["hw"] as? String
             {
-                fullUploads[origin, default: []].append((s, at))
+                fullUploads[origin, default: []].append((s, at, highWater))
             }
             for c in changes {
                 guard let g = (c["g"] as? String).flatMap(UUID.init(uuidString:)) else { continue }
@@ -148,16 +149,22 @@ extension Chaos {
         if !lost.isEmpty { try keepEvidence("acknowledged saves lost: \(lost)", articles: lostIDs, rows: rows) }
     }
 
-    /// The first full upload of a machine made after its save (at `after`) at which the log's
-    /// state of the object (the last of `rows` through it) already was the saved `state`: the
-    /// upload compared and had nothing to send, and the save stands in the server's order there.
+    /// The last row of the first full upload of a machine made after its save (at `after`), when
+    /// the log's state of the object there (the last of `rows` through it) already was the saved
+    /// `state`: the upload compared and had nothing to send, and the save stands in the server's
+    /// order there. (The check cannot see the store's own state at the upload: a save lost on its
+    /// machine while another machine made the same change is taken for this one.)
     static func comparedEqual(
-        _ rows: [(Int64, String, String?)], state: String?, uploads: [(sequence: Int64, at: Double)], after: Double?
+        _ rows: [(Int64, String, String?)], state: String?,
+        uploads: [(sequence: Int64, at: Double, highWater: String)], after: Double?
     ) -> Int64? {
-        guard let after, let upload = uploads.filter({ $0.at >= after }).min(by: { $0.sequence < $1.sequence })
+        guard let after, let first = uploads.filter({ $0.at >= after }).min(by: { $0.sequence < $1.sequence })
         else { return nil }
-        let there = rows.filter { $0.0 <= upload.sequence }.max { $0.0 < $1.0 }
-        return there?.2 == state && there != nil ? upload.sequence : nil
+        let last =
+            uploads.filter { $0.highWater == first.highWater && $0.sequence >= first.sequence }
+            .map(\.sequence).max() ?? first.sequence
+        let there = rows.filter { $0.0 <= last }.max { $0.0 < $1.0 }
+        return there?.2 == state && there != nil ? last : nil
     }
 
     /// A failed run leaves what it failed on: the stores (kept), and a report of the steps on
