@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Runs storebench cases of this checkout and of an earlier revision on this machine, turn by turn,
-# and prints each one's ratios: what "a ratio does not drop below the last report's" means when
-# the report was measured on another machine, or on this one at another speed (ratios follow the
-# machine; a build against a build, run together, does not).
+# and prints each one's ratios and throughputs: what "a ratio does not drop below the last
+# report's" means when the report was measured on another machine, or on this one at another speed
+# (ratios follow the machine; a build against a build, run together, does not). Each build measures
+# with its own storebench, whose C baseline may run faster since (SharedStore now turns SQLite's
+# memory statistics off for its whole process): SharedStore's throughput of the two builds, turn by
+# turn, is what tells whether the library lost ground.
 #   Scripts/bench-against.sh REV [--cases a,b] [--runs N] [--memory]
 #     REV       the revision to compare with (a commit, a tag)
 #     --cases   storebench cases (default: save-history,update-property)
 #     --runs    turns of each build (default 3), each a storebench run of 7 rounds
 #     --memory  stores in memory (tmpfs): the code's cost alone, no wait for the disk
-#     --out F   also write each result as a JSON line to F ({"build", "turn", "case", "ratio", "cpu_ratio"}):
+#     --out F   also write each result as a JSON line to F ({"build", "turn", "case", "ratio", "cpu_ratio",
+#               "ours", "baseline": SharedStore's and the C API's throughput}):
 #               what Scripts/bench.sh reads for its "does not drop" goals
 # REV is built once in a worktree under ${TMPDIR:-/tmp} and kept there for the next comparison.
 set -euo pipefail
@@ -69,11 +73,13 @@ for line in sys.stdin:
     r = json.loads(line)
     if "ratio" in r and r.get("case") in cases:
         case, ratio, cpu = r["case"], r["ratio"], r.get("cpu_ratio", float("nan"))
-        print(f"{build:>12}  {case:<26} ratio {ratio:.3f}  cpu {cpu:.3f}")
+        ours, base, unit = r.get("ours", 0), r.get("baseline", 0), r.get("unit", "")
+        print(f"{build:>12}  {case:<26} ratio {ratio:.3f}  cpu {cpu:.3f}  SharedStore {ours:,.0f} {unit}"
+              f"  C API {base:,.0f}")
         if out:
             with open(out, "a") as f:
                 f.write(json.dumps({"build": build, "turn": turn, "case": case, "ratio": ratio,
-                                    "cpu_ratio": r.get("cpu_ratio")}) + "\n")
+                                    "cpu_ratio": r.get("cpu_ratio"), "ours": ours, "baseline": base}) + "\n")
 ' "$build" "$cases" "$turn" "$out"
     done
 done

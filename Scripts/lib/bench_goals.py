@@ -61,8 +61,9 @@ NOTES = {
     "save-history": "History is one extra row per transaction in the same SQLite transaction; the C limit measured for that "
                     "layout is about 0.65, and the ratio follows the machine's speed. Whether the code lost ground is "
                     "what the goals table's \"does not drop\" rows say, where Scripts/bench.sh could run build "
-                    "741c53e (whose run set the 0.637) beside this one. By instruction count (callgrind) a "
-                    "save-history save is 72.6k against 741c53e's 71.9k, an update-property save 85.6k against 90.0k.",
+                    "741c53e (whose run set the 0.637) beside this one. By instruction count (callgrind, each build's "
+                    "storebench, three rounds) a save-history save is 69.2k against 741c53e's 71.0k, an "
+                    "update-property save 85.6k against 90.0k.",
     "writers-8": "Eight processes share two cores here; the ratio moves between runs of the same build (0.61 to "
                  "0.84 seen in one sitting, old and new builds alike: commit ed7df84 0.608 and 0.717, the current one "
                  "0.714, 0.782, 0.692, 0.738). No save failed.",
