@@ -43,14 +43,9 @@ extension TransactionSQL {
 
     /// ``forEach(_:_:)`` with each object's global id (read in the same statement).
     func forEachWithGlobalID(_ request: FetchRequest, _ body: (Snapshot, UUID?) throws -> Void) throws {
-        let e = try model.entity(request.entity)
-        let sql = entitySQL(e)
-        let (text, bindings) = try query(
-            e, columns: sql.columns + [SelectFrame.column(StoreColumn.globalID)], where: request.condition,
-            sort: request.sort, window: request)
-        let (decoder, gidColumn) = (rows, sql.layout.globalIDColumn)
-        try c.cached(text).forEachRow(bindings) { row in
-            try body(decoder.snapshot(row, sql.layout), GlobalID.uuid(row.blob(gidColumn)))
+        let decoder = rows
+        try forEachRow(request) { row, sql in
+            try body(decoder.snapshot(row, sql.layout), GlobalID.uuid(row.blob(sql.layout.globalIDColumn)))
         }
     }
 
