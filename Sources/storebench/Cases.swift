@@ -29,7 +29,9 @@ struct Settings {
     var size = Size.full
     var rounds = 7
     func pick<T>(_ full: T, _ quick: T, _ smoke: T) -> T { size == .full ? full : size == .quick ? quick : smoke }
-    var saves: Int { pick(2000, 300, 50) }
+    /// Saves per round of the save cases: the quick run keeps the full count (a round of them
+    /// takes a tenth of a second), since 300 saves made a round's ratio swing with one pause.
+    var saves: Int { pick(2000, 2000, 50) }
     /// Rows per batch, and transactions per history fetch: the quick run keeps the full sizes
     /// (each costs milliseconds), since a smaller one weighs a transaction's or a fetch's fixed
     /// cost differently and the ratio would not be the full run's.
@@ -40,7 +42,9 @@ struct Settings {
     var durableSaves: Int { pick(200, 200, 20) }
     var bigHistory: Int { pick(1_000_000, 100_000, 2000) }
     var latencyCommits: Int { pick(1000, 200, 20) }
-    var writerSeconds: Double { pick(3, 1, 0.2) }
+    /// How long each run of the writer cases saves, and how many rounds of them run.
+    var writerSeconds: Double { pick(1.5, 1, 0.2) }
+    var writerRounds: Int { pick(5, 3, 1) }
     /// The store size of the read cases.
     var readRows: Int { pick(1_000_000, 100_000, 2000) }
 }

@@ -152,7 +152,47 @@ func catchUpCase(_ s: Settings) throws -> Report {
     ])
 }
 
-func writersCase(_ s: Settings, writers: Int, single: Double?) throws -> (Report, Double) {
+/// `writers-1` to `writers-8`: aggregate saves per second of 1, 2, 4 and 8 writer processes,
+/// each N against one writer **in the same round** (the machine's speed moves between minutes,
+/// and one run of each said more about the minute than about N). Rounds run the four counts
+/// in a rotated order, so no count always runs first; each case reports the median rate, the
+/// median of its rounds' ratios and their spread.
+func writersCases(_ s: Settings) throws -> [Report] {
+    let counts = [1, 2, 4, 8]
+    var rates: [Int: [Double]] = [:]
+    var failed: [Int: Double] = [:]
+    var ratios: [Int: [Double]] = [:]
+    for round in 0..<s.writerRounds {
+        var single = 0.0
+        var thisRound: [Int: Double] = [:]
+        for k in counts.indices {
+            let n = counts[(k + round) % counts.count]
+            let (saves, failures) = try writersRun(s, writers: n)
+            let rate = saves / s.writerSeconds
+            rates[n, default: []].append(rate)
+            failed[n, default: 0] += failures
+            thisRound[n] = rate
+            if n == 1 { single = rate }
+        }
+        for n in counts where n != 1 && single > 0 { ratios[n, default: []].append((thisRound[n] ?? 0) / single) }
+    }
+    return counts.map { n in
+        var fields: [(String, JSONValue)] = [
+            ("case", .string("writers-\(n)")), ("saves_per_s", .number(median(rates[n] ?? []).rounded())),
+            ("failed", .number(failed[n] ?? 0)), ("rounds", .number(Double(s.writerRounds))),
+            ("seconds", .number(s.writerSeconds)),
+        ]
+        if let r = ratios[n], !r.isEmpty {
+            fields.append(("ratio", .number(round3(median(r)))))
+            fields.append(("spread", .array([.number(round3(r.min() ?? 0)), .number(round3(r.max() ?? 0))])))
+        }
+        return .object(fields)
+    }
+}
+
+/// One run of `writers` writer processes saving for `s.writerSeconds` from a common start into
+/// a new store: the saves they made, and those that failed.
+func writersRun(_ s: Settings, writers: Int) throws -> (saves: Double, failed: Double) {
     let dir = scratch()
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let group = dir + "/group"
@@ -172,10 +212,5 @@ func writersCase(_ s: Settings, writers: Int, single: Double?) throws -> (Report
         }
         p.waitUntilExit()
     }
-    let rate = saves / s.writerSeconds
-    var fields: [(String, JSONValue)] = [
-        ("case", .string("writers-\(writers)")), ("saves_per_s", .number(rate.rounded())), ("failed", .number(failed)),
-    ]
-    if let single { fields.append(("ratio", .number(round3(rate / single)))) }
-    return (.object(fields), rate)
+    return (saves, failed)
 }

@@ -186,14 +186,7 @@ let benchProgress = BenchProgress()
     if want("token-advance") { show(try tokenAdvanceCase(settings)) }
     if want("cleaner") { show(try cleanerCase(settings)) }
     if want("catch-up-memory") { show(try catchUpCase(settings)) }
-    if want("writers") {
-        var single: Double?
-        for n in [1, 2, 4, 8] {
-            let (r, rate) = try writersCase(settings, writers: n, single: single)
-            if n == 1 { single = rate }
-            show(r)
-        }
-    }
+    if want("writers") { for r in try writersCases(settings) { show(r) } }
 }
 
 // SQLite configured as SharedStore configures it (no memory statistics), before anything opens
