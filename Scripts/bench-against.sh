@@ -62,7 +62,11 @@ fi
 echo "== $runs turns of each build, cases $cases${memory:+, stores in memory}"
 if [ -n "$out" ]; then : >"$out"; fi
 for turn in $(seq 1 "$runs"); do
-    for build in "${commit:0:12}" this; do
+    # Each build first in alternate turns: a machine that slows (or speeds up) through the
+    # comparison does not favour the build that always runs first.
+    order=("${commit:0:12}" this)
+    [ $((turn % 2)) -eq 0 ] && order=(this "${commit:0:12}")
+    for build in "${order[@]}"; do
         bin="$ours"
         [ "$build" = this ] || bin="$theirs"
         # Each line: the build, then the case's name, ratio and CPU ratio (older builds have none).
