@@ -49,11 +49,16 @@ GOALS = [
 ]
 
 NOTES = {
-    "save-no-history": "The gap is a fixed cost per save of about 3 µs over SQLite's own ~18 µs: the context's bookkeeping "
-                       "(pending inserts, temporary-to-permanent ids, the save result), validation by attribute name, and the "
-                       "change signal (an 8-byte pwrite, one system call, made after every commit so other processes wake). "
-                       "callgrind shows SQLite itself (step, commit) as the largest part of a save; no single Swift function "
-                       "stands out. Batch inserts, where the fixed cost is spread, reach 0.58.",
+    "save-no-history": "Both sides run the same SQL per save (BEGIN IMMEDIATE, the INSERT, COMMIT: SHAREDSTORE_SQL_DEBUG=1 "
+                       "lists it), and SQLite's part is the same on each, about 26k instructions (callgrind, three "
+                       "rounds of 2,000 saves). The C API's save is 29k in all; SharedStore's was 53.8k and is 52.1k "
+                       "since this report (the context's pending changes skip Swift's run-time exclusivity checks, "
+                       "about 20 a save; a statement no longer clears bindings it rebinds). The other 26k are the "
+                       "context's bookkeeping (pending inserts, temporary-to-permanent ids, the reads kept, the save "
+                       "result), validation by attribute name and the change signal (an 8-byte pwrite after every "
+                       "commit so other processes wake), spread over many functions of a few hundred instructions "
+                       "each. On the disk both sides also wait for the same writes, which pulls the wall ratio towards "
+                       "1: the CPU ratio is the one to compare. Batch inserts, where the fixed cost is spread, reach 0.58.",
     "cleaner": "The stall is the longest single save of a writer thread while the cleaner runs. Most runs stay "
                "between 5 and 20 ms; on this shared virtual machine an occasional run sees one save held up far longer, "
                "with nothing of SharedStore's in the way (the cleaner's chunks each hold the write lock about 1 ms): "
@@ -62,8 +67,8 @@ NOTES = {
                     "layout is about 0.65, and the ratio follows the machine's speed. Whether the code lost ground is "
                     "what the goals table's \"does not drop\" rows say, where Scripts/bench.sh could run build "
                     "741c53e (whose run set the 0.637) beside this one. By instruction count (callgrind, each build's "
-                    "storebench, three rounds) a save-history save is 69.2k against 741c53e's 71.0k, an "
-                    "update-property save 85.6k against 90.0k.",
+                    "storebench, three rounds) a save-history save is 66.8k against 741c53e's 71.0k (69.2k before "
+                    "this report), an update-property save 80.5k against 90.0k (83.2k before).",
     "writers-8": "Eight processes share two cores here; the ratio moves between runs of the same build (0.61 to "
                  "0.84 seen in one sitting, old and new builds alike: commit ed7df84 0.608 and 0.717, the current one "
                  "0.714, 0.782, 0.692, 0.738). No save failed.",
@@ -101,9 +106,18 @@ NOTES = {
                     "them: they are what each record was read as, and the base of conflict detection); forEach "
                     "neither keeps nor decodes. One decoder row and one keyed container serve the whole fetch, and "
                     "the row reads each snapshot in place; what is left is a call through Codable's boxes and "
-                    "generic witnesses per property, about 400 instructions each. Counted by callgrind at 100,000 "
-                    "rows: 12.5k instructions a row against forEach's 7.1k before the in-place reading, 11.0k "
-                    "after (0.57 to 0.65 of forEach in instructions).",
+                    "generic witnesses per property, about 400 instructions each, and for each record a lookup of "
+                    "KeyedDecodingContainer's metadata (330: the decoder's container(keyedBy:) is generic and "
+                    "reached through the Decoder protocol, so it is never specialized) and a copy of the record in "
+                    "its synthesized init(from:). Counted by callgrind at 100,000 rows: a record costs 10.5k "
+                    "instructions a row (fetch 6.0k, decoding 4.3k), reading every value through forEach 8.1k "
+                    "(0.78 in instructions; the case's forEach read five of the nine values until this report, "
+                    "7.1k, and three runs of each in one sitting gave 0.57 to 0.60 with it against 0.63 to 0.64 "
+                    "with all nine). Time lags instructions: a fetch writes each row's values, snapshot and record "
+                    "to new memory (callgrind's cache model: 9 last-level write misses a row, forEach none), and "
+                    "the retains and releases of the records' strings and ids are atomic. Two changes that did not "
+                    "help were not kept: reserving the fetch's arrays for all its rows, and decoding each chunk of "
+                    "256 rows as it was read (0.59 to 0.64 against 0.64 to 0.68 in alternating runs).",
     "batch-closure-typed": "Each record is encoded by the writer as it comes, since `insert` returns the object's id "
                            "at once (batchInsert of an array encodes on a second thread). Encoding a record of nine "
                            "properties through Codable costs about 4,200 instructions, a call through Codable's "
