@@ -44,7 +44,7 @@ if [ ${#args[@]} -eq 0 ]; then
     # report compares the two in the same run.
     reference=741c53e
     echo "== the save cases of build $reference beside this build's (Scripts/bench-against.sh)"
-    if ! Scripts/bench-against.sh "$reference" --runs 9 --out bench/against.jsonl; then
+    if ! Scripts/bench-against.sh "$reference" --runs 10 --out bench/against.jsonl; then
         echo "warning: the reference build $reference could not be run: no same-run comparison" >&2
         rm -f bench/against.jsonl
     fi
