@@ -174,12 +174,15 @@ func writersCases(_ s: Settings) throws -> [Report] {
             thisRound[n] = rate
             if n == 1 { single = rate }
         }
+        // A round whose single writer saved nothing (it failed to start) has no ratio: the
+        // rounds reported are those measured.
         for n in counts where n != 1 && single > 0 { ratios[n, default: []].append((thisRound[n] ?? 0) / single) }
     }
     return counts.map { n in
         var fields: [(String, JSONValue)] = [
             ("case", .string("writers-\(n)")), ("saves_per_s", .number(median(rates[n] ?? []).rounded())),
-            ("failed", .number(failed[n] ?? 0)), ("rounds", .number(Double(s.writerRounds))),
+            ("failed", .number(failed[n] ?? 0)),
+            ("rounds", .number(Double(n == 1 ? s.writerRounds : ratios[n]?.count ?? 0))),
             ("seconds", .number(s.writerSeconds)),
         ]
         if let r = ratios[n], !r.isEmpty {

@@ -77,11 +77,14 @@ public final class ObjectContext {
         let after: Snapshot
     }
 
-    // The pending changes and the reads below skip Swift's run-time exclusivity checks: a
-    // context is used by one thread at a time (``checkOwner()``), and no method calls out of the
-    // library (a hook, a caller's closure) while it holds one of them in place, so no two accesses
-    // can overlap. Each check cost about 75 instructions, and a save made some 20 of them (a
-    // save of one object: 55k instructions).
+    // The pending changes and the reads below skip Swift's run-time exclusivity checks. A
+    // context is used by one thread or task at a time (its contract: ``checkOwner()`` checks it
+    // with SHAREDSTORE_CONCURRENCY_DEBUG=1, and those checks never saw another thread's access
+    // anyway), and no method calls out of the library (a hook, a caller's closure) while it holds
+    // one of them in place: hooks and merge policies run in the save's writer on its own copies,
+    // forEach bodies and awakeFromFetch after the reads are done. So no two accesses can overlap.
+    // Each check cost about 75 instructions, and a save made some 20 of them (a save of one
+    // object: 55k instructions).
 
     /// By object, then by the fetch (its ``ReadBase``) whose records' changes were saved.
     @exclusivity(unchecked) var recordSaves: [ObjectID: [ObjectIdentifier: RecordSave]] = [:]
