@@ -46,7 +46,8 @@ extension ObjectContext {
             saves[id] = kept
         }
         rollback()
-        reads.saved(touched: outcome.touched + outcome.permanentIDs.values, wrote: Array(outcome.snapshots.values))
+        reads.saved(
+            touched: outcome.touched, inserted: outcome.permanentIDs.values, wrote: Array(outcome.snapshots.values))
         registered = reads
         recordSaves = saves
         // A pinned context sees its own save: its snapshot moves to the store after it (the

@@ -70,12 +70,17 @@ struct ReadSet {
     }
 
     /// What a save leaves read: the objects it `touched` in the store (updated, deleted, changed by
-    /// a rule or a derived value, restored, or new under a key an object once had) are forgotten,
+    /// a rule or a derived value, restored) and those it `inserted` (new under a key an object
+    /// may once have had) are forgotten,
     /// what it `wrote` (each touched object still there, as the save ended it) is read as such,
     /// and every other read stays the base of a later save (another process may change those
     /// objects before this context does).
-    mutating func saved(touched: [ObjectID], wrote: [Snapshot]) {
-        for id in touched { positions[id.entity]?.remove(id.primaryKey) }
+    mutating func saved(touched: [ObjectID], inserted: Dictionary<ObjectID, ObjectID>.Values, wrote: [Snapshot]) {
+        // Nothing read, nothing to forget (a context that only writes: no lookup per object).
+        if !positions.isEmpty {
+            for id in touched { positions[id.entity]?.remove(id.primaryKey) }
+            for id in inserted { positions[id.entity]?.remove(id.primaryKey) }
+        }
         Self.forEachInPlace(wrote) { s in Self.keep(s, in: &positions[s.pointee.id.entity, default: KeyTable()], &kept)
         }
     }
