@@ -11,6 +11,7 @@ sys.dont_write_bytecode = True  # no __pycache__ left in the checkout
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_goals import GOALS, NOTES, REFERENCE, REFERENCE_FIGURES  # noqa: E402
 from bench_page import write_chart, write_page  # noqa: E402
+import bench_kept  # noqa: E402
 
 results_path, md_path, svg_path = sys.argv[1:4]
 # Inputs the report could not read all of: said in the report, never a crash.
@@ -64,43 +65,7 @@ if meta.get("size") == "full":
     if odd:
         unread.append("%s: %d result%s without a build, a positive ratio and throughput, left out" % (
             against_path, odd, "" if odd == 1 else "s"))
-KEPT = 0.97
-# The figures the goals were set with, and the build that measured them.
-GOAL_BUILD, GOAL_FIGURES = "741c53e", {"save-history": 0.637, "update-property": 0.458}
-for case, old in GOAL_FIGURES.items():
-    builds = against.get(case, {})
-    ref = [b for b in builds if b != "this"]
-    if "this" not in builds or len(ref) != 1:
-        if len(ref) > 1:
-            unread.append("%s: %s measured against %d builds (%s): no comparison" % (
-                against_path, case, len(ref), ", ".join(ref)))
-        continue
-    # SharedStore's own throughput, this build's over the reference's: each build measures with its
-    # own storebench, and the C baselines beside them may differ (see Scripts/bench-against.sh).
-    # Compared turn by turn (the two runs of a turn are back to back), then the median of the turns:
-    # the machine's speed moves by more between turns than between the two runs of one.
-    theirs_by_turn = {r.get("turn"): r for r in builds[ref[0]] if number(r.get("turn"))}
-    # Scripts/bench-against.sh runs the reference first in odd turns, this build first in even
-    # ones: the median of each order, then their mean, so that an odd number of turns (more of one
-    # order) does not let a machine that slows through each turn favour the build run second.
-    orders = {}
-    for r in builds["this"]:
-        if number(r.get("turn")) and r["turn"] in theirs_by_turn:
-            orders.setdefault(int(r["turn"]) % 2, []).append(r["ours"] / theirs_by_turn[r["turn"]]["ours"])
-    if not orders:
-        unread.append("%s: %s has no turn measured by both builds: no comparison" % (against_path, case))
-        continue
-    mid = lambda xs: (sorted(xs)[(len(xs) - 1) // 2] + sorted(xs)[len(xs) // 2]) / 2
-    pairs = sorted(x for xs in orders.values() for x in xs)
-    kept_median = sum(mid(xs) for xs in orders.values()) / len(orders)
-    by[case + "-kept"] = {"kept": round(kept_median, 3), "turns": len(pairs),
-                          "spread": [round(pairs[0], 3), round(pairs[-1], 3)],
-                          "reference": ref[0], "this": builds["this"], "theirs": builds[ref[0]]}
-    GOALS = [g for g in GOALS if not (g[0] == case and g[2] == old)]
-    set_by = " (%s when the goal was set)" % old if ref[0].startswith(GOAL_BUILD) else ""
-    GOALS.append((case + "-kept", "kept", KEPT, ">=",
-                  "%s does not drop%s: this build's SharedStore throughput over build %s's in the same turn "
-                  "(the mean of the medians of each order); a drop over %d%% misses" % (case, set_by, ref[0], round((1 - KEPT) * 100))))
+GOALS = bench_kept.compare(against, by, GOALS, unread, against_path, number)
 if "history-fetch-1k" in by and "history-fetch-1m" in by:
     by["history-fetch-cost"] = {"cost": round(by["history-fetch-1k"]["ratio"] / by["history-fetch-1m"]["ratio"], 3)}
 
@@ -444,27 +409,9 @@ for case, field, goal, op, text in GOALS:
         continue
     out.append("| %s (%s) | %s | %s |" % (text, case, fmt(v), "yes" if ok else "**no**"))
 out.append("")
-kept = [(c[:-len("-kept")], r) for c, r in by.items() if c.endswith("-kept")]
-if kept:
-    turn = lambda x: "%s/s (C API %s, ratio %.3f)" % (fmt(x["ours"]), fmt(x.get("baseline", 0)), x["ratio"])
-    out.append("The \"does not drop\" rows: `Scripts/bench-against.sh` ran that build's storebench and this "
-               "one's in turns, after the full run, back to back within a turn and first in alternate turns (a "
-               "machine that slows through the run does not favour either); each run is seven rounds. Each "
-               "turn gives this build's throughput over that build's; the goal takes the median of the turns of "
-               "each order and the mean of the two (%s). Compared is SharedStore's throughput: each build measures with its "
-               "own storebench, and SharedStore now turns SQLite's memory statistics off for its whole process, which "
-               "speeds the C baseline beside it more, in proportion, than SharedStore: the ratios of two builds "
-               "differ by more than the library. "
-               "Each turn: %s.%s\n" % (
-                   "; ".join("%s %.3f over %d turns, spread %s…%s" % (
-                       case, r["kept"], r["turns"], r["spread"][0], r["spread"][1]) for case, r in kept),
-                   "; ".join("%s: %s for %s; %s for this build" % (
-                       case, ", ".join(turn(x) for x in r["theirs"]), r["reference"],
-                       ", ".join(turn(x) for x in r["this"])) for case, r in kept),
-                   " The goals' figures (%s) were measured by that build on this machine at another speed: the "
-                   "ratios follow the machine, and a build run beside a build does not." % " and ".join(
-                       str(v) for v in GOAL_FIGURES.values())
-                   if all(r["reference"].startswith(GOAL_BUILD) for _, r in kept) else ""))
+kept_text = bench_kept.paragraph(by, fmt)
+if kept_text:
+    out.append(kept_text)
 misses = [(case, field, goal, op, text) for case, field, goal, op, text in GOALS if check(case, field, goal, op)[1] is False]
 
 
