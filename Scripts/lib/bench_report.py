@@ -262,6 +262,8 @@ for n in [1, 2, 4, 8]:
             if number(r.get("rounds")) and isinstance(spread, list) and len(spread) == 2:
                 against += " in the same round: median of %d rounds, spread %s…%s" % (r["rounds"], spread[0], spread[1])
             against += ")"
+        if number(r.get("steal_percent")):
+            against += "; the host took %.1f%% of the processors (steal)" % r["steal_percent"]
         out.append("| %d writer process%s | %s saves/s aggregate%s, %s failed |" % (
             n, "" if n == 1 else "es", fmt(r["saves_per_s"]), against, r["failed"]))
 if "share-batch-1m" in by:
@@ -383,7 +385,9 @@ if quick:
         out.append("")
         out.append("%d of %d within 10%%%s%s. The quick run keeps the full run's batch sizes, history fetches, "
                    "saves per round and durable saves (each costs milliseconds); it makes smaller stores (100,000 "
-                   "rows against 1,000,000: the reads of a store, share-batch's lines, retained history) and runs "
+                   "rows against 1,000,000: the reads of a store, retained history), keeps share-batch's "
+                   "1,000,000 lines (at 100,000 the process's start weighs a tenth of its time) and the 1,000 "
+                   "spaces of mirror-spaces-server (fewer uploads to each), and runs "
                    "three rounds instead of seven (the writer processes: three rounds of 1 s against five of 1.5 s, "
                    "each count of writers against one writer in the same round). A figure outside 10%% but inside the full run's own spread (its rounds' "
                    "lowest and highest ratio) is as far from the full run as the full run's rounds are from each "

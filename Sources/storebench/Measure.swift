@@ -54,6 +54,16 @@ func peakRSSMiB() -> Double {
     return 0
 }
 
+/// The machine's processor time so far, in clock ticks of `/proc/stat`: all of it, and the part
+/// the host of this virtual machine took for others ("steal"). Zeros where it cannot be read.
+func machineTicks() -> (total: Double, steal: Double) {
+    guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+        let line = stat.split(separator: "\n").first, line.hasPrefix("cpu ")
+    else { return (0, 0) }
+    let ticks = line.split(separator: " ").dropFirst().map { Double($0) ?? 0 }
+    return (ticks.reduce(0, +), ticks.count > 7 ? ticks[7] : 0)
+}
+
 /// A fresh private directory for one case, removed after.
 func scratch() -> String {
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent("storebench-\(UUID().uuidString)").path

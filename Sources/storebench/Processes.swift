@@ -162,12 +162,19 @@ func writersCases(_ s: Settings) throws -> [Report] {
     var rates: [Int: [Double]] = [:]
     var failed: [Int: Double] = [:]
     var ratios: [Int: [Double]] = [:]
+    // The share of the processors the host took while each count ran: on this virtual machine
+    // it moves from minute to minute, and the writers' scaling with it.
+    var ticks: [Int: (total: Double, steal: Double)] = [:]
     for round in 0..<s.writerRounds {
         var single = 0.0
         var thisRound: [Int: Double] = [:]
         for k in counts.indices {
             let n = counts[(k + round) % counts.count]
+            let before = machineTicks()
             let (saves, failures) = try writersRun(s, writers: n)
+            let after = machineTicks()
+            ticks[n, default: (0, 0)].total += after.total - before.total
+            ticks[n, default: (0, 0)].steal += after.steal - before.steal
             let rate = saves / s.writerSeconds
             rates[n, default: []].append(rate)
             failed[n, default: 0] += failures
@@ -185,6 +192,7 @@ func writersCases(_ s: Settings) throws -> [Report] {
             ("rounds", .number(Double(n == 1 ? s.writerRounds : ratios[n]?.count ?? 0))),
             ("seconds", .number(s.writerSeconds)),
         ]
+        if let t = ticks[n], t.total > 0 { fields.append(("steal_percent", .number(round3(100 * t.steal / t.total)))) }
         if let r = ratios[n], !r.isEmpty {
             fields.append(("ratio", .number(round3(median(r)))))
             fields.append(("spread", .array([.number(round3(r.min() ?? 0)), .number(round3(r.max() ?? 0))])))
