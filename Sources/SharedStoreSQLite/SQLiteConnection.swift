@@ -10,7 +10,9 @@ package final class SQLiteConnection {
     let handle: OpaquePointer
     package let path: String
     private var cache: [String: SQLiteStatement] = [:]
-    private var busy: BusyWait
+    let busy: BusyWait
+    /// The state of the WAL hook ``checkpoint(by:)`` installs (it holds it unretained).
+    var checkpointState: CheckpointState?
 
     /// Opens (or creates) the database at `path`.
     ///
@@ -60,6 +62,7 @@ package final class SQLiteConnection {
 
     deinit {
         sqlite3_busy_handler(handle, nil, nil)
+        if checkpointState != nil { sqlite3_wal_hook(handle, nil, nil) }
         if SQLDebug.isOn { SQLDebug.forget(handle) }
         cache.removeAll()
         slots.removeAll()
@@ -327,6 +330,8 @@ package struct SQLiteArguments {
 /// The state of one connection's busy handler (see `installBusyHandler`).
 package final class BusyWait {
     let timeout: Double
+    /// A shorter limit for the waits of one call (a checkpoint in a commit), when set.
+    var cap: Double?
     private var start = 0.0
 
     init(timeout: Double) { self.timeout = timeout }
@@ -342,7 +347,7 @@ package final class BusyWait {
     func shouldRetry(attempt: Int) -> Bool {
         let now = Monotonic.seconds()
         if attempt == 0 { start = now }
-        guard now - start < timeout else { return false }
+        guard now - start < min(timeout, cap ?? timeout) else { return false }
         usleep(Self.step(attempt))
         return true
     }

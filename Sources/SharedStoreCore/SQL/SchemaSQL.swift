@@ -10,11 +10,13 @@ import SharedStoreSupport
 /// Its sibling ``TransactionSQL`` is the SQL of the objects, history and queries of an open
 /// container's transactions.
 enum SchemaSQL {
-    /// WAL mode and the synchronous level. `journal_mode` answers with a row; it fails here
-    /// first when the file is not a database.
+    /// WAL mode, the synchronous level and when the writer checkpoints (``CheckpointPolicy``:
+    /// the WAL keeps restarting while several processes write). `journal_mode` answers with a
+    /// row; it fails here first when the file is not a database.
     static func configure(_ c: SQLiteConnection, synchronous: Container.Options.Synchronous) throws {
         _ = try c.cached("PRAGMA journal_mode = WAL").firstRow { $0.text(0) }
         try setSynchronous(c, synchronous)
+        c.checkpoint(by: CheckpointPolicy())
     }
 
     /// The synchronous level of the connection's next commits (outside a transaction: SQLite

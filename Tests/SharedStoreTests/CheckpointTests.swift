@@ -1,0 +1,93 @@
+import Foundation
+import ReadLater
+import SharedStore
+import SharedStoreSQLite
+import Testing
+
+/// When writers checkpoint the WAL (``CheckpointPolicy``): with several processes writing at
+/// once the WAL keeps restarting instead of growing without end (SQLite's auto-checkpoint then
+/// checkpointed, with two fsyncs, on nearly every commit), and a reader holding an old snapshot
+/// does not make every commit wait to restart it.
+@Suite struct CheckpointTests {
+    /// A writer with a small policy on a new WAL store, and a table of rows that each take a
+    /// page or two.
+    func store(_ group: TemporaryGroup, _ policy: CheckpointPolicy) throws -> (SQLiteConnection, String) {
+        try FileManager.default.createDirectory(atPath: group.path, withIntermediateDirectories: true)
+        let path = group.path + "/t.sqlite"
+        let w = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 5000)
+        try w.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL")
+        w.checkpoint(by: policy)
+        try w.execute("CREATE TABLE t(x BLOB)")
+        return (w, path)
+    }
+
+    @Test func aReaderOnAnOldSnapshotHoldsTheWALButDoesNotMakeEveryCommitTryToRestartIt() throws {
+        let group = TemporaryGroup()
+        var policy = CheckpointPolicy()
+        policy.everyFrames = 50
+        policy.restartFrames = 200
+        let (w, path) = try store(group, policy)
+        let reader = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 5000)
+        try reader.execute("SELECT count(*) FROM t")
+        try reader.beginPinnedRead()
+        var highest: Int32 = 0
+        for _ in 0..<600 {
+            try w.execute("INSERT INTO t VALUES (randomblob(3000))")
+            let frames = w.checkpointFigures.walFrames
+            #expect(frames >= highest, "the WAL restarted under a reader that reads it")
+            highest = frames
+        }
+        let held = w.checkpointFigures
+        #expect(held.walFrames > 4 * policy.restartFrames)
+        // One attempt to restart per restartFrames of growth, not one per commit.
+        #expect(held.restarts >= 1)
+        #expect(held.restarts <= Int(held.walFrames / policy.restartFrames) + 1, "\(held)")
+        reader.endRead()
+        // Once the reader is gone, the WAL restarts within a few commits.
+        var restarted = false
+        for _ in 0..<(2 * Int(policy.restartFrames)) where !restarted {
+            try w.execute("INSERT INTO t VALUES (randomblob(3000))")
+            restarted = w.checkpointFigures.walFrames < highest
+        }
+        #expect(restarted, "\(w.checkpointFigures)")
+    }
+
+    @Test func aSingleWriterCheckpointsAsOftenAsSQLiteWouldAndNeverNeedsARestart() throws {
+        let group = TemporaryGroup()
+        var policy = CheckpointPolicy()
+        policy.everyFrames = 100
+        policy.restartFrames = 400
+        let (w, _) = try store(group, policy)
+        var most: Int32 = 0
+        for _ in 0..<1000 {
+            try w.execute("INSERT INTO t VALUES (randomblob(3000))")
+            most = max(most, w.checkpointFigures.walFrames)
+        }
+        let figures = w.checkpointFigures
+        #expect(figures.restarts == 0, "\(figures)")
+        #expect(figures.checkpoints >= 5, "\(figures)")
+        // Each checkpoint leaves nothing to copy, so the next commit starts the WAL over.
+        #expect(most < 2 * policy.everyFrames, "\(figures), at most \(most) frames")
+    }
+
+    /// Real processes saving at once: the WAL file never grows far past the restart mark
+    /// (before, it reached hundreds of MiB in such a run, every frame of every save kept).
+    @Test(.tags(.multiProcess)) func writerProcessesSavingAtOnceKeepTheWALBounded() throws {
+        let group = TemporaryGroup()
+        // Held open through the run, so that the last writer to close does not remove the WAL.
+        let container = try group.open()
+        let count = 1500
+        let writers = try ["A", "B", "C"].map { author in
+            try Child(
+                "sharedstore-helper", ["write", "--group", group.path, "--author", author, "--count", "\(count)"])
+        }
+        for writer in writers { #expect(try writer.waitForExit() == 0) }
+        #expect(try container.newContext().count(FetchRequest("Article")) == 3 * count)
+        let attributes = try FileManager.default.attributesOfItem(atPath: group.storePath + "-wal")
+        let size = (attributes[.size] as? NSNumber)?.intValue ?? 0
+        let frame = 4096 + 24
+        let bound = 3 * Int(CheckpointPolicy().restartFrames) * frame
+        #expect(size > 0)
+        #expect(size <= bound, "the WAL reached \(size / frame) frames")
+    }
+}
