@@ -247,8 +247,11 @@ if "token-advance" in by:
                    r["directory_sync_us"])
 if "cleaner" in by:
     r = by["cleaner"]
-    out.append("| cleaner: deleting %s transactions in chunks of %s while a writer saves | %s deleted/s; longest writer stall **%s ms** over %s saves, %s failed |" % (
-        fmt(r["deleted"]), r["chunk"], fmt(r["deleted_per_s"]), r["max_writer_stall_ms"], fmt(r["writer_saves"]), r["writer_failed"]))
+    tail = ""
+    if number(r.get("p99_writer_save_ms")) and number(r.get("p999_writer_save_ms")):
+        tail = " (p99 %s ms, p99.9 %s ms)" % (r["p99_writer_save_ms"], r["p999_writer_save_ms"])
+    out.append("| cleaner: deleting %s transactions in chunks of %s while a writer saves | %s deleted/s; longest writer stall **%s ms**%s over %s saves, %s failed |" % (
+        fmt(r["deleted"]), r["chunk"], fmt(r["deleted_per_s"]), r["max_writer_stall_ms"], tail, fmt(r["writer_saves"]), r["writer_failed"]))
 if "catch-up-memory" in by:
     r = by["catch-up-memory"]
     out.append("| catch-up: a consumer merging %s transactions | peak resident **%s MiB**, %s merged/s |" % (fmt(r["transactions"]), r["peak_rss_mib"], fmt(r["merged_per_s"])))

@@ -253,6 +253,8 @@ func cleanerCase(_ s: Settings) throws -> Report {
         ("case", .string("cleaner")), ("deleted", .number(Double(deleted))),
         ("deleted_per_s", .number((Double(deleted) / elapsed).rounded())),
         ("max_writer_stall_ms", .number(round3(stalls.max * 1000))), ("writer_saves", .number(Double(stalls.count))),
+        ("p99_writer_save_ms", .number(round3(stalls.percentile(0.99) * 1000))),
+        ("p999_writer_save_ms", .number(round3(stalls.percentile(0.999) * 1000))),
         ("writer_failed", .number(Double(stalls.failed))), ("chunk", .number(1000)),
     ])
 }
@@ -273,18 +275,21 @@ final class StopBox: @unchecked Sendable {
 
 /// The writer thread's stalls and failures, read by the measuring thread.
 final class StallBox: Sendable {
-    private struct Figures { var max = 0.0, count = 0, failed = 0 }
+    private struct Figures { var times: [Double] = [], failed = 0 }
     private let figures = Protected(Figures())
-    func record(_ d: Double) {
-        figures.withLock {
-            $0.max = Swift.max($0.max, d)
-            $0.count += 1
+    func record(_ d: Double) { figures.withLock { $0.times.append(d) } }
+    func fail() { figures.withLock { $0.failed += 1 } }
+    var max: Double { figures.withLock { $0.times.max() ?? 0 } }
+    var count: Int { figures.withLock { $0.times.count } }
+    var failed: Int { figures.withLock { $0.failed } }
+    /// The save time that fraction `p` of the saves took at most.
+    func percentile(_ p: Double) -> Double {
+        figures.withLock { f in
+            let sorted = f.times.sorted()
+            guard !sorted.isEmpty else { return 0 }
+            return sorted[min(sorted.count - 1, Int(p * Double(sorted.count)))]
         }
     }
-    func fail() { figures.withLock { $0.failed += 1 } }
-    var max: Double { figures.withLock { $0.max } }
-    var count: Int { figures.withLock { $0.count } }
-    var failed: Int { figures.withLock { $0.failed } }
 }
 
 // MARK: - Token registry
