@@ -11,20 +11,29 @@ import Foundation
 /// the last, with two fsyncs (measured: two writer processes made 0.57 fsync per save, one
 /// writer 0.011).
 ///
-/// This policy checkpoints as often as SQLite's (`everyFrames` frames after its last
-/// checkpoint, not after every commit above the mark) and, when the WAL has not restarted by
-/// `restartFrames` frames, runs a restarting checkpoint: it waits for the write lock and for
-/// readers of the WAL for at most `restartWait` seconds, so that the next writer starts the WAL
-/// over (else it copies what it can, as a passive one does, and tries again when the WAL has
-/// grown by `restartFrames` more). A single writer never needs one: its own checkpoints leave nothing to copy when it
-/// next writes.
+/// This policy checkpoints as often as SQLite's (after `everyFrames` frames written, by any
+/// process, since this connection's last checkpoint, not after every commit above the mark) and,
+/// when the WAL has not restarted by `restartFrames` frames, tries to restart it so that the next
+/// writer starts it over: first a passive checkpoint, which copies the frames back without
+/// holding anyone up; then, only when it copied everything (no reader holds an older snapshot),
+/// a restarting checkpoint, which holds the write lock while it copies the few frames committed
+/// since and waits about `restartWait` seconds at most for other writers and readers. When a
+/// reader holds the WAL back (a pin, or any read of an older snapshot that lasts longer than
+/// that), the policy tries again once the WAL has grown by `restartFrames` more, not at every
+/// commit. A single writer never needs it: its own checkpoints leave nothing to copy when it next
+/// writes, and the WAL starts over then.
 package struct CheckpointPolicy: Sendable {
     /// Frames written since this connection's last checkpoint that call for the next one.
     package var everyFrames: Int32 = 1000
     /// WAL frames at which it is restarted (about 16 MiB of 4 KiB pages).
     package var restartFrames: Int32 = 4000
-    /// The longest a restarting checkpoint waits for other writers and readers.
+    /// About the longest a restarting checkpoint waits for other writers and readers (the busy
+    /// handler's last step may pass it by a millisecond).
     package var restartWait: Double = 0.005
+    /// The size the WAL file is cut back to at the first commit after it restarts, when it grew
+    /// past it (a large batch, a pin): SQLite's `journal_size_limit`. Without it the file keeps
+    /// its largest size until the last connection closes.
+    package var fileLimit: Int64 = 16 << 20
 
     package init() {}
 }
@@ -34,16 +43,18 @@ package struct CheckpointPolicy: Sendable {
 final class CheckpointState {
     let policy: CheckpointPolicy
     let busy: BusyWait
-    /// The WAL's frames when this connection last checkpointed or committed; a smaller count at
-    /// a commit means the WAL restarted since.
+    /// The WAL's frames after this connection's last commit. A smaller count at a commit means
+    /// the WAL restarted since; a connection that commits rarely may miss a restart (the WAL grew
+    /// back past its count meanwhile): it then checkpoints or restarts later than it could,
+    /// while the writers that commit often do it.
     var frames: Int32 = 0
-    /// The frames copied back as of this connection's last checkpoint.
-    var copied: Int32 = 0
-    /// The WAL's frames at which the next restarting checkpoint runs: after one that could not
-    /// restart (a reader holds an old snapshot), not before the WAL grew by as much again, so
-    /// that a long reader does not make every commit wait.
+    /// The WAL's frames when this connection last checkpointed.
+    var checkpointedAt: Int32 = 0
+    /// The WAL's frames at which the next restart is tried: after a try that a reader defeated,
+    /// not before the WAL grew by `restartFrames` more, so that a long reader does not make
+    /// every commit wait.
     var restartAt: Int32
-    /// Checkpoints this connection ran, and restarting ones among them (for tests).
+    /// Checkpoints this connection ran, and its tries to restart the WAL (for tests).
     var checkpoints = 0, restarts = 0
 
     init(_ policy: CheckpointPolicy, busy: BusyWait) {
@@ -52,42 +63,56 @@ final class CheckpointState {
         restartAt = policy.restartFrames
     }
 
-    /// After a commit that left `walFrames` frames in the WAL of `db`.
+    /// After a commit that left `walFrames` frames in the WAL of `db`. A checkpoint that fails
+    /// (busy, an I/O error) leaves the WAL as it was; the commit stands either way.
     func committed(_ db: OpaquePointer, walFrames: Int32) {
         if walFrames < frames {
-            // The WAL restarted since this connection's last commit.
-            copied = 0
+            checkpointedAt = 0
             restartAt = policy.restartFrames
         }
         frames = walFrames
-        var log: Int32 = 0
-        var done: Int32 = 0
         if walFrames >= restartAt {
+            restart(db, walFrames: walFrames)
+        } else if walFrames - min(checkpointedAt, walFrames) >= policy.everyFrames {
+            _ = checkpoint(db, SQLITE_CHECKPOINT_PASSIVE)
+            checkpointedAt = walFrames
+        }
+    }
+
+    /// A passive checkpoint, then a restarting one if the first copied every frame.
+    private func restart(_ db: OpaquePointer, walFrames: Int32) {
+        checkpointedAt = walFrames
+        let (rc, log, done) = checkpoint(db, SQLITE_CHECKPOINT_PASSIVE)
+        // Another connection is checkpointing (log -1): the next commit tries again.
+        guard log >= 0 else { return }
+        restarts += 1
+        var defeated = rc != SQLITE_OK || done < log
+        if !defeated {
             // A bounded wait: this runs in a save, and holds the write lock while it waits.
             busy.cap = policy.restartWait
             defer { busy.cap = nil }
-            restarts += 1
-            checkpoints += 1
-            let rc = sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_RESTART, &log, &done)
-            if rc != SQLITE_OK {
-                restartAt = walFrames > Int32.max - policy.restartFrames ? Int32.max : walFrames + policy.restartFrames
-            }
-        } else if walFrames - copied >= policy.everyFrames {
-            checkpoints += 1
-            _ = sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, &log, &done)
-        } else {
-            return
+            let (rc, log, _) = checkpoint(db, SQLITE_CHECKPOINT_RESTART)
+            defeated = rc != SQLITE_OK && log >= 0
         }
-        // A failed checkpoint (busy, an I/O error) leaves the WAL as it was: the commit stands,
-        // and the next commit tries again. -1 when nothing was done.
-        if done >= 0 { copied = done }
+        if defeated {
+            restartAt = walFrames > Int32.max - policy.restartFrames ? Int32.max : walFrames + policy.restartFrames
+        }
+    }
+
+    private func checkpoint(_ db: OpaquePointer, _ mode: Int32) -> (rc: Int32, log: Int32, done: Int32) {
+        checkpoints += 1
+        var log: Int32 = -1
+        var done: Int32 = -1
+        let rc = sqlite3_wal_checkpoint_v2(db, nil, mode, &log, &done)
+        return (rc, log, done)
     }
 }
 
 extension SQLiteConnection {
     /// Checkpoints after this connection's commits by `policy` instead of SQLite's
     /// auto-checkpoint (see ``CheckpointPolicy``).
-    package func checkpoint(by policy: CheckpointPolicy) {
+    package func checkpoint(by policy: CheckpointPolicy) throws {
+        _ = try cached("PRAGMA journal_size_limit = \(policy.fileLimit)").firstRow { $0.int64(0) }
         let state = CheckpointState(policy, busy: busy)
         checkpointState = state
         sqlite3_wal_hook(
@@ -99,8 +124,8 @@ extension SQLiteConnection {
             }, Unmanaged.passUnretained(state).toOpaque())
     }
 
-    /// What this connection's policy did: the checkpoints it ran, the restarting ones among
-    /// them, and the WAL's frames after its last commit.
+    /// What this connection's policy did: the checkpoints it ran, its tries to restart the WAL,
+    /// and the WAL's frames after its last commit.
     package var checkpointFigures: (checkpoints: Int, restarts: Int, walFrames: Int32) {
         (checkpointState?.checkpoints ?? 0, checkpointState?.restarts ?? 0, checkpointState?.frames ?? 0)
     }

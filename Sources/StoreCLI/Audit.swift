@@ -256,7 +256,7 @@ struct Audit {
                 evidence: "Store.sqlite-wal is \(self.size(size)) (limit \(self.size(walLimit)))"
                     + (pins.isEmpty ? "; no reader holds it now" : "; held by " + pins.joined(separator: ", ")),
                 fix: pins.isEmpty
-                    ? "a checkpoint shrinks it at the next save; if it grows again, look for long reads"
+                    ? "the next saves start it over and cut the file to 16 MiB; if it grows again, look for long reads"
                     : "end the long read of each holder (a pinned context, an open read transaction)")
         ]
     }

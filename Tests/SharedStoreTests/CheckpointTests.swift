@@ -16,7 +16,7 @@ import Testing
         let path = group.path + "/t.sqlite"
         let w = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 5000)
         try w.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL")
-        w.checkpoint(by: policy)
+        try w.checkpoint(by: policy)
         try w.execute("CREATE TABLE t(x BLOB)")
         return (w, path)
     }
@@ -39,9 +39,11 @@ import Testing
         }
         let held = w.checkpointFigures
         #expect(held.walFrames > 4 * policy.restartFrames)
-        // One attempt to restart per restartFrames of growth, not one per commit.
+        // One try to restart per restartFrames of growth, and one checkpoint per everyFrames,
+        // not one per commit.
         #expect(held.restarts >= 1)
         #expect(held.restarts <= Int(held.walFrames / policy.restartFrames) + 1, "\(held)")
+        #expect(held.checkpoints <= 2 * Int(held.walFrames / policy.everyFrames) + 2, "\(held)")
         reader.endRead()
         // Once the reader is gone, the WAL restarts within a few commits.
         var restarted = false
@@ -70,8 +72,32 @@ import Testing
         #expect(most < 2 * policy.everyFrames, "\(figures), at most \(most) frames")
     }
 
+    /// A batch that leaves a large WAL file: once the WAL starts over, the next commit cuts the
+    /// file back to the limit (it kept its largest size until the last connection closed).
+    @Test func theWALFileIsCutBackAfterALargeBatch() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let title = String(repeating: "a long title ", count: 30)
+        let rows: [[String: Value]] = (0..<40_000).map { i in
+            ["title": .string("\(i) \(title)"), "url": .string("https://example.com/\(i)")]
+        }
+        _ = try container.newContext(author: "Batch").batchInsert("Article", rows)
+        let wal = group.storePath + "-wal"
+        func size() throws -> Int {
+            ((try FileManager.default.attributesOfItem(atPath: wal))[.size] as? NSNumber)?.intValue ?? 0
+        }
+        let limit = Int(CheckpointPolicy().fileLimit)
+        #expect(try size() > limit, "the batch should leave a WAL over the limit")
+        let context = container.newContext(author: "App")
+        for i in 0..<50 where try size() > limit {
+            try context.insert(ReadLater.Article(title: "after \(i)", url: "https://example.org/\(i)"))
+            try context.save()
+        }
+        #expect(try size() <= limit)
+    }
+
     /// Real processes saving at once: the WAL file never grows far past the restart mark
-    /// (before, it reached hundreds of MiB in such a run, every frame of every save kept).
+    /// (before, it reached over 100 MiB in such a run, every frame of every save kept).
     @Test(.tags(.multiProcess)) func writerProcessesSavingAtOnceKeepTheWALBounded() throws {
         let group = TemporaryGroup()
         // Held open through the run, so that the last writer to close does not remove the WAL.

@@ -62,8 +62,9 @@ extension Container {
             let (scanned, deleted) = try write { s in try deleteChunk(s, through: token, size: chunkSize) }
             total += deleted
             // Every 10 chunks, checkpoint without blocking anyone, so that a writer's commit
-            // more often finds nothing to copy (a writer checkpoints after 1000 frames of its
-            // own: CheckpointPolicy). Measured on a 1M clean with SQLite's auto-checkpoint: after
+            // more often finds nothing to copy (a writer checkpoints after 1000 frames written
+            // since its own last checkpoint: CheckpointPolicy). Measured on a 1M clean with
+            // SQLite's auto-checkpoint: after
             // every chunk, a thousand fsyncs slowed deletion by a fifth; never, writers took the
             // checkpoints and stalled up to 30 ms; every 10, under 20 ms.
             chunksDone += 1

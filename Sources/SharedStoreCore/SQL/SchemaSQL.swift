@@ -16,7 +16,7 @@ enum SchemaSQL {
     static func configure(_ c: SQLiteConnection, synchronous: Container.Options.Synchronous) throws {
         _ = try c.cached("PRAGMA journal_mode = WAL").firstRow { $0.text(0) }
         try setSynchronous(c, synchronous)
-        c.checkpoint(by: CheckpointPolicy())
+        try c.checkpoint(by: CheckpointPolicy())
     }
 
     /// The synchronous level of the connection's next commits (outside a transaction: SQLite
