@@ -390,7 +390,7 @@ if quick:
                    "saves per round and durable saves (each costs milliseconds); it makes smaller stores (100,000 "
                    "rows against 1,000,000: the reads of a store, retained history), keeps share-batch's "
                    "1,000,000 lines (at 100,000 the process's start weighs a tenth of its time) and the 1,000 "
-                   "spaces of mirror-spaces-server (fewer uploads to each), and runs "
+                   "spaces and 20 uploads to each of mirror-spaces-server, and runs "
                    "three rounds instead of seven (the writer processes: three rounds of 1 s against five of 1.5 s, "
                    "each count of writers against one writer in the same round). A figure outside 10%% but inside the full run's own spread (its rounds' "
                    "lowest and highest ratio) is as far from the full run as the full run's rounds are from each "

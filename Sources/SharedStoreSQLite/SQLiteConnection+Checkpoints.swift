@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import SharedStoreSupport
 
 /// When a connection checkpoints the WAL after its commits, in place of SQLite's auto-checkpoint.
 ///
@@ -14,21 +15,24 @@ import Foundation
 /// This policy checkpoints as often as SQLite's (after `everyFrames` frames written, by any
 /// process, since this connection's last checkpoint, not after every commit above the mark) and,
 /// when the WAL has not restarted by `restartFrames` frames, tries to restart it so that the next
-/// writer starts it over: first a passive checkpoint, which copies the frames back without
-/// holding anyone up; then, only when it copied everything (no reader holds an older snapshot),
-/// a restarting checkpoint, which holds the write lock while it copies the few frames committed
-/// since and waits about `restartWait` seconds at most for other writers and readers. When a
-/// reader holds the WAL back (a pin, or any read of an older snapshot that lasts longer than
-/// that), the policy tries again once the WAL has grown by `restartFrames` more, not at every
-/// commit. A single writer never needs it: its own checkpoints leave nothing to copy when it next
-/// writes, and the WAL starts over then.
+/// writer starts it over. First a passive checkpoint copies the frames back without holding
+/// anyone up. Then, when it was quick (within `restartWait`: a long one, after a large commit,
+/// leaves the restart to the next commit, so that the frames others committed meanwhile are not
+/// copied with the write lock held) and left at most `everyFrames` uncopied for readers of older
+/// snapshots, a restarting checkpoint takes the write lock, copies what was committed since, and
+/// waits for those readers: both waits together about `restartWait` at most. When readers or
+/// other writers still defeat it (a pin, a long fetch, a catch-up, a reader that holds its
+/// snapshot through the wait), the policy tries again once the WAL has grown by `restartFrames`
+/// more, not at every commit. A writer alone with no reader never needs it: its own checkpoints
+/// leave nothing to copy when it next writes, and the WAL starts over then.
 package struct CheckpointPolicy: Sendable {
     /// Frames written since this connection's last checkpoint that call for the next one.
     package var everyFrames: Int32 = 1000
     /// WAL frames at which it is restarted (about 16 MiB of 4 KiB pages).
     package var restartFrames: Int32 = 4000
-    /// About the longest a restarting checkpoint waits for other writers and readers (the busy
-    /// handler's last step may pass it by a millisecond).
+    /// About the longest the passive checkpoint before a restart may take for the restart to
+    /// follow it, and the longest the restart waits for other writers and readers (the busy
+    /// handler sleeps in steps of up to 2 ms, so it may pass it by that much).
     package var restartWait: Double = 0.005
     /// The size the WAL file is cut back to at the first commit after it restarts, when it grew
     /// past it (a large batch, a pin): SQLite's `journal_size_limit`. Without it the file keeps
@@ -50,9 +54,9 @@ final class CheckpointState {
     var frames: Int32 = 0
     /// The WAL's frames when this connection last checkpointed.
     var checkpointedAt: Int32 = 0
-    /// The WAL's frames at which the next restart is tried: after a try that a reader defeated,
-    /// not before the WAL grew by `restartFrames` more, so that a long reader does not make
-    /// every commit wait.
+    /// The WAL's frames at which the next restart is tried: after a try that readers or other
+    /// writers defeated, not before the WAL grew by `restartFrames` more, so that a long reader
+    /// does not make every commit wait.
     var restartAt: Int32
     /// Checkpoints this connection ran, and its tries to restart the WAL (for tests).
     var checkpoints = 0, restarts = 0
@@ -79,14 +83,18 @@ final class CheckpointState {
         }
     }
 
-    /// A passive checkpoint, then a restarting one if the first copied every frame.
+    /// A passive checkpoint, then a restarting one if the first was quick and left little.
     private func restart(_ db: OpaquePointer, walFrames: Int32) {
         checkpointedAt = walFrames
-        let (rc, log, done) = checkpoint(db, SQLITE_CHECKPOINT_PASSIVE)
-        // Another connection is checkpointing (log -1): the next commit tries again.
-        guard log >= 0 else { return }
+        let start = Monotonic.seconds()
+        let (_, log, done) = checkpoint(db, SQLITE_CHECKPOINT_PASSIVE)
+        // log -1: nothing was done (another connection holds the checkpoint lock, or an error):
+        // the next commit tries again. A long copy (a large commit): the next commit restarts,
+        // with little to copy under the write lock.
+        guard log >= 0, Monotonic.seconds() - start <= policy.restartWait else { return }
         restarts += 1
-        var defeated = rc != SQLITE_OK || done < log
+        // Readers of older snapshots hold more than a restart should copy under the lock.
+        var defeated = log - done > policy.everyFrames
         if !defeated {
             // A bounded wait: this runs in a save, and holds the write lock while it waits.
             busy.cap = policy.restartWait

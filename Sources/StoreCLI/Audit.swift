@@ -242,7 +242,8 @@ struct Audit {
 
     // MARK: - WAL
 
-    /// A WAL past `walLimit`, with the readers that keep a checkpoint from shrinking it.
+    /// A WAL past `walLimit`, with the readers that keep it from starting over (and its file from
+    /// being cut back).
     func wal(_ container: Container) -> [AuditFinding] {
         let size = container.fileSizes().wal
         guard size > walLimit else { return [] }
@@ -256,7 +257,8 @@ struct Audit {
                 evidence: "Store.sqlite-wal is \(self.size(size)) (limit \(self.size(walLimit)))"
                     + (pins.isEmpty ? "; no reader holds it now" : "; held by " + pins.joined(separator: ", ")),
                 fix: pins.isEmpty
-                    ? "the next saves start it over and cut the file to 16 MiB; if it grows again, look for long reads"
+                    ? "saves start it over once no reader holds it, and cut the file to 16 MiB; "
+                        + "if it stays, look for long reads"
                     : "end the long read of each holder (a pinned context, an open read transaction)")
         ]
     }
