@@ -16,11 +16,12 @@ import SharedStoreSupport
 /// process, since this connection's last checkpoint, not after every commit above the mark) and,
 /// when the WAL has not restarted by `restartFrames` frames, tries to restart it so that the next
 /// writer starts it over. First a passive checkpoint copies the frames back without holding
-/// anyone up. Then, when it was quick (within `restartWait`: a long one, after a large commit,
-/// leaves the restart to the next commit, so that the frames others committed meanwhile are not
-/// copied with the write lock held) and left at most `everyFrames` uncopied for readers of older
-/// snapshots, a restarting checkpoint takes the write lock, copies what was committed since, and
-/// waits for those readers: both waits together about `restartWait` at most. When readers or
+/// anyone up. Then, when it was quick (within `restartWait`: a long one, after a large commit or
+/// on a slow disk, leaves the restart to a try `everyFrames / 4` frames later, so that the frames
+/// others committed meanwhile are not copied with the write lock held) and left at most
+/// `everyFrames` uncopied for readers of older snapshots, a restarting checkpoint takes the write
+/// lock, copies what was committed since, and waits for those readers: both waits together about
+/// `restartWait` at most. When readers or
 /// other writers still defeat it (a pin, a long fetch, a catch-up, a reader that holds its
 /// snapshot through the wait), the policy tries again once the WAL has grown by `restartFrames`
 /// more, not at every commit. A writer alone with no reader never needs it: its own checkpoints
@@ -88,10 +89,14 @@ final class CheckpointState {
         checkpointedAt = walFrames
         let start = Monotonic.seconds()
         let (_, log, done) = checkpoint(db, SQLITE_CHECKPOINT_PASSIVE)
-        // log -1: nothing was done (another connection holds the checkpoint lock, or an error):
-        // the next commit tries again. A long copy (a large commit): the next commit restarts,
-        // with little to copy under the write lock.
-        guard log >= 0, Monotonic.seconds() - start <= policy.restartWait else { return }
+        // log -1: nothing was done (another connection holds the checkpoint lock, or an error).
+        // A long copy (a large commit, a slow disk): the restart would copy under the write lock
+        // what others committed meanwhile. Either way, try again soon, but not at every commit
+        // (on a disk whose fsyncs outlast the wait, every commit would copy with two of them).
+        guard log >= 0, Monotonic.seconds() - start <= policy.restartWait else {
+            restartAt = Self.adding(walFrames, max(1, policy.everyFrames / 4))
+            return
+        }
         restarts += 1
         // Readers of older snapshots hold more than a restart should copy under the lock.
         var defeated = log - done > policy.everyFrames
@@ -102,10 +107,11 @@ final class CheckpointState {
             let (rc, log, _) = checkpoint(db, SQLITE_CHECKPOINT_RESTART)
             defeated = rc != SQLITE_OK && log >= 0
         }
-        if defeated {
-            restartAt = walFrames > Int32.max - policy.restartFrames ? Int32.max : walFrames + policy.restartFrames
-        }
+        if defeated { restartAt = Self.adding(walFrames, policy.restartFrames) }
     }
+
+    /// `a + b` for frame counts (b positive), at most `Int32.max`.
+    private static func adding(_ a: Int32, _ b: Int32) -> Int32 { a > Int32.max - b ? Int32.max : a + b }
 
     private func checkpoint(_ db: OpaquePointer, _ mode: Int32) -> (rc: Int32, log: Int32, done: Int32) {
         checkpoints += 1
