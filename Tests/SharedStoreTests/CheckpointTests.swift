@@ -21,6 +21,12 @@ import Testing
         return (w, path)
     }
 
+    /// One commit of a row of a page or so: the WAL's frames after it.
+    func insertRow(_ w: SQLiteConnection) throws -> Int32 {
+        try w.execute("INSERT INTO t VALUES (randomblob(3000))")
+        return w.checkpointFigures.walFrames
+    }
+
     @Test func aReaderOnAnOldSnapshotHoldsTheWALButDoesNotMakeEveryCommitTryToRestartIt() throws {
         let group = TemporaryGroup()
         var policy = CheckpointPolicy()
@@ -32,8 +38,7 @@ import Testing
         try reader.beginPinnedRead()
         var highest: Int32 = 0
         for _ in 0..<600 {
-            try w.execute("INSERT INTO t VALUES (randomblob(3000))")
-            let frames = w.checkpointFigures.walFrames
+            let frames = try insertRow(w)
             #expect(frames >= highest, "the WAL restarted under a reader that reads it")
             highest = frames
         }
@@ -48,8 +53,7 @@ import Testing
         // Once the reader is gone, the WAL restarts within a few commits.
         var restarted = false
         for _ in 0..<(2 * Int(policy.restartFrames)) where !restarted {
-            try w.execute("INSERT INTO t VALUES (randomblob(3000))")
-            restarted = w.checkpointFigures.walFrames < highest
+            restarted = try insertRow(w) < highest
         }
         #expect(restarted, "\(w.checkpointFigures)")
     }
@@ -61,10 +65,7 @@ import Testing
         policy.restartFrames = 400
         let (w, _) = try store(group, policy)
         var most: Int32 = 0
-        for _ in 0..<1000 {
-            try w.execute("INSERT INTO t VALUES (randomblob(3000))")
-            most = max(most, w.checkpointFigures.walFrames)
-        }
+        for _ in 0..<1000 { most = max(most, try insertRow(w)) }
         let figures = w.checkpointFigures
         #expect(figures.restarts == 0, "\(figures)")
         #expect(figures.checkpoints >= 5, "\(figures)")
@@ -109,20 +110,44 @@ import Testing
             try Child(
                 "sharedstore-helper", ["write", "--group", group.path, "--author", author, "--count", "\(count)"])
         }
-        let wal = group.storePath + "-wal"
-        var largest = 0
-        // Until the writers end, or a deadline (their exit below then stops them).
-        let deadline = Date().addingTimeInterval(120)
-        while writers.contains(where: { $0.process.isRunning }) && Date() < deadline {
-            let size = ((try? FileManager.default.attributesOfItem(atPath: wal))?[.size] as? NSNumber)?.intValue ?? 0
-            largest = max(largest, size)
-            usleep(200)
-        }
+        // A thread samples the WAL file's size until the writers have ended (each waited for
+        // below, with its deadline).
+        let sampler = WALSampler(group.storePath + "-wal")
         for writer in writers { #expect(try writer.waitForExit() == 0) }
+        let largest = sampler.stop()
         #expect(try container.newContext().count(FetchRequest("Article")) == 3 * count)
         let frame = 4096 + 24
         let bound = 3 * Int(CheckpointPolicy().restartFrames) * frame
         #expect(largest > 0)
         #expect(largest <= bound, "the WAL reached \(largest / frame) frames")
+    }
+}
+
+/// The largest size a file reached, sampled every 0.2 ms on a thread of its own until ``stop()``.
+final class WALSampler: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var stopped = false, finished = false, largest = 0
+
+    init(_ path: String) {
+        Thread { [self] in
+            while !condition.withLock({ stopped }) {
+                let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue
+                condition.withLock { largest = max(largest, size ?? 0) }
+                usleep(200)
+            }
+            condition.withLock {
+                finished = true
+                condition.broadcast()
+            }
+        }.start()
+    }
+
+    /// Stops sampling; the largest size seen.
+    func stop() -> Int {
+        condition.withLock {
+            stopped = true
+            while !finished { condition.wait() }
+            return largest
+        }
     }
 }
