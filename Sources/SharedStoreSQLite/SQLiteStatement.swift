@@ -11,6 +11,15 @@ package final class SQLiteStatement {
     /// How many rows its caller read the last time (a hint for the room of the next result: a
     /// query run again with other values mostly returns as many).
     package var rowsLastRead = 0
+    /// Each parameter's own copy of the short text or blob bound to it last, bound with
+    /// SQLITE_STATIC: SQLite's own copy (SQLITE_TRANSIENT) is a malloc and a free per value, a
+    /// tenth of what an insert costs outside the B-tree. A buffer outlives every binding to it:
+    /// the parameter is unbound before its buffer grows, and the statement is finalized before
+    /// the buffers are freed.
+    private var owned: [UnsafeMutableRawBufferPointer?]
+    /// Values longer than this are copied by SQLite (a statement keeps one buffer per
+    /// parameter for as long as it is cached).
+    static let ownedLimit = 1024
 
     init(connection: SQLiteConnection, sql: String) throws {
         var stmt: OpaquePointer?
@@ -22,10 +31,15 @@ package final class SQLiteStatement {
         self.handle = stmt
         self.sql = sql
         self.connection = connection
+        owned = Array(repeating: nil, count: Int(max(0, sqlite3_bind_parameter_count(stmt))))
         if SQLDebug.isOn { SQLDebug.notePlan(sql, on: connection.handle) }
     }
 
-    deinit { sqlite3_finalize(handle) }
+    deinit {
+        // SQLite lets go of every bound value first, then the buffers they point at go.
+        sqlite3_finalize(handle)
+        for buffer in owned { buffer?.deallocate() }
+    }
 
     // MARK: - Binding
 
@@ -56,30 +70,17 @@ package final class SQLiteStatement {
         case .integer(let v): rc = sqlite3_bind_int64(handle, index, v)
         case .double(let v): rc = sqlite3_bind_double(handle, index, v)
         case .text(let v): rc = bind(text: v, at: index)
-        case .blob(let v):
-            rc = v.withUnsafeBytes { raw in
-                sqlite3_bind_blob(
-                    handle, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(raw.count),
-                    sharedstore_sqlite_transient())
-            }
+        case .blob(let v): rc = v.withUnsafeBytes { bind($0, at: index, text: false) }
         }
         guard rc == SQLITE_OK else { throw connection.error(rc, sql: sql) }
     }
 
-    /// Binds `text` from its UTF-8 in place (SQLite copies it): a String passed as a C string
-    /// would first be copied into a new array with a NUL, for every value bound. Text longer than
-    /// SQLite takes is SQLITE_TOOBIG, as SQLite says of any text past its limit.
+    /// Binds `text` from its UTF-8 in place: a String passed as a C string would first be copied
+    /// into a new array with a NUL, for every value bound. Text longer than SQLite takes is
+    /// SQLITE_TOOBIG, as SQLite says of any text past its limit.
     private func bind(text: String, at index: Int32) -> Int32 {
-        let bound = text.utf8.withContiguousStorageIfAvailable { bytes -> Int32 in
-            // No address (nothing to point at): "" through the C string, never a NULL pointer,
-            // which SQLite would bind as NULL.
-            guard let base = bytes.baseAddress else {
-                return sqlite3_bind_text(handle, index, "", 0, sharedstore_sqlite_transient())
-            }
-            guard let count = Int32(exactly: bytes.count) else { return SQLITE_TOOBIG }
-            return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
-                sqlite3_bind_text(handle, index, $0, count, sharedstore_sqlite_transient())
-            }
+        let bound = text.utf8.withContiguousStorageIfAvailable {
+            bind(UnsafeRawBufferPointer($0), at: index, text: true)
         }
         if let bound { return bound }
         // Not stored as contiguous UTF-8 (bridged): through a C string.
@@ -91,10 +92,42 @@ package final class SQLiteStatement {
     @inlinable
     package func bind(uuid: UUID, at index: Int32) throws {
         var value = uuid.uuid
-        let rc = withUnsafeBytes(of: &value) { raw in
-            sqlite3_bind_blob(handle, index, raw.baseAddress, 16, sharedstore_sqlite_transient())
-        }
+        let rc = withUnsafeBytes(of: &value) { bind($0, at: index, text: false) }
         guard rc == SQLITE_OK else { throw connection.error(rc, sql: sql) }
+    }
+
+    /// Binds `bytes` as text (UTF-8) or a blob at `index`: a short value from the parameter's own
+    /// buffer (``owned``), a long one, or one bound while the statement runs, copied by SQLite.
+    @usableFromInline
+    func bind(_ bytes: UnsafeRawBufferPointer, at index: Int32, text: Bool) -> Int32 {
+        guard let count = Int32(exactly: bytes.count) else { return SQLITE_TOOBIG }
+        let slot = Int(index) - 1
+        guard bytes.count <= Self.ownedLimit, owned.indices.contains(slot), sqlite3_stmt_busy(handle) == 0 else {
+            // Never a NULL pointer, which SQLite would bind as NULL: "" has no address.
+            let base = bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)
+            return text
+                ? sqlite3_bind_text(
+                    handle, index, base?.assumingMemoryBound(to: CChar.self), count,
+                    sharedstore_sqlite_transient())
+                : sqlite3_bind_blob(handle, index, base, count, sharedstore_sqlite_transient())
+        }
+        let buffer: UnsafeMutableRawBufferPointer
+        if let kept = owned[slot], kept.count >= bytes.count {
+            // Still bound to the last value: overwritten before the binding is, with no step
+            // between (a statement is used by one thread, and it is not running).
+            buffer = kept
+        } else {
+            // SQLite lets go of the old buffer before it is freed.
+            sqlite3_bind_null(handle, index)
+            owned[slot]?.deallocate()
+            buffer = .allocate(byteCount: max(64, bytes.count), alignment: 8)
+            owned[slot] = buffer
+        }
+        buffer.copyMemory(from: bytes)
+        // A null destructor is SQLITE_STATIC: SQLite reads the bytes where they are.
+        return text
+            ? sqlite3_bind_text(handle, index, buffer.baseAddress?.assumingMemoryBound(to: CChar.self), count, nil)
+            : sqlite3_bind_blob(handle, index, buffer.baseAddress, count, nil)
     }
 
     /// Resets the statement and clears its bindings, before binding values one by one. (The
