@@ -10,12 +10,15 @@ public struct BatchWriter: ~Copyable {
     var count = 0
     /// Objects found or made by ``uniqueObject(_:_:)``, by entity and values.
     var unique: [String: [[String: Value]: ObjectID]] = [:]
-    /// Related objects known to exist in this transaction (checked once, or made by the batch).
-    var existing: Set<ObjectID> = []
+    /// Related objects known to exist in this transaction (checked once, or made by the batch):
+    /// the entity by primary key, an integer hashed per row rather than a whole id (the store is
+    /// checked for every target). Two objects of different entities with one key take turns;
+    /// each is still checked.
+    var existing: [Int64: String] = [:]
     /// How many times `insert` and `uniqueObject` were called (an object's place in the batch).
     var placed = 0
     /// The related object checked last (``existing`` holds it).
-    var lastExisting: ObjectID?
+    var lastExisting: (pk: Int64, entity: String)?
     /// The keys each record type inserted here encoded last (records of a type find their
     /// properties by comparing names).
     var recordMemos: [ObjectIdentifier: RecordEncoder.Memo] = [:]
@@ -82,8 +85,11 @@ public struct BatchWriter: ~Copyable {
     {
         // Rows of a batch often point at the object the previous one did: its existence is
         // known then (compared, not hashed); that it is of the relationship's entity, never.
-        // A target known to exist is looked up once (not looked up, then inserted again).
-        let known = target == lastExisting || existing.contains(target)
+        // A target known to exist is looked up once (not looked up, then inserted again). The
+        // id is read in place: a copy of it per row costs more than the lookup.
+        let pk = target.primaryKey
+        let known =
+            (lastExisting.map { $0.pk == pk && $0.entity == target.entity } ?? false) || existing[pk] == target.entity
         guard target.storeID == storeID else {
             throw StoreError(
                 .objectNotFound,
@@ -94,9 +100,9 @@ public struct BatchWriter: ~Copyable {
         else {
             throw StoreError(.objectNotFound, "\(object()).\(r.name) refers to \(target), which is not in the store")
         }
-        if !known { existing.insert(target) }
-        lastExisting = target
-        return target.primaryKey
+        if !known { existing[pk] = target.entity }
+        lastExisting = (pk, target.entity)
+        return pk
     }
 
     /// The object of `entityName` whose uniqueness constraint `values` hold: the stored one, or

@@ -44,17 +44,20 @@ extension ChangeWriter {
     /// The object's own derived values for an insert, written into its row (the hot path of a
     /// batch: no dictionary of its own, no closures).
     mutating func deriveForInsert(_ e: Entity, _ index: Int, _ row: inout InsertRow) throws {
-        for own in derivations.own[index] {
-            switch own {
-            case .now(let a):
-                row.set(a, .date(saveTime), of: e)
-            case .canonical(let a, let source):
-                let v = row.value(source, of: e)
-                row.set(a, v.stringValue.map { .string(DerivationMap.canonical($0)) } ?? .null, of: e)
-            case .related(let a, let via, let entity, let source):
-                row.set(a, try row.target(via, of: e).map { try related(entity, $0)[source] } ?? .null, of: e)
-            case .zero(let a, let type):
-                row.set(a, type == .double ? .double(0) : .integer(0), of: e)
+        let own = derivations.own[index]
+        let places = derivations.ownPlaces[index]
+        for k in own.indices {
+            let at = places[k].attribute
+            switch own[k] {
+            case .now:
+                row.values[at] = .date(saveTime)
+            case .canonical(_, let source):
+                let v = places[k].source.map { row.value($0, of: e) } ?? row.value(source, of: e)
+                row.values[at] = v.stringValue.map { .string(DerivationMap.canonical($0)) } ?? .null
+            case .related(_, let via, let entity, let source):
+                row.values[at] = try row.target(via, of: e).map { try related(entity, $0)[source] } ?? .null
+            case .zero(_, let type):
+                row.values[at] = type == .double ? .double(0) : .integer(0)
             }
         }
     }

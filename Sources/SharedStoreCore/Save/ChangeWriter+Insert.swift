@@ -40,16 +40,18 @@ extension ChangeWriter {
     ) throws -> Int64 {
         let index = model.index(of: e)
         let derived = !derivations.isEmpty
-        if let h = hooks?[index] { try awaken(e, h, &row, object: object()) }
+        let hook = hooks?[index]
+        if let hook { try awaken(e, hook, &row, object: object()) }
         if derived && !derivations.own[index].isEmpty { try deriveForInsert(e, index, &row) }
         let stmt = try s.insertStatement(entity: index)
         var column: Int32 = 1
         // The attributes as the validator keeps them (one reference each, not a copy of each),
         // in the row's order.
-        let rules = container.validator.rules(index)
+        let validator = container.validator
+        let rules = validator.rules(index)
         for i in rules.indices {
             let value = row.values[i] ?? rules[i].attribute.defaultValue
-            try stmt.bind(try container.validator.validate(value, rules[i], object: object()), at: column)
+            try stmt.bind(try validator.validate(value, rules[i], object: object()), at: column)
             column += 1
         }
         for target in row.targets {
@@ -61,7 +63,7 @@ extension ChangeWriter {
         try unique(e, object(), values: { row.value($0, of: e) }) { try stmt.run() }
         let pk = s.lastInsertedKey
         var saved: Snapshot?
-        if let h = hooks?[index], h.readsSaved {
+        if let h = hook, h.readsSaved {
             let object = snapshot(e, pk, row, version: 1)
             do {
                 try h.hooks.check(object, .insert, object: "\(e.name)/\(pk)")
@@ -76,7 +78,7 @@ extension ChangeWriter {
         recorder.inserted(index, pk, globalID: globalID)
         if !e.keptCounts.isEmpty { counter.inserted(index, pk) }
         if derived { inserted(e, index, pk, row) }
-        if let saved { hooks?[index]?.hooks.didSave?(saved) }
+        if let saved { hook?.hooks.didSave?(saved) }
         return pk
     }
 

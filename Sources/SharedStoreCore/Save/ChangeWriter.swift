@@ -43,7 +43,7 @@ struct ChangeWriter {
     /// The storage of the rows inserted by name, kept from one insert to the next.
     var spare = InsertRow.empty
     /// The entities' validation rules and lifecycle events (nil: none registered).
-    let hooks: [Int: HookSet]?
+    let hooks: HookTable?
 
     /// - Parameter runsHooks: false for a mirror's import: the values were validated and the
     ///   lifecycle events ran on the machine that made them (run again, `awakeFromInsert` would

@@ -12,7 +12,7 @@ struct DeleteRules {
     private var work: [(Entity, Int64)] = []
 
     /// The entities' lifecycle events and rules (nil: none registered).
-    private let hooks: [Int: HookSet]?
+    private let hooks: HookTable?
 
     init(_ s: TransactionSQL) {
         self.s = s

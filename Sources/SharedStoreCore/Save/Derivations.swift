@@ -33,6 +33,9 @@ struct DerivationMap: Sendable {
     }
 
     let own: [[Own]]
+    /// Where each of ``own`` goes in its entity's attributes, and where a `canonical` one's source
+    /// is: an insert writes them by position, not by comparing names per row.
+    let ownPlaces: [[(attribute: Int, source: Int?)]]
     let feeds: [[Feed]]
     /// By entity index, then by the attribute copied.
     let dependents: [[String: [Dependent]]]
@@ -65,6 +68,14 @@ struct DerivationMap: Sendable {
             }
         }
         self.own = own
+        ownPlaces = zip(model.entities, own).map { e, own in
+            own.map { o in
+                switch o {
+                case .now(let a), .related(let a, _, _, _), .zero(let a, _): (e.attributeIndex(a) ?? 0, nil)
+                case .canonical(let a, let source): (e.attributeIndex(a) ?? 0, e.attributeIndex(source))
+                }
+            }
+        }
         self.feeds = feeds
         self.dependents = dependents
         isEmpty = own.allSatisfy(\.isEmpty)

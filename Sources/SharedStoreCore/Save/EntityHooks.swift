@@ -185,9 +185,30 @@ final class HookSet: Sendable {
     }
 }
 
+/// Hooks by entity index, as a save looks them up for every object it writes: a place in a
+/// list, not a hashed key.
+struct HookTable: Sendable {
+    private var sets: [HookSet?] = []
+
+    /// The hooks of entity `index` (nil: none, or no such entity).
+    subscript(index: Int) -> HookSet? {
+        get { sets.indices.contains(index) ? sets[index] : nil }
+        set {
+            guard index >= 0 else { return }
+            while sets.count <= index { sets.append(nil) }
+            sets[index] = newValue
+        }
+    }
+
+    /// Each entity index with hooks, and its hooks.
+    var registered: [(index: Int, set: HookSet)] {
+        sets.indices.compactMap { i in sets[i].map { (i, $0) } }
+    }
+}
+
 /// The hooks registered with a container, by entity index.
 final class HookRegistry: Sendable {
-    private let hooks = Protected<[Int: HookSet]>([:])
+    private let hooks = Protected<HookTable>(HookTable())
     private let any = Atomic<Bool>(false)
 
     var isEmpty: Bool { !any.load(ordering: .relaxed) }
@@ -198,7 +219,7 @@ final class HookRegistry: Sendable {
     }
 
     /// Every registered hook, for one save (nil when none is).
-    func all() -> [Int: HookSet]? { isEmpty ? nil : hooks.withLock { $0 } }
+    func all() -> HookTable? { isEmpty ? nil : hooks.withLock { $0 } }
 }
 
 extension Container {
@@ -223,7 +244,7 @@ extension Container {
     func awake(_ snapshots: [Snapshot]) {
         guard let all = hookRegistry.all() else { return }
         var awakers: [String: @Sendable (Snapshot) -> Void] = [:]
-        for (i, set) in all where i < model.entities.count {
+        for (i, set) in all.registered where i < model.entities.count {
             if let awake = set.hooks.awakeFromFetch { awakers[model.entities[i].name] = awake }
         }
         guard !awakers.isEmpty else { return }
