@@ -85,27 +85,26 @@ extension ReadLater {
     static func parseLine(bytes: ArraySlice<UInt8>, number: Int, container: Container, validate check: Bool) throws
         -> Link?
     {
+        guard let (url, title, category) = try fields(bytes, number: number) else { return nil }
+        let link = Link(url: url, title: title, category: category.map { String(decoding: $0, as: UTF8.self) })
+        if check { try validate(link, in: container, place: "line \(number)") }
+        return link
+    }
+
+    /// The fields of a share-batch line, each checked to be UTF-8: its URL and title, and its
+    /// category's bytes (nil: none, or empty); nil for a blank line.
+    ///
+    /// - Throws: `.validation` naming the line's number.
+    static func fields(_ bytes: ArraySlice<UInt8>, number: Int) throws
+        -> (url: String, title: String, category: ArraySlice<UInt8>?)?
+    {
         if bytes.allSatisfy({ $0 == 32 || $0 == 9 }) { return nil }  // blank: spaces and tabs only
-        var fields: [String] = []
-        fields.reserveCapacity(3)
-        var start = bytes.startIndex
-        while fields.count < 4 {
-            let end = bytes[start...].firstIndex(of: 9) ?? bytes.endIndex
-            let field = bytes[start..<end]
-            // ASCII, the common case, is UTF-8 as it is: no validation pass.
-            if field.allSatisfy({ $0 < 0x80 }) {
-                fields.append(String(decoding: field, as: UTF8.self))
-            } else if let text = String(validating: field, as: UTF8.self) {
-                fields.append(text)
-            } else {
-                throw StoreError(.validation, "line \(number) is not UTF-8 text")
-            }
-            guard end < bytes.endIndex else { break }
-            start = end + 1
-        }
-        guard fields.count == 2 || fields.count == 3 else {
-            // Too many fields stops the split at the fourth: a line that is no UTF-8 further on
-            // is still named for that first, as any such line is.
+        // Two or three fields, split at tab bytes (no UTF-8 sequence holds one): found by
+        // position, with no list of them per line.
+        let tab1 = bytes.firstIndex(of: 9)
+        let tab2 = tab1.flatMap { bytes[($0 + 1)...].firstIndex(of: 9) }
+        guard let tab1, tab2.flatMap({ bytes[($0 + 1)...].firstIndex(of: 9) }) == nil else {
+            // A line that is no UTF-8 is named for that first, whatever its fields.
             if String(validating: bytes, as: UTF8.self) == nil {
                 throw StoreError(.validation, "line \(number) is not UTF-8 text")
             }
@@ -113,10 +112,17 @@ extension ReadLater {
                 .validation,
                 "line \(number): expected url<TAB>title[<TAB>category], found \(bytes.count { $0 == 9 } + 1) field(s)")
         }
-        let link = Link(
-            url: fields[0], title: fields[1], category: fields.count == 3 && !fields[2].isEmpty ? fields[2] : nil)
-        if check { try validate(link, in: container, place: "line \(number)") }
-        return link
+        func checked(_ field: ArraySlice<UInt8>) throws -> ArraySlice<UInt8> {
+            // ASCII, the common case, is UTF-8 as it is: no validation pass.
+            guard field.allSatisfy({ $0 < 0x80 }) || String(validating: field, as: UTF8.self) != nil else {
+                throw StoreError(.validation, "line \(number) is not UTF-8 text")
+            }
+            return field
+        }
+        let url = String(decoding: try checked(bytes[..<tab1]), as: UTF8.self)
+        let title = String(decoding: try checked(bytes[(tab1 + 1)..<(tab2 ?? bytes.endIndex)]), as: UTF8.self)
+        let category = try tab2.map { try checked(bytes[($0 + 1)...]) }
+        return (url, title, category?.isEmpty == false ? category : nil)
     }
 
     /// Shares every line of `input` (a share-batch file) in one transaction, as the lines are
@@ -132,9 +138,7 @@ extension ReadLater {
         var articles = 0
         let nameKey = categoryName(container.model)
         // Each distinct name is looked up (or made) once: a file of a million lines names few.
-        // Keyed by the stored value, which compares bytes as the store does (a String would take
-        // "é" and "e\u{301}" for one name).
-        var categories: [Value: ObjectID] = [:]
+        var categories = CategoryNames()
         let result = try context.batch { batch in
             // By position: a line's values are put in place, not hashed by name.
             let article = try batch.layout(
@@ -145,17 +149,14 @@ extension ReadLater {
                 ])
             try LineReader(input, name: name).forEachLine { bytes, number in
                 // The batch's inserts check every value, naming the line: no second check here.
-                guard let link = try parseLine(bytes: bytes, number: number, container: container, validate: false)
-                else { return }
-                let category = try link.category.map { name in
-                    let value = Value.string(name)
-                    if let known = categories[value] { return known }
-                    let id = try batch.uniqueObject("Category", [nameKey: value], object: "line \(number)")
-                    categories[value] = id
-                    return id
+                guard let (url, title, name) = try fields(bytes, number: number) else { return }
+                let category = try name.map { name in
+                    try categories.id(of: name) { name in
+                        try batch.uniqueObject("Category", [nameKey: .string(name)], object: "line \(number)")
+                    }
                 }
                 _ = try batch.insert(
-                    article, values: [.string(link.title), .string(link.url), .date(now), .bool(false)],
+                    article, values: [.string(title), .string(url), .date(now), .bool(false)],
                     relationships: [category], object: "line \(number)")
                 articles += 1
                 progress(number)

@@ -152,4 +152,40 @@ import Testing
         #expect(one.count == 2 && one.values.allSatisfy { $0 == 1 }, "\(one)")
         #expect(try categories([composed, decomposed]) == one)
     }
+
+    /// A share-batch finds each line's category by its name's bytes through a small table in
+    /// front of a dictionary: random lines over names that share the table's slots (found by
+    /// searching), names equal but for their Unicode normalization, and prefixes of one another
+    /// each get their own category, made once, as a plain dictionary by bytes says.
+    @Test func categoriesFoundByBytesAreTheOnesADictionaryFinds() throws {
+        let seed = UInt64.random(in: 1...UInt64(UInt32.max))
+        var random = TestRandom(state: seed)
+        // Names that share a slot: the first of each slot with a second name among 20,000.
+        var bySlot: [Int: [String]] = [:]
+        for i in 0..<20_000 {
+            let name = "n\(i)"
+            bySlot[CategoryNames.slot(of: Array(name.utf8)[...]), default: []].append(name)
+        }
+        let sharing = bySlot.values.filter { $0.count >= 2 }.prefix(20).flatMap { $0.prefix(3) }
+        #expect(sharing.count >= 40, "seed \(seed): too few names share a slot to test them")
+        let names = sharing + ["Caf\u{E9}", "Cafe\u{301}", "Caf", "Café ", "日本", "", "a", "ab", "abc"]
+        var table = CategoryNames()
+        var made: [[UInt8]: Int] = [:]
+        var reference: [[UInt8]: ObjectID] = [:]
+        let storeID = UUID()
+        for line in 0..<30_000 {
+            let bytes = Array(random.pick(names).utf8)
+            let id = table.id(of: bytes[...]) { name in
+                made[Array(name.utf8), default: 0] += 1
+                return ObjectID(storeID: storeID, entity: "Category", primaryKey: Int64(made.count))
+            }
+            if let known = reference[bytes] {
+                #expect(id == known, "seed \(seed): line \(line), \(bytes)")
+            } else {
+                reference[bytes] = id
+            }
+        }
+        #expect(made.values.allSatisfy { $0 == 1 }, "seed \(seed): a name made twice")
+        #expect(made.count == reference.count && Set(reference.values).count == reference.count, "seed \(seed)")
+    }
 }
