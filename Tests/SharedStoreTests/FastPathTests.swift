@@ -121,6 +121,33 @@ import Testing
         #expect(try context.count(FetchRequest("Highlight")) == 0 && context.count(FetchRequest("Article")) == 0)
     }
 
+    /// A batch remembers the related objects it found by their key and entity: an object of
+    /// another entity with the key of one found before is looked for all the same.
+    @Test func aRelatedObjectWithTheKeyOfAnotherEntitysIsStillLookedFor() throws {
+        let container = try TemporaryGroup().open()
+        let context = container.newContext(author: "Batch")
+        #expect {
+            try context.batch { b in
+                var category: ObjectID?
+                for name in ["a", "b", "c", "d", "e"] {
+                    category = try b.uniqueObject("Category", ["label": .string(name)], object: name)
+                }
+                let c = try #require(category)
+                _ = try b.insert(
+                    "Article", ["title": "T", "url": "https://a.example", "createdAt": .date(Date())],
+                    relationships: ["category": c], object: "a1")
+                // No article has the last category's key: the batch made one article.
+                let missing = ObjectID(storeID: c.storeID, entity: "Article", primaryKey: c.primaryKey)
+                _ = try b.insert(
+                    "Highlight", ["text": "x", "createdAt": .date(Date())], relationships: ["article": missing],
+                    object: "h1")
+            }
+        } throws: { error in
+            (error as? StoreError)?.code == .objectNotFound && "\(error)".contains("h1.article")
+        }
+        #expect(try context.count(FetchRequest("Highlight")) == 0 && context.count(FetchRequest("Article")) == 0)
+    }
+
     /// Category names that differ only in Unicode normalization are two categories, as the store
     /// compares bytes, whether they are in one share-batch file or two (found by a review: the
     /// batch's cache of names took them for one within a file).
