@@ -14,8 +14,8 @@ package final class SQLiteStatement {
     /// Each parameter's own copy of the short text or blob bound to it last, bound with
     /// SQLITE_STATIC: SQLite's own copy (SQLITE_TRANSIENT) is a malloc and a free per value, a
     /// tenth of what an insert costs outside the B-tree. A buffer outlives every binding to it:
-    /// the parameter is unbound before its buffer grows, and the statement is finalized before
-    /// the buffers are freed.
+    /// the parameter is unbound before its buffer is written or freed (nothing is touched when
+    /// SQLite refuses to unbind it), and the statement is finalized before the buffers are freed.
     private var owned: [UnsafeMutableRawBufferPointer?]
     /// Values longer than this are copied by SQLite (a statement keeps one buffer per
     /// parameter for as long as it is cached).
@@ -97,12 +97,12 @@ package final class SQLiteStatement {
     }
 
     /// Binds `bytes` as text (UTF-8) or a blob at `index`: a short value from the parameter's own
-    /// buffer (``owned``), a long one, or one bound while the statement runs, copied by SQLite.
+    /// buffer (``owned``), a long one copied by SQLite.
     @usableFromInline
     func bind(_ bytes: UnsafeRawBufferPointer, at index: Int32, text: Bool) -> Int32 {
         guard let count = Int32(exactly: bytes.count) else { return SQLITE_TOOBIG }
         let slot = Int(index) - 1
-        guard bytes.count <= Self.ownedLimit, owned.indices.contains(slot), sqlite3_stmt_busy(handle) == 0 else {
+        guard bytes.count <= Self.ownedLimit, owned.indices.contains(slot) else {
             // Never a NULL pointer, which SQLite would bind as NULL: "" has no address.
             let base = bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)
             return text
@@ -111,14 +111,15 @@ package final class SQLiteStatement {
                     sharedstore_sqlite_transient())
                 : sqlite3_bind_blob(handle, index, base, count, sharedstore_sqlite_transient())
         }
+        // SQLite lets go of the buffer before it is overwritten or freed. A statement that runs,
+        // or ran and was not reset, refuses every binding: then its buffer stays as it is (the
+        // next step resets the statement and runs again with the values it holds).
+        let unbound = sqlite3_bind_null(handle, index)
+        guard unbound == SQLITE_OK else { return unbound }
         let buffer: UnsafeMutableRawBufferPointer
         if let kept = owned[slot], kept.count >= bytes.count {
-            // Still bound to the last value: overwritten before the binding is, with no step
-            // between (a statement is used by one thread, and it is not running).
             buffer = kept
         } else {
-            // SQLite lets go of the old buffer before it is freed.
-            sqlite3_bind_null(handle, index)
             owned[slot]?.deallocate()
             buffer = .allocate(byteCount: max(64, bytes.count), alignment: 8)
             owned[slot] = buffer

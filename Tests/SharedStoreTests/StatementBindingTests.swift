@@ -74,6 +74,30 @@ import Testing
         }
     }
 
+    /// A statement that ran and was not reset refuses a binding: the value it holds is neither
+    /// overwritten nor freed, and the next run (which resets it) inserts that value again, as
+    /// when SQLite kept copies (found by a review: the buffer was written before SQLite refused).
+    @Test func aRefusedBindingLeavesTheBoundValueAsItWas() throws {
+        let group = TemporaryGroup()
+        try FileManager.default.createDirectory(atPath: group.path, withIntermediateDirectories: true)
+        let db = try SQLiteConnection(path: group.path + "/m.sqlite", busyTimeoutMilliseconds: 1000)
+        try db.execute("CREATE TABLE t(k INTEGER PRIMARY KEY, a)")
+        let insert = try db.cached("INSERT INTO t(a) VALUES (?)")
+        // A shorter value (written over the kept buffer) and a longer one (a new buffer).
+        for refused in ["BBB", String(repeating: "C", count: 300)] {
+            try db.execute("DELETE FROM t")
+            try insert.bind(.text("AAAAAAAAAA"), at: 1)
+            #expect(try insert.step() == false)
+            #expect(throws: SQLiteError.self) { try insert.bind(.text(refused), at: 1) }
+            // Memory freed now would be handed out again: the value must not come from it.
+            let noise = (0..<64).map { _ in [UInt8](repeating: 0x5A, count: 64) }
+            try insert.run()
+            #expect(noise.count == 64)
+            let stored = try db.cached("SELECT a FROM t ORDER BY k").rows { $0.text(0) }
+            #expect(stored == ["AAAAAAAAAA", "AAAAAAAAAA"], "after refusing \(refused.prefix(5))…")
+        }
+    }
+
     func uuidBytes(_ uuid: UUID) -> [UInt8] {
         withUnsafeBytes(of: uuid.uuid) { Array($0) }
     }
