@@ -40,9 +40,17 @@ def compare(against, by, goals, unread, against_path, number):
             unread.append("%s: %s has no turn measured by both builds: no comparison" % (against_path, case))
             continue
         pairs = sorted(x for xs in orders.values() for x in xs)
+        # How far the machine moved between a turn's two runs: the C API, the same code on each side.
+        machine = sorted(r["baseline"] / theirs_by_turn[r["turn"]]["baseline"] for r in builds["this"]
+                         if number(r.get("turn")) and r["turn"] in theirs_by_turn
+                         and number(r.get("baseline")) and number(theirs_by_turn[r["turn"]].get("baseline"))
+                         and theirs_by_turn[r["turn"]]["baseline"] > 0)
+        ratios = {b: [r["ratio"] for r in builds[b] if number(r.get("ratio"))] for b in ("this", ref[0])}
         by[case + "-kept"] = {"kept": round(sum(_mid(xs) for xs in orders.values()) / len(orders), 3),
                               "turns": len(pairs), "spread": [round(pairs[0], 3), round(pairs[-1], 3)],
-                              "reference": ref[0], "this": builds["this"], "theirs": builds[ref[0]]}
+                              "reference": ref[0], "this": builds["this"], "theirs": builds[ref[0]],
+                              "machine": [round(machine[0], 3), round(machine[-1], 3)] if machine else None,
+                              "ratios": {b: round(_mid(xs), 3) for b, xs in ratios.items() if xs}}
         goals = [g for g in goals if not (g[0] == case and g[2] == old)]
         set_by = " (%s when the goal was set)" % old if ref[0].startswith(GOAL_BUILD) else ""
         goals.append((case + "-kept", "kept", KEPT, ">=",
@@ -67,8 +75,13 @@ def paragraph(by, fmt):
             "with its own storebench, and SharedStore now turns SQLite's memory statistics off for its whole "
             "process, which speeds the C baseline beside it more, in proportion, than SharedStore: the ratios of "
             "two builds differ by more than the library. Each turn: %s.%s\n" % (
-                "; ".join("%s %.3f over %d turns, spread %s…%s" % (
-                    case, r["kept"], r["turns"], r["spread"][0], r["spread"][1]) for case, r in kept),
+                "; ".join("%s %.3f over %d turns, spread %s…%s%s%s" % (
+                    case, r["kept"], r["turns"], r["spread"][0], r["spread"][1],
+                    ", the C API of this build's run over that build's %s…%s" % tuple(r["machine"])
+                    if r.get("machine") else "",
+                    ", the ratio to the C API within each run (median of the turns) %s for this build and %s "
+                    "for that build" % (r["ratios"].get("this"), r["ratios"].get(r["reference"]))
+                    if len(r.get("ratios", {})) == 2 else "") for case, r in kept),
                 "; ".join("%s: %s for %s; %s for this build" % (
                     case, ", ".join(turn(x) for x in r["theirs"]), r["reference"],
                     ", ".join(turn(x) for x in r["this"])) for case, r in kept),
