@@ -71,10 +71,9 @@ struct ReadSet {
 
     /// What a save leaves read: the objects it `touched` in the store (updated, deleted, changed by
     /// a rule or a derived value, restored) and those it `inserted` (new under a key an object
-    /// may once have had) are forgotten,
-    /// what it `wrote` (each touched object still there, as the save ended it) is read as such,
-    /// and every other read stays the base of a later save (another process may change those
-    /// objects before this context does).
+    /// may once have had) are forgotten, what it `wrote` (each touched object still there, as the
+    /// save ended it) is read as such, and every other read stays the base of a later save
+    /// (another process may change those objects before this context does).
     mutating func saved(touched: [ObjectID], inserted: Dictionary<ObjectID, ObjectID>.Values, wrote: [Snapshot]) {
         // Nothing read, nothing to forget (a context that only writes: no lookup per object).
         if !positions.isEmpty {
