@@ -54,9 +54,14 @@ package final class SQLiteStatement {
     @inlinable
     package func bind(_ values: [SQLValue], andThen later: Int) throws {
         sqlite3_reset(handle)
+        // More values than a statement has parameters (at most Int32.max): SQLite's range error,
+        // with no parameter number that does not fit.
+        guard values.count < Int(Int32.max) else {
+            throw SQLiteError(code: SQLITE_RANGE, message: "\(values.count) values for one statement", sql: sql)
+        }
         if values.count + later < Int(sqlite3_bind_parameter_count(handle)) { sqlite3_clear_bindings(handle) }
         for (offset, value) in values.enumerated() {
-            try bind(value, at: Int32(offset + 1))
+            try bind(value, at: Int32(truncatingIfNeeded: offset + 1))
         }
     }
 
@@ -153,13 +158,17 @@ package final class SQLiteStatement {
         defer {
             sqlite3_reset(handle)
             // The statement lets go of the borrowed bytes (the other values are its own copies).
-            sqlite3_bind_null(handle, Int32(values.count + 1))
+            sqlite3_bind_null(handle, Int32(truncatingIfNeeded: values.count + 1))
         }
         try blob.withUnsafeBytes { raw in
+            // A blob longer than an Int32 counts is longer than SQLite takes: its own "too big".
+            guard let count = Int32(exactly: raw.count) else {
+                throw SQLiteError(code: SQLITE_TOOBIG, message: "a blob of \(raw.count) bytes", sql: sql)
+            }
             // SQLITE_STATIC is a null destructor: SQLite neither copies nor frees the bytes.
             let rc = sqlite3_bind_blob(
-                handle, Int32(values.count + 1), raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(raw.count),
-                nil)
+                handle, Int32(truncatingIfNeeded: values.count + 1), raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1),
+                count, nil)
             guard rc == SQLITE_OK else { throw connection.error(rc, sql: sql) }
             while try step() {}
         }
