@@ -9,16 +9,21 @@ import Testing
 /// checkpointed, with two fsyncs, on nearly every commit), and a reader holding an old snapshot
 /// does not make every commit wait to restart it.
 @Suite struct CheckpointTests {
-    /// A writer with a small policy on a new WAL store, and a table of rows that each take a
-    /// page or two.
-    func store(_ group: TemporaryGroup, _ policy: CheckpointPolicy) throws -> (SQLiteConnection, String) {
+    /// A writer with a small policy (a checkpoint every `every` frames, a restart at `restart`)
+    /// on a new WAL store, and a table of rows that each take a page or two.
+    func store(_ group: TemporaryGroup, every: Int32, restart: Int32) throws
+        -> (SQLiteConnection, String, CheckpointPolicy)
+    {
+        var policy = CheckpointPolicy()
+        policy.everyFrames = every
+        policy.restartFrames = restart
         try FileManager.default.createDirectory(atPath: group.path, withIntermediateDirectories: true)
         let path = group.path + "/t.sqlite"
         let w = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 5000)
         try w.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL")
         try w.checkpoint(by: policy)
         try w.execute("CREATE TABLE t(x BLOB)")
-        return (w, path)
+        return (w, path, policy)
     }
 
     /// One commit of a row of a page or so: the WAL's frames after it.
@@ -29,10 +34,7 @@ import Testing
 
     @Test func aReaderOnAnOldSnapshotHoldsTheWALButDoesNotMakeEveryCommitTryToRestartIt() throws {
         let group = TemporaryGroup()
-        var policy = CheckpointPolicy()
-        policy.everyFrames = 50
-        policy.restartFrames = 200
-        let (w, path) = try store(group, policy)
+        let (w, path, policy) = try store(group, every: 50, restart: 200)
         let reader = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 5000)
         try reader.execute("SELECT count(*) FROM t")
         try reader.beginPinnedRead()
@@ -60,10 +62,7 @@ import Testing
 
     @Test func aSingleWriterCheckpointsAsOftenAsSQLiteWouldAndNeverNeedsARestart() throws {
         let group = TemporaryGroup()
-        var policy = CheckpointPolicy()
-        policy.everyFrames = 100
-        policy.restartFrames = 400
-        let (w, _) = try store(group, policy)
+        let (w, _, policy) = try store(group, every: 100, restart: 400)
         var most: Int32 = 0
         for _ in 0..<1000 { most = max(most, try insertRow(w)) }
         let figures = w.checkpointFigures
