@@ -11,8 +11,8 @@ package final class SQLiteConnection {
     package let path: String
     private var cache: [String: SQLiteStatement] = [:]
     let busy: BusyWait
-    /// The checkpoints ``checkpoint(by:)`` runs (the WAL hook it installs holds it unretained).
-    var checkpointer: Checkpointer?
+    /// The state of the WAL hook ``checkpoint(by:)`` installs (it holds it unretained).
+    var checkpointState: CheckpointState?
 
     /// Opens (or creates) the database at `path`.
     ///
@@ -62,10 +62,7 @@ package final class SQLiteConnection {
 
     deinit {
         sqlite3_busy_handler(handle, nil, nil)
-        if let checkpointer {
-            sqlite3_wal_hook(handle, nil, nil)
-            checkpointer.stop()
-        }
+        if checkpointState != nil { sqlite3_wal_hook(handle, nil, nil) }
         if SQLDebug.isOn { SQLDebug.forget(handle) }
         cache.removeAll()
         slots.removeAll()

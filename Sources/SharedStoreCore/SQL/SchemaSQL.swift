@@ -11,15 +11,12 @@ import SharedStoreSupport
 /// container's transactions.
 enum SchemaSQL {
     /// WAL mode, the synchronous level and when the writer checkpoints (``CheckpointPolicy``:
-    /// the WAL keeps restarting while several processes write), on a thread of its own unless
-    /// every commit syncs. `journal_mode` answers with a row; it fails here first when the file
-    /// is not a database.
+    /// the WAL keeps restarting while several processes write). `journal_mode` answers with a
+    /// row; it fails here first when the file is not a database.
     static func configure(_ c: SQLiteConnection, synchronous: Container.Options.Synchronous) throws {
         _ = try c.cached("PRAGMA journal_mode = WAL").firstRow { $0.text(0) }
         try setSynchronous(c, synchronous)
-        var policy = CheckpointPolicy()
-        policy.onThread = synchronous == .normal
-        try c.checkpoint(by: policy)
+        try c.checkpoint(by: CheckpointPolicy())
     }
 
     /// The synchronous level of the connection's next commits (outside a transaction: SQLite
