@@ -15,22 +15,114 @@ import Testing
         try container.read { s in try s.meta(.tokenLease) }
     }
 
+    func ahead(_ container: Container) throws -> String? {
+        try container.read { s in try s.meta(.tokenLeaseAhead) }
+    }
+
+    /// Waits, 30 s at most, until no sync of a lease ahead runs in `container`.
+    func waitForTheAheadSync(_ container: Container) throws {
+        let deadline = Date().addingTimeInterval(30)
+        while container.leaseAhead.running.load(ordering: .acquiring) {
+            guard Date() < deadline else { throw StoreError(.busy, "the sync of the lease ahead did not end in 30 s") }
+            usleep(1000)
+        }
+    }
+
     @Test func aSaveLeasesTokensAheadAndExtendsTheLeaseBeforeItRunsOut() throws {
         let group = TemporaryGroup()
         let container = try group.open()
+        let span = Container.leaseSpan
         let writer = container.newContext(author: "Writer")
         _ = try Fixtures.saveArticles(writer, count: 1)
-        #expect(try lease(container) == "\(Container.leaseSpan) \(Container.bootID)")
-        let tokens = try Fixtures.saveArticles(writer, count: Int(Container.leaseSpan))
-        #expect(tokens.last?.value == Container.leaseSpan + 1, "taking a lease gives no token")
-        #expect(try lease(container) == "\(2 * Container.leaseSpan) \(Container.bootID)")
+        #expect(try lease(container) == "\(span) \(Container.bootID)")
+        #expect(container.leaseAhead.syncedCommits.load(ordering: .relaxed) == 1, "a new store's lease is synced")
+        // Until half the lease is used, nothing more.
+        _ = try Fixtures.saveArticles(writer, count: Int(span / 2) - 1)
+        #expect(try ahead(container) == nil)
+        // The next save records the next lease ahead, and syncs the WAL after its commit.
+        _ = try Fixtures.saveArticles(writer, count: 1)
+        #expect(try ahead(container) == "\(2 * span) \(Container.bootID)")
+        try waitForTheAheadSync(container)
+        #expect(container.leaseAhead.synced.load(ordering: .relaxed) == 2 * span)
+        #expect(container.leaseAhead.syncs.load(ordering: .relaxed) == 1)
+        // In force here at once; the next write makes it the lease of every process.
+        #expect(try lease(container) == "\(span) \(Container.bootID)")
+        _ = try Fixtures.saveArticles(writer, count: 1)
+        #expect(try lease(container) == "\(2 * span) \(Container.bootID)")
+        let other = try group.open()
+        let tokens = try Fixtures.saveArticles(other.newContext(author: "Other"), count: Int(span / 2))
+        #expect(tokens.last?.value == span + 2, "the lease ahead gives no token")
+        #expect(other.leaseThrough.load(ordering: .relaxed) == 2 * span)
+        // No lease ran out: none was taken under the write lock since the first.
+        #expect(container.leaseAhead.syncedCommits.load(ordering: .relaxed) == 1)
+        #expect(other.leaseAhead.syncedCommits.load(ordering: .relaxed) == 0)
         // A durable store needs no lease: each commit is on disk before anyone sees it.
         var options = Container.Options()
         options.synchronous = .full
-        let other = TemporaryGroup()
-        let durable = try other.open(options: options)
+        let second = TemporaryGroup()
+        let durable = try second.open(options: options)
         _ = try Fixtures.saveArticles(durable.newContext(author: "Writer"), count: 3)
         #expect(try lease(durable) == nil)
+    }
+
+    /// A disk slower than half a lease of saves (here a sync that never ends): the lease runs out,
+    /// and the save takes the next one in a synced commit as before. No token passes the lease.
+    @Test func aLeaseThatRunsOutBeforeItsSyncEndsIsTakenInASyncedCommit() throws {
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let span = Container.leaseSpan
+        let writer = container.newContext(author: "Writer")
+        _ = try Fixtures.saveArticles(writer, count: 1)
+        container.leaseAhead.running.store(true, ordering: .releasing)
+        let tokens = try Fixtures.saveArticles(writer, count: Int(span))
+        #expect(tokens.last?.value == span + 1)
+        #expect(try lease(container) == "\(2 * span) \(Container.bootID)")
+        #expect(container.leaseAhead.syncedCommits.load(ordering: .relaxed) == 2)
+        #expect(try ahead(container) == nil, "a lease ahead is recorded only with a sync to run")
+        container.leaseAhead.running.store(false, ordering: .releasing)
+    }
+
+    /// The sync of a lease ahead opens the WAL by name: a symlink, a FIFO or a missing file in its
+    /// place is refused at once (never followed, never waited on), and the lease then runs out.
+    @Test func theLeaseSyncRefusesWhatIsNotARegularFile() throws {
+        let group = TemporaryGroup()
+        try FileManager.default.createDirectory(atPath: group.root, withIntermediateDirectories: true)
+        let path = group.root + "/probe"
+        #expect(Container.syncFile(path) == ENOENT)
+        #expect(mkfifo(path, 0o600) == 0)
+        #expect(Container.syncFile(path) == EINVAL)
+        try FileManager.default.removeItem(atPath: path)
+        #expect(symlink(group.root, path) == 0)
+        #expect(Container.syncFile(path) == ELOOP)
+        try FileManager.default.removeItem(atPath: path)
+        #expect(FileManager.default.createFile(atPath: path, contents: Data([1])))
+        #expect(Container.syncFile(path) == 0)
+    }
+
+    /// A power loss after a lease ahead was committed: whether or not its sync ended, tokens
+    /// through it may have been given. The first write after the reboot records the numbers
+    /// through the larger lease as lost, and a migration as the first write does the same.
+    @Test(.tags(.multiProcess)) func afterARebootTheLeaseAheadCountsAsLeased() throws {
+        let span = Container.leaseSpan
+        for migrate in [false, true] {
+            let group = TemporaryGroup()
+            let v1 = ["--json", "--group", group.path] + (migrate ? ["--model-version", "1"] : [])
+            _ = try run("main-app", ["add", "--title", "a", "--url", "https://a.example/"] + v1, boot: "one")
+            do {
+                let container = try group.open(migrate ? try ReadLater.model(version: 1) : ReadLater.model)
+                try container.write(lease: false) { s in try s.setMeta(.tokenLeaseAhead, "\(3 * span) one") }
+            }
+            if migrate {
+                _ = try run("storectl", ["migrate", "--json", "--group", group.path], boot: "two")
+            } else {
+                let add = ["add", "--title", "b", "--url", "https://b.example/", "--json", "--group", group.path]
+                _ = try run("main-app", add, boot: "two")
+            }
+            let container = try group.open()
+            #expect(try container.lostTokenRanges() == [2...(3 * span)], "migrate: \(migrate)")
+            #expect(try container.currentToken().value == 3 * span + 2, "after the transaction marking the loss")
+            #expect(try ahead(container) == nil, "a lease past it replaced the lease ahead")
+        }
     }
 
     /// MDB_NOSYNC let a power loss write the meta page without the pages it names: the

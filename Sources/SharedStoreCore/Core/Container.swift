@@ -92,10 +92,12 @@ public final class Container: Sendable {
     /// a token at Int64.max (only a damaged store has one) must fail the save, never hand out an
     /// older number. Checked against a number in memory, so it costs a save nothing measurable.
     let newestSeen = Atomic<Int64>(0)
-    /// The token lease as this process last read or took it (``leaseNeeded(_:othersCommitted:)``).
+    /// The token lease as this process last read or took it (``leaseCheck(_:othersCommitted:)``).
     let leaseThrough = Atomic<Int64>(0)
     /// Whether this process has compared the lease's boot with its own.
     let leaseChecked = Atomic<Bool>(false)
+    /// The next lease, taken ahead of need and synced off the write lock.
+    let leaseAhead = LeaseAhead()
     /// How the model's entities and properties map to the store's history numbers.
     let numbering: HistoryNumbering
     /// SQLite's schema cookie when this container last found the store at its model's version:
@@ -336,6 +338,7 @@ public final class Container: Sendable {
         return try writer.withConnection { c in
             try StoreError.wrap(path: path) {
                 for _ in 0..<100 {
+                    var ahead: Int64?
                     do {
                         let result = try c.writeTransaction {
                             let othersCommitted = c.dataVersion != c.checkedDataVersion
@@ -343,11 +346,18 @@ public final class Container: Sendable {
                             if othersCommitted && !c.knownTables.isEmpty { c.knownTables.removeAll() }
                             try checkModel(c)
                             let s = TransactionSQL(c: c, container: self)
-                            if lease, try leaseNeeded(s, othersCommitted: othersCommitted) { throw LeaseNeeded() }
+                            if lease {
+                                switch try leaseCheck(s, othersCommitted: othersCommitted) {
+                                case .go: break
+                                case .extend: throw LeaseNeeded()
+                                case .ahead(let through): ahead = through
+                                }
+                            }
                             return try body(s)
                         }
                         // The only commit since the check is this one (the write lock was held).
                         c.checkedDataVersion = c.dataVersion
+                        if let ahead { syncLeaseAhead(ahead) }
                         return result
                     } catch is LeaseNeeded {
                         try extendLease(c)

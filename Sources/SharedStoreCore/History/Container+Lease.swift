@@ -1,6 +1,7 @@
 import Foundation
 import SharedStoreSQLite
 import SharedStoreSupport
+import Synchronization
 
 /// Token leases: no token number is given twice across a power loss (invariant 2).
 ///
@@ -11,19 +12,31 @@ import SharedStoreSupport
 /// be lost with the same power loss.
 ///
 /// So a store leases token numbers ahead of its saves, durably. `ss_meta` holds `token_lease`,
-/// `THROUGH BOOT`: no save takes a token above THROUGH until a synced commit (the WAL is fsynced,
-/// and with it every commit before it) has moved THROUGH on by ``leaseSpan``; BOOT is the boot in
-/// which that commit was made. The first write after a reboot (BOOT differs) records the numbers
-/// after the store's newest transaction through THROUGH as lost (see ``Container/recordLost(_:_:)``)
-/// and goes on after them: a token that a process saw before the power loss and the store then lost
-/// reads as lost (its holder reloads in full), and is never given again. A reboot without a loss
-/// costs at most ``leaseSpan`` numbers and one empty transaction.
+/// `THROUGH BOOT`: no save takes a token above THROUGH; BOOT is the boot in which the lease was
+/// taken. The first write after a reboot (BOOT differs) records the numbers after the store's
+/// newest transaction through THROUGH (or through the lease taken ahead, below, when larger) as
+/// lost (see ``Container/recordLost(_:_:)``) and goes on after them: a token that a process saw
+/// before the power loss and the store then lost reads as lost (its holder reloads in full), and
+/// is never given again. A reboot without a loss costs at most two ``leaseSpan``s of numbers and
+/// one empty transaction.
 ///
-/// The price is one synced commit per ``leaseSpan`` saves, and one read of `ss_meta` in a write
-/// transaction that follows another process's commit.
+/// A lease is moved on before it runs out, and no process holds the write lock while the disk
+/// syncs it. Once half of the lease is used, a write transaction also records the next lease,
+/// `token_lease_ahead` = THROUGH + ``leaseSpan``, and commits without a sync; after the commit the
+/// process syncs the store's WAL file on a queue of its own (every commit before the sync is then
+/// on disk, or a checkpoint that copied it had synced the database file) and from then on may give
+/// tokens through the lease ahead. Its next write transaction makes it the lease for every process.
+/// A power loss before the sync finished leaves a store whose larger lease covers every token
+/// given; each commit keeps the larger of the two from going down. Only when a lease runs out
+/// before the sync ends (a disk slower than ``leaseSpan`` / 2 saves, or a sync that failed) does a
+/// save take the lease in a commit synced under the write lock, as every lease was taken before.
+///
+/// The price is one sync of the WAL off the write lock per ``leaseSpan`` saves, and one read of
+/// `ss_meta` in a write transaction that follows another process's commit or comes in the second
+/// half of a lease until the next one is in force.
 extension Container {
     /// How many token numbers a synced commit leases ahead.
-    public static let leaseSpan: Int64 = 1024
+    public static let leaseSpan: Int64 = 4096
 
     /// The boot this process runs in: `$SHAREDSTORE_BOOT_ID` when set and not empty (tests that
     /// simulate a power loss and a reboot set it; a value that is not a plain id is used by its
@@ -63,38 +76,106 @@ extension Container {
         return (through, String(parts[1]))
     }
 
-    /// Whether the write transaction of `s` must stop before it gives a token: the lease runs
-    /// out, or the store has not been checked since a reboot. `othersCommitted` says whether
-    /// another connection committed since this one's last write (then the newest token is read).
-    func leaseNeeded(_ s: TransactionSQL, othersCommitted: Bool) throws -> Bool {
-        guard options.historyTracking, !options.inMemory else { return false }
+    /// The number through which a store's numbers count as leased after a reboot: the larger of
+    /// its lease and the lease taken ahead, whatever boot each was taken in.
+    static func leased(_ lease: (through: Int64, boot: String)?, _ ahead: (through: Int64, boot: String)?) -> Int64 {
+        max(lease?.through ?? 0, ahead?.through ?? 0)
+    }
+
+    /// What the write transaction of `s` must do about the lease before it gives a token: go on,
+    /// stop and take a lease in a synced commit (the lease runs out, or the store has not been
+    /// checked since a reboot), or go on and sync the lease ahead after its commit.
+    /// `othersCommitted` says whether another connection committed since this one's last write
+    /// (then the newest token is read).
+    func leaseCheck(_ s: TransactionSQL, othersCommitted: Bool) throws -> LeaseCheck {
+        guard options.historyTracking, !options.inMemory else { return .go }
+        let durable = options.synchronous == .full
         if leaseChecked.load(ordering: .relaxed) {
-            if options.synchronous == .full { return false }
-            if !othersCommitted, newestSeen.load(ordering: .relaxed) < leaseThrough.load(ordering: .relaxed) {
-                return false
+            if durable { return .go }
+            let through = leaseThrough.load(ordering: .relaxed)
+            if !othersCommitted, newestSeen.load(ordering: .relaxed) < through - Self.leaseSpan / 2,
+                leaseAhead.synced.load(ordering: .relaxed) <= through
+            {
+                return .go
             }
         }
         let current = try s.currentToken()
         noteToken(current)
         let stored = Self.parseLease(try s.meta(.tokenLease))
+        let ahead = Self.parseLease(try s.meta(.tokenLeaseAhead))
         guard let lease = stored, lease.boot == Self.bootID else {
             // No lease taken in this boot. Numbers leased in an earlier one may have been seen
             // and lost: recorded as lost before any is given again.
-            if let stored, stored.through > current { return true }
-            if options.synchronous == .full {
+            if Self.leased(stored, ahead) > current { return .extend }
+            if durable {
                 leaseChecked.store(true, ordering: .relaxed)
-                return false
+                return .go
             }
-            return true
+            return .extend
         }
-        leaseThrough.store(lease.through, ordering: .relaxed)
         leaseChecked.store(true, ordering: .relaxed)
+        var through = lease.through
+        // A lease ahead whose commit this process synced: in force here, and from this
+        // transaction on for every process (each commit keeps the larger lease from going down).
+        let synced = leaseAhead.synced.load(ordering: .relaxed)
+        if !durable, synced > through {
+            try s.setMeta(.tokenLease, "\(synced) \(Self.bootID)")
+            through = synced
+        }
+        leaseThrough.store(through, ordering: .relaxed)
         // A lease at the largest token cannot move on: the save fails by itself (token space).
-        return options.synchronous == .normal && current >= lease.through && lease.through < Int64.max
+        guard !durable, through < Int64.max else { return .go }
+        if current >= through { return .extend }
+        guard current >= through - Self.leaseSpan / 2, !leaseAhead.running.load(ordering: .relaxed) else {
+            return .go
+        }
+        if let ahead, ahead.boot == Self.bootID, ahead.through > through {
+            return leaseAhead.failed.load(ordering: .relaxed) == ahead.through ? .go : .ahead(ahead.through)
+        }
+        let (next, overflow) = through.addingReportingOverflow(Self.leaseSpan)
+        let target = overflow ? Int64.max : next
+        guard leaseAhead.failed.load(ordering: .relaxed) != target else { return .go }
+        try s.setMeta(.tokenLeaseAhead, "\(target) \(Self.bootID)")
+        return .ahead(target)
+    }
+
+    /// Makes the lease ahead `through`, committed (by this process or another), durable: syncs the
+    /// WAL file, or the database file when there is no WAL (a checkpoint copied it all and synced
+    /// it). Runs on a queue, never under the write lock; one at a time per container. A sync that
+    /// fails leaves the lease ahead untried until the lease moves on: the lease then runs out and
+    /// is taken in a synced commit.
+    func syncLeaseAhead(_ through: Int64) {
+        let ahead = leaseAhead
+        guard ahead.running.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        else { return }
+        let path = storePath
+        storeQueue.async {
+            var result = Self.syncFile(path + "-wal")
+            if result == ENOENT { result = Self.syncFile(path) }
+            if result == 0 {
+                _ = ahead.synced.max(through, ordering: .relaxed)
+            } else {
+                ahead.failed.store(through, ordering: .relaxed)
+            }
+            ahead.syncs.add(1, ordering: .relaxed)
+            ahead.running.store(false, ordering: .releasing)
+        }
+    }
+
+    /// Syncs the data of the regular file at `path` (never a symlink or a FIFO in its place):
+    /// 0, or the error number.
+    static func syncFile(_ path: String) -> Int32 {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return errno }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return errno }
+        guard info.st_mode & S_IFMT == S_IFREG else { return EINVAL }
+        return fdatasync(fd) == 0 ? 0 : errno
     }
 
     /// Takes a new lease in a commit of its own, synced whatever the store's `synchronous` level;
-    /// after a reboot, first records the numbers the old lease covered beyond the newest token as
+    /// after a reboot, first records the numbers the old leases covered beyond the newest token as
     /// lost. Runs on the writer connection outside any transaction.
     func extendLease(_ c: SQLiteConnection) throws {
         let normal = options.synchronous == .normal
@@ -105,22 +186,24 @@ extension Container {
             let current = try s.currentToken()
             var next = current
             var marked: Int64?
-            if let lease = Self.parseLease(try s.meta(.tokenLease)), lease.boot != Self.bootID,
-                lease.through > current
-            {
-                guard lease.through < Int64.max - 1 else {
-                    throw StoreError(
-                        .tokenSpaceExhausted, "token space exhausted: the store leased token \(lease.through)")
+            let stored = Self.parseLease(try s.meta(.tokenLease))
+            let ahead = Self.parseLease(try s.meta(.tokenLeaseAhead))
+            let leased = Self.leased(stored, ahead)
+            if stored?.boot != Self.bootID, leased > current {
+                guard leased < Int64.max - 1 else {
+                    throw StoreError(.tokenSpaceExhausted, "token space exhausted: the store leased token \(leased)")
                 }
-                next = try recordLost(s, (current + 1)...lease.through)
+                next = try recordLost(s, (current + 1)...leased)
                 marked = next
             }
             let (through, overflow) = next.addingReportingOverflow(Self.leaseSpan)
             let lease = overflow ? Int64.max : through
             try s.setMeta(.tokenLease, "\(lease) \(Self.bootID)")
+            if let ahead, ahead.through <= lease { try SchemaSQL.deleteMeta(c, .tokenLeaseAhead) }
             leaseThrough.store(lease, ordering: .relaxed)
             return marked
         }
+        leaseAhead.syncedCommits.add(1, ordering: .relaxed)
         leaseChecked.store(true, ordering: .relaxed)
         if let marked {
             noteToken(marked)
@@ -134,13 +217,43 @@ extension Container {
     /// migration's own token. The caller commits the transaction synced.
     static func leaseForMigration(_ c: SQLiteConnection, meta: [String: String]) throws {
         var current = try SchemaSQL.newestToken(c)
-        if let lease = parseLease(meta[MetaKey.tokenLease.rawValue]), lease.boot != bootID, lease.through > current {
-            guard lease.through < Int64.max - 1 else {
-                throw StoreError(.tokenSpaceExhausted, "token space exhausted: the store leased token \(lease.through)")
+        let lease = parseLease(meta[MetaKey.tokenLease.rawValue])
+        let ahead = parseLease(meta[MetaKey.tokenLeaseAhead.rawValue])
+        let leased = Self.leased(lease, ahead)
+        if lease?.boot != bootID, leased > current {
+            guard leased < Int64.max - 1 else {
+                throw StoreError(.tokenSpaceExhausted, "token space exhausted: the store leased token \(leased)")
             }
-            current = try recordLost(c, (current + 1)...lease.through, after: meta[MetaKey.lostTokens.rawValue])
+            current = try recordLost(c, (current + 1)...leased, after: meta[MetaKey.lostTokens.rawValue])
         }
         let (through, overflow) = current.addingReportingOverflow(1 + leaseSpan)
-        try SchemaSQL.setMeta(c, .tokenLease, "\(overflow ? Int64.max : through) \(bootID)")
+        let next = overflow ? Int64.max : through
+        try SchemaSQL.setMeta(c, .tokenLease, "\(next) \(bootID)")
+        if let ahead, ahead.through <= next { try SchemaSQL.deleteMeta(c, .tokenLeaseAhead) }
     }
+}
+
+/// What a write transaction does about the token lease (``Container/leaseCheck(_:othersCommitted:)``).
+enum LeaseCheck: Equatable {
+    /// Gives its token: the lease covers it.
+    case go
+    /// Stops before it gives a token, takes a lease in a synced commit and starts again.
+    case extend
+    /// Gives its token, and after its commit syncs the lease ahead through the number given.
+    case ahead(Int64)
+}
+
+/// A container's lease taken ahead of need (Container+Lease.swift), shared with the queue that
+/// syncs it.
+final class LeaseAhead: Sendable {
+    /// Whether a sync of a lease ahead runs.
+    let running = Atomic<Bool>(false)
+    /// The largest lease ahead this process synced after its commit: in force in this boot.
+    let synced = Atomic<Int64>(0)
+    /// The lease ahead whose sync failed: not tried again.
+    let failed = Atomic<Int64>(-1)
+    /// How many syncs of a lease ahead ran, and how many leases were taken in a synced commit
+    /// under the write lock (tests and the benchmark read them).
+    let syncs = Atomic<Int>(0)
+    let syncedCommits = Atomic<Int>(0)
 }

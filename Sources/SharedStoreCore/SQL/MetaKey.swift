@@ -23,6 +23,10 @@ enum MetaKey: String, CaseIterable {
     /// The token lease: `THROUGH BOOT`, the highest token a save may take before the lease is
     /// extended, and the boot it was taken in (``Container/leaseSpan``).
     case tokenLease = "token_lease"
+    /// The next token lease, taken ahead of need: `THROUGH BOOT`, committed without a sync and
+    /// then made durable by a sync of the WAL outside the write lock. After a reboot, every
+    /// number through the larger of the two leases counts as leased.
+    case tokenLeaseAhead = "token_lease_ahead"
     /// The cleaner's last runs, `TIME THROUGH NEWEST` each, separated by `;` (oldest first, at
     /// most ``CleanerRun/kept``): how fast history is made and cleaned.
     case cleanerRuns = "cleaner_runs"

@@ -67,6 +67,11 @@ enum SchemaSQL {
         .execute([.text(key.rawValue), .text(value)])
     }
 
+    /// Removes `key` from `ss_meta`.
+    static func deleteMeta(_ c: SQLiteConnection, _ key: MetaKey) throws {
+        try c.cached("DELETE FROM ss_meta WHERE key = ?").execute([.text(key.rawValue)])
+    }
+
     // MARK: - Kept counts
 
     /// The table of kept counts (``KeptCount``), made with every store.

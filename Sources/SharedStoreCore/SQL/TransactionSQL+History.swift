@@ -94,6 +94,7 @@ extension TransactionSQL {
             case .historyDeletedTime: meta.floorTime = Double(row.text(1)) ?? 0
             case .lostTokens: meta.lost = row.text(1)
             case .format, .storeID, .model, .modelVersion, .schema, .catalog, .createdAt, .registryInUse, .tokenLease,
+                .tokenLeaseAhead,
                 .cleanerRuns, nil:
                 break
             }
