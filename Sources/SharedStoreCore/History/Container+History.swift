@@ -58,6 +58,7 @@ extension Container {
         guard chunkSize > 0 else { throw StoreError(.invalidArgument, "chunk size must be positive") }
         var total = 0
         var chunksDone = 0
+        var heldSince = Monotonic.seconds()
         while true {
             let (scanned, deleted) = try write { s in try deleteChunk(s, through: token, size: chunkSize) }
             total += deleted
@@ -70,8 +71,21 @@ extension Container {
             chunksDone += 1
             if chunksDone % 10 == 0 { try checkpoint() }
             if scanned < chunkSize { return total }
+            // Chunks follow each other within microseconds, and a writer waiting for the lock
+            // polls it every 2 ms at most (BusyWait): without a pause it could wait through many.
+            if Monotonic.seconds() - heldSince >= Self.cleanerHold {
+                usleep(Self.cleanerPause)
+                heldSince = Monotonic.seconds()
+            }
         }
     }
+
+    /// How long the cleaner runs chunks one after another before it pauses for
+    /// ``cleanerPause`` µs, longer than a waiting writer's longest sleep between two tries for the
+    /// write lock: a writer waits for at most this much of chunks, and the chunk or checkpoint
+    /// it arrived in.
+    static let cleanerHold = 0.006
+    static let cleanerPause = UInt32(BusyWait.most + 300)
 
     /// One chunk of ``deleteHistory(through:chunkSize:)``: returns the rows scanned and the
     /// transactions deleted (the marker row of the last chunk counts as deleted).
