@@ -99,6 +99,24 @@ import Testing
         #expect(Container.syncFile(path) == 0)
     }
 
+    /// A lease ahead of an earlier boot beside a lease of this one: a version that does not read
+    /// it met the reboot. The numbers it covered are recorded as lost before any is given.
+    @Test func aLeaseAheadOfAnEarlierBootIsRecordedAsLost() throws {
+        let span = Container.leaseSpan
+        let group = TemporaryGroup()
+        do {
+            let container = try group.open()
+            _ = try Fixtures.saveArticles(container.newContext(author: "Writer"), count: 1)
+            try container.write(lease: false) { s in try s.setMeta(.tokenLeaseAhead, "\(3 * span) earlier") }
+        }
+        let container = try group.open()
+        let token = try Fixtures.saveArticles(container.newContext(author: "Writer"), count: 1)
+        #expect(try container.lostTokenRanges() == [2...(3 * span)])
+        #expect(token.first?.value == 3 * span + 2)
+        #expect(try ahead(container) == nil)
+        #expect(try lease(container) == "\(4 * span + 1) \(Container.bootID)")
+    }
+
     /// A power loss after a lease ahead was committed: whether or not its sync ended, tokens
     /// through it may have been given. The first write after the reboot records the numbers
     /// through the larger lease as lost, and a migration as the first write does the same.

@@ -103,7 +103,10 @@ extension Container {
         noteToken(current)
         let stored = Self.parseLease(try s.meta(.tokenLease))
         let ahead = Self.parseLease(try s.meta(.tokenLeaseAhead))
-        guard let lease = stored, lease.boot == Self.bootID else {
+        // A lease ahead of an earlier boot beyond the newest token: a reboot was met by a
+        // version of the library that does not read it. Its numbers are recorded as lost too.
+        let staleAhead = ahead.map { $0.boot != Self.bootID && $0.through > current } ?? false
+        guard let lease = stored, lease.boot == Self.bootID, !staleAhead else {
             // No lease taken in this boot. Numbers leased in an earlier one may have been seen
             // and lost: recorded as lost before any is given again.
             if Self.leased(stored, ahead) > current { return .extend }
@@ -189,7 +192,8 @@ extension Container {
             let stored = Self.parseLease(try s.meta(.tokenLease))
             let ahead = Self.parseLease(try s.meta(.tokenLeaseAhead))
             let leased = Self.leased(stored, ahead)
-            if stored?.boot != Self.bootID, leased > current {
+            let stale = stored?.boot != Self.bootID || (ahead.map { $0.boot != Self.bootID } ?? false)
+            if stale, leased > current {
                 guard leased < Int64.max - 1 else {
                     throw StoreError(.tokenSpaceExhausted, "token space exhausted: the store leased token \(leased)")
                 }
@@ -220,7 +224,7 @@ extension Container {
         let lease = parseLease(meta[MetaKey.tokenLease.rawValue])
         let ahead = parseLease(meta[MetaKey.tokenLeaseAhead.rawValue])
         let leased = Self.leased(lease, ahead)
-        if lease?.boot != bootID, leased > current {
+        if lease?.boot != bootID || (ahead.map { $0.boot != bootID } ?? false), leased > current {
             guard leased < Int64.max - 1 else {
                 throw StoreError(.tokenSpaceExhausted, "token space exhausted: the store leased token \(leased)")
             }
