@@ -88,15 +88,66 @@ import Testing
         let group = TemporaryGroup()
         try FileManager.default.createDirectory(atPath: group.root, withIntermediateDirectories: true)
         let path = group.root + "/probe"
-        #expect(Container.syncFile(path) == ENOENT)
+        #expect(Container.openForSync(path) == -ENOENT)
         #expect(mkfifo(path, 0o600) == 0)
-        #expect(Container.syncFile(path) == EINVAL)
+        #expect(Container.openForSync(path) == -EINVAL)
         try FileManager.default.removeItem(atPath: path)
         #expect(symlink(group.root, path) == 0)
-        #expect(Container.syncFile(path) == ELOOP)
+        #expect(Container.openForSync(path) == -ELOOP)
         try FileManager.default.removeItem(atPath: path)
         #expect(FileManager.default.createFile(atPath: path, contents: Data([1])))
-        #expect(Container.syncFile(path) == 0)
+        let fd = Container.openForSync(path)
+        #expect(fd >= 0)
+        if fd >= 0 { close(fd) }
+    }
+
+    /// A process's synced lease ahead is in force only while the store holds it: after the store
+    /// was put back to a copy with a smaller lease and none ahead (hostile review), the process
+    /// takes the next lease in a synced commit, never its memory's.
+    @Test func aSyncedLeaseAheadIsPromotedOnlyWhileTheStoreHoldsIt() throws {
+        let span = Container.leaseSpan
+        let group = TemporaryGroup()
+        let container = try group.open()
+        let writer = container.newContext(author: "Writer")
+        _ = try Fixtures.saveArticles(writer, count: Int(span / 2) + 1)
+        try waitForTheAheadSync(container)
+        #expect(container.leaseAhead.synced.load(ordering: .relaxed) == 2 * span)
+        let other = try group.open()
+        try other.write(lease: false) { s in
+            try s.setMeta(.tokenLease, "\(span) \(Container.bootID)")
+            try SchemaSQL.deleteMeta(s.c, .tokenLeaseAhead)
+        }
+        // No sync of a new lease ahead can end (as on a slow disk): the lease runs out.
+        container.leaseAhead.running.store(true, ordering: .releasing)
+        let tokens = try Fixtures.saveArticles(writer, count: Int(span / 2))
+        container.leaseAhead.running.store(false, ordering: .releasing)
+        #expect(tokens.last?.value == span + 1)
+        #expect(try lease(container) == "\(2 * span) \(Container.bootID)")
+        #expect(container.leaseAhead.syncedCommits.load(ordering: .relaxed) == 2, "taken synced, not from memory")
+        // A lease ahead recorded again in this process's own commit is in force once that is synced.
+        _ = try Fixtures.saveArticles(writer, count: Int(span / 2) + 1)
+        #expect(try ahead(container) == "\(3 * span) \(Container.bootID)")
+        try waitForTheAheadSync(container)
+        _ = try Fixtures.saveArticles(writer, count: 1)
+        #expect(try lease(container) == "\(3 * span) \(Container.bootID)")
+    }
+
+    /// A store behind the registry's high-water mark (put back to an older copy) records the
+    /// numbers up to it as lost and gives the next to its own transaction: that number is past the
+    /// lease, which a synced commit moves on first (hostile review: a power loss took the plain
+    /// commit, and the next adoption gave the same number again).
+    @Test func adoptingAHighWaterMarkLeasesTheNumberItGives() throws {
+        let span = Container.leaseSpan
+        let group = TemporaryGroup()
+        let container = try group.open()
+        _ = try Fixtures.saveArticles(container.newContext(author: "Writer"), count: 1)
+        #expect(try container.adoptHighWater(3 * span) == 2...(3 * span))
+        #expect(try container.currentToken().value == 3 * span + 1)
+        #expect(try lease(container) == "\(4 * span + 1) \(Container.bootID)")
+        #expect(container.leaseAhead.syncedCommits.load(ordering: .relaxed) == 2)
+        // Within the lease, nothing more.
+        #expect(try container.adoptHighWater(3 * span + 100) == (3 * span + 2)...(3 * span + 100))
+        #expect(container.leaseAhead.syncedCommits.load(ordering: .relaxed) == 2)
     }
 
     /// A lease ahead of an earlier boot beside a lease of this one: a version that does not read

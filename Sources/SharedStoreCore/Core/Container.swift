@@ -338,7 +338,9 @@ public final class Container: Sendable {
         return try writer.withConnection { c in
             try StoreError.wrap(path: path) {
                 for _ in 0..<100 {
-                    var ahead: Int64?
+                    var ahead: (through: Int64, fd: Int32)?
+                    // A transaction that did not commit leaves its lease ahead unsynced.
+                    defer { if let ahead { close(ahead.fd) } }
                     do {
                         let result = try c.writeTransaction {
                             let othersCommitted = c.dataVersion != c.checkedDataVersion
@@ -350,14 +352,17 @@ public final class Container: Sendable {
                                 switch try leaseCheck(s, othersCommitted: othersCommitted) {
                                 case .go: break
                                 case .extend: throw LeaseNeeded()
-                                case .ahead(let through): ahead = through
+                                case .ahead(let through, let fd): ahead = (through, fd)
                                 }
                             }
                             return try body(s)
                         }
                         // The only commit since the check is this one (the write lock was held).
                         c.checkedDataVersion = c.dataVersion
-                        if let ahead { syncLeaseAhead(ahead) }
+                        if let taken = ahead {
+                            ahead = nil
+                            syncLeaseAhead(taken.through, fd: taken.fd)
+                        }
                         return result
                     } catch is LeaseNeeded {
                         try extendLease(c)

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import SharedStoreSQLite
 import SharedStoreSupport
@@ -23,12 +24,13 @@ import Synchronization
 /// A lease is moved on before it runs out, and no process holds the write lock while the disk
 /// syncs it. Once half of the lease is used, a write transaction also records the next lease,
 /// `token_lease_ahead` = THROUGH + ``leaseSpan``, and commits without a sync; after the commit the
-/// process syncs the store's WAL file on a queue of its own (every commit before the sync is then
-/// on disk, or a checkpoint that copied it had synced the database file) and from then on may give
-/// tokens through the lease ahead. Its next write transaction makes it the lease for every process.
-/// A power loss before the sync finished leaves a store whose larger lease covers every token
-/// given; each commit keeps the larger of the two from going down. Only when a lease runs out
-/// before the sync ends (a disk slower than ``leaseSpan`` / 2 saves, or a sync that failed) does a
+/// process syncs the store's WAL file, opened before the commit, on a queue of its own (every
+/// commit before the sync is then on disk, or a checkpoint that copied it had synced the database
+/// file) and from then on may give tokens through the lease ahead. Its next write transaction
+/// makes it the lease for every process. A power loss before the sync finished leaves a store
+/// whose larger lease covers every token given; each commit keeps the larger of the two from
+/// going down. Only when a lease runs out
+/// before the sync ends (a disk slower than ``leaseSpan`` / 2 saves, or a sync failed once) does a
 /// save take the lease in a commit synced under the write lock, as every lease was taken before.
 ///
 /// The price is one sync of the WAL off the write lock per ``leaseSpan`` saves, and one read of
@@ -118,69 +120,105 @@ extension Container {
         }
         leaseChecked.store(true, ordering: .relaxed)
         var through = lease.through
-        // A lease ahead whose commit this process synced: in force here, and from this
-        // transaction on for every process (each commit keeps the larger lease from going down).
-        let synced = leaseAhead.synced.load(ordering: .relaxed)
-        if !durable, synced > through {
-            try s.setMeta(.tokenLease, "\(synced) \(Self.bootID)")
-            through = synced
+        // The lease ahead in the store, once this process synced a commit of it (or of a larger
+        // one): in force here, and from this transaction on for every process (each commit keeps
+        // the larger lease from going down). Never a number only this process remembers: a store
+        // put back to an older copy holds no such lease.
+        if !durable, let ahead, ahead.boot == Self.bootID, ahead.through > through,
+            leaseAhead.synced.load(ordering: .relaxed) >= ahead.through
+        {
+            try s.setMeta(.tokenLease, "\(ahead.through) \(Self.bootID)")
+            through = ahead.through
         }
         leaseThrough.store(through, ordering: .relaxed)
         // A lease at the largest token cannot move on: the save fails by itself (token space).
         guard !durable, through < Int64.max else { return .go }
         if current >= through { return .extend }
-        guard current >= through - Self.leaseSpan / 2, !leaseAhead.running.load(ordering: .relaxed) else {
-            return .go
-        }
-        if let ahead, ahead.boot == Self.bootID, ahead.through > through {
-            return leaseAhead.failed.load(ordering: .relaxed) == ahead.through ? .go : .ahead(ahead.through)
-        }
-        let (next, overflow) = through.addingReportingOverflow(Self.leaseSpan)
-        let target = overflow ? Int64.max : next
-        guard leaseAhead.failed.load(ordering: .relaxed) != target else { return .go }
-        try s.setMeta(.tokenLeaseAhead, "\(target) \(Self.bootID)")
-        return .ahead(target)
+        guard current >= through - Self.leaseSpan / 2, !leaseAhead.running.load(ordering: .relaxed),
+            !leaseAhead.failed.load(ordering: .relaxed)
+        else { return .go }
+        return try recordLeaseAhead(s, through: through, stored: ahead)
     }
 
-    /// Makes the lease ahead `through`, committed (by this process or another), durable: syncs the
-    /// WAL file, or the database file when there is no WAL (a checkpoint copied it all and synced
-    /// it). Runs on a queue, never under the write lock; one at a time per container. A sync that
-    /// fails leaves the lease ahead untried until the lease moves on: the lease then runs out and
-    /// is taken in a synced commit.
-    func syncLeaseAhead(_ through: Int64) {
+    /// Records the lease after `through` in the write transaction of `s` (`stored`, when the
+    /// store holds one of this boot, else THROUGH + ``leaseSpan``), to be synced after its commit.
+    private func recordLeaseAhead(_ s: TransactionSQL, through: Int64, stored ahead: (through: Int64, boot: String)?)
+        throws -> LeaseCheck
+    {
+        // The WAL is opened before the commit that records the lease ahead: Linux reports an
+        // error writing that commit's pages back to every descriptor opened before it, and to a
+        // later one only if nobody saw it first (another process's checkpoint may). The lease
+        // ahead is written in this commit even when another process recorded it (its pages may
+        // have failed before this open): this commit's page then holds it.
+        let fd = Self.openForSync(storePath + "-wal")
+        guard fd >= 0 else { return .go }
+        let target: Int64
+        if let ahead, ahead.boot == Self.bootID, ahead.through > through {
+            target = ahead.through
+        } else {
+            let (next, overflow) = through.addingReportingOverflow(Self.leaseSpan)
+            target = overflow ? Int64.max : next
+        }
+        // Until this commit is synced, nothing past the lease is known to be on disk (a larger
+        // lease this process synced before is no longer the store's, if it was put back).
+        leaseAhead.synced.store(through, ordering: .relaxed)
+        do {
+            try s.setMeta(.tokenLeaseAhead, "\(target) \(Self.bootID)")
+        } catch {
+            close(fd)
+            throw error
+        }
+        return .ahead(target, fd: fd)
+    }
+
+    /// Makes the lease ahead `through`, recorded by the commit that just ended, durable: syncs
+    /// `fd`, the WAL opened before that commit (a checkpoint that copied the commit to the
+    /// database file and restarted the WAL synced the database first). Runs on a queue of its
+    /// own, never under the write lock and never in the way of the async calls; one at a time
+    /// per container. A sync that fails ends leases ahead for the container: each lease then
+    /// runs out and is taken in a commit synced through SQLite's own descriptor.
+    func syncLeaseAhead(_ through: Int64, fd: Int32) {
         let ahead = leaseAhead
         guard ahead.running.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
-        else { return }
-        let path = storePath
-        storeQueue.async {
-            var result = Self.syncFile(path + "-wal")
-            if result == ENOENT { result = Self.syncFile(path) }
-            if result == 0 {
+        else {
+            close(fd)
+            return
+        }
+        leaseSyncQueue.async {
+            let synced = fdatasync(fd) == 0
+            close(fd)
+            if synced {
                 _ = ahead.synced.max(through, ordering: .relaxed)
             } else {
-                ahead.failed.store(through, ordering: .relaxed)
+                ahead.failed.store(true, ordering: .relaxed)
             }
             ahead.syncs.add(1, ordering: .relaxed)
             ahead.running.store(false, ordering: .releasing)
         }
     }
 
-    /// Syncs the data of the regular file at `path` (never a symlink or a FIFO in its place):
-    /// 0, or the error number.
-    static func syncFile(_ path: String) -> Int32 {
+    /// Opens the regular file at `path` to sync it (never a symlink, a FIFO or a directory in
+    /// its place, never waiting): the descriptor, or minus the error number.
+    static func openForSync(_ path: String) -> Int32 {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { return errno }
-        defer { close(fd) }
+        guard fd >= 0 else { return -errno }
         var info = stat()
-        guard fstat(fd, &info) == 0 else { return errno }
-        guard info.st_mode & S_IFMT == S_IFREG else { return EINVAL }
-        return fdatasync(fd) == 0 ? 0 : errno
+        guard fstat(fd, &info) == 0 else {
+            let error = errno
+            close(fd)
+            return -error
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            close(fd)
+            return -EINVAL
+        }
+        return fd
     }
 
     /// Takes a new lease in a commit of its own, synced whatever the store's `synchronous` level;
     /// after a reboot, first records the numbers the old leases covered beyond the newest token as
     /// lost. Runs on the writer connection outside any transaction.
-    func extendLease(_ c: SQLiteConnection) throws {
+    func extendLease(_ c: SQLiteConnection, covering token: Int64 = 0) throws {
         let normal = options.synchronous == .normal
         if normal { try SchemaSQL.setSynchronous(c, .full) }
         defer { if normal { try? SchemaSQL.setSynchronous(c, .normal) } }
@@ -200,7 +238,7 @@ extension Container {
                 next = try recordLost(s, (current + 1)...leased)
                 marked = next
             }
-            let (through, overflow) = next.addingReportingOverflow(Self.leaseSpan)
+            let (through, overflow) = max(next, token).addingReportingOverflow(Self.leaseSpan)
             let lease = overflow ? Int64.max : through
             try s.setMeta(.tokenLease, "\(lease) \(Self.bootID)")
             if let ahead, ahead.through <= lease { try SchemaSQL.deleteMeta(c, .tokenLeaseAhead) }
@@ -213,6 +251,16 @@ extension Container {
             noteToken(marked)
             didCommit(HistoryToken(storeID: storeID, value: marked))
         }
+    }
+
+    /// Makes sure the lease covers `token`, a number a write is about to give past the newest
+    /// (``adoptHighWater(_:)``), with a synced commit when it does not.
+    func leaseCovering(_ token: Int64) throws {
+        guard options.historyTracking, !options.inMemory, options.synchronous == .normal else { return }
+        let stored = try read { s in Self.parseLease(try s.meta(.tokenLease)) }
+        if let stored, stored.boot == Self.bootID, stored.through >= token { return }
+        let path = storePath
+        try writer.withConnection { c in try StoreError.wrap(path: path) { try extendLease(c, covering: token) } }
     }
 
     /// The lease in a migration's transaction (a migration runs when a store opens, before its
@@ -243,9 +291,14 @@ enum LeaseCheck: Equatable {
     case go
     /// Stops before it gives a token, takes a lease in a synced commit and starts again.
     case extend
-    /// Gives its token, and after its commit syncs the lease ahead through the number given.
-    case ahead(Int64)
+    /// Gives its token, records the lease ahead through the number given, and after its commit
+    /// syncs `fd` (the WAL, opened before the commit; closed by whoever takes the case).
+    case ahead(Int64, fd: Int32)
 }
+
+/// The queue that syncs leases taken ahead, apart from the async calls' queue (a slow disk
+/// holds up the syncs, never the calls).
+private let leaseSyncQueue = DispatchQueue(label: "sharedstore.lease-sync", qos: .utility)
 
 /// A container's lease taken ahead of need (Container+Lease.swift), shared with the queue that
 /// syncs it.
@@ -254,8 +307,9 @@ final class LeaseAhead: Sendable {
     let running = Atomic<Bool>(false)
     /// The largest lease ahead this process synced after its commit: in force in this boot.
     let synced = Atomic<Int64>(0)
-    /// The lease ahead whose sync failed: not tried again.
-    let failed = Atomic<Int64>(-1)
+    /// Whether a sync of a lease ahead failed: no other is tried (a write-back error may have
+    /// dropped pages of commits before it).
+    let failed = Atomic<Bool>(false)
     /// How many syncs of a lease ahead ran, and how many leases were taken in a synced commit
     /// under the write lock (tests and the benchmark read them).
     let syncs = Atomic<Int>(0)

@@ -88,6 +88,8 @@ extension Container {
     public func adoptHighWater(_ highWater: Int64) throws -> ClosedRange<Int64>? {
         // The common case reads: no write lock taken by every process that opens the store.
         guard highWater > 0, highWater > (try read { s in try s.currentToken() }) else { return nil }
+        // Its transaction takes highWater + 1, past the newest: the lease must cover it first.
+        if highWater < Int64.max - 1 { try leaseCovering(highWater + 1) }
         let recorded = try write { s -> (ClosedRange<Int64>, Int64)? in
             let newest = try s.currentToken()
             guard highWater > newest else { return nil }
