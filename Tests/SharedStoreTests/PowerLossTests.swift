@@ -150,6 +150,27 @@ import Testing
         #expect(container.leaseAhead.syncedCommits.load(ordering: .relaxed) == 2)
     }
 
+    /// A lease is never taken lower than one of this boot: another process that found the lease
+    /// used up before a number past the newest was covered (an adoption) would have lowered it
+    /// below the number about to be given (second hostile review). A container that records no
+    /// history adopts a high-water mark under the store's lease too.
+    @Test func aLeaseNeverGoesDownAndCoversEveryAdoptedNumber() throws {
+        let span = Container.leaseSpan
+        let group = TemporaryGroup()
+        let p = try group.open()
+        _ = try Fixtures.saveArticles(p.newContext(author: "Writer"), count: 1)
+        try p.leaseCovering(3 * span + 1)
+        #expect(try lease(p) == "\(4 * span + 1) \(Container.bootID)")
+        let q = try group.open()
+        try q.writer.withConnection { c in try q.extendLease(c) }
+        #expect(try lease(q) == "\(4 * span + 1) \(Container.bootID)", "not lowered to the newest token's")
+        var options = Container.Options()
+        options.historyTracking = false
+        let untracked = try group.open(options: options)
+        #expect(try untracked.adoptHighWater(6 * span) == 2...(6 * span))
+        #expect(try lease(p) == "\(7 * span + 1) \(Container.bootID)")
+    }
+
     /// A lease ahead of an earlier boot beside a lease of this one: a version that does not read
     /// it met the reboot. The numbers it covered are recorded as lost before any is given.
     @Test func aLeaseAheadOfAnEarlierBootIsRecordedAsLost() throws {

@@ -164,6 +164,7 @@ public final class Container: Sendable {
         writer = ConnectionGuard(w)
         reader = ConnectionGuard(r)
         noteToken(try currentToken().value)
+        if !options.readOnly { leaseAhead.open(path + "-wal") }
         applyModelHooks()
     }
 
@@ -338,9 +339,7 @@ public final class Container: Sendable {
         return try writer.withConnection { c in
             try StoreError.wrap(path: path) {
                 for _ in 0..<100 {
-                    var ahead: (through: Int64, fd: Int32)?
-                    // A transaction that did not commit leaves its lease ahead unsynced.
-                    defer { if let ahead { close(ahead.fd) } }
+                    var ahead: Int64?
                     do {
                         let result = try c.writeTransaction {
                             let othersCommitted = c.dataVersion != c.checkedDataVersion
@@ -352,17 +351,15 @@ public final class Container: Sendable {
                                 switch try leaseCheck(s, othersCommitted: othersCommitted) {
                                 case .go: break
                                 case .extend: throw LeaseNeeded()
-                                case .ahead(let through, let fd): ahead = (through, fd)
+                                case .ahead(let through): ahead = through
                                 }
                             }
                             return try body(s)
                         }
                         // The only commit since the check is this one (the write lock was held).
                         c.checkedDataVersion = c.dataVersion
-                        if let taken = ahead {
-                            ahead = nil
-                            syncLeaseAhead(taken.through, fd: taken.fd)
-                        }
+                        // A transaction that did not commit leaves its lease ahead unsynced.
+                        if let ahead { syncLeaseAhead(ahead) }
                         return result
                     } catch is LeaseNeeded {
                         try extendLease(c)

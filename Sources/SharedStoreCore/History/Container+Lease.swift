@@ -24,7 +24,7 @@ import Synchronization
 /// A lease is moved on before it runs out, and no process holds the write lock while the disk
 /// syncs it. Once half of the lease is used, a write transaction also records the next lease,
 /// `token_lease_ahead` = THROUGH + ``leaseSpan``, and commits without a sync; after the commit the
-/// process syncs the store's WAL file, opened before the commit, on a queue of its own (every
+/// process syncs the store's WAL file, opened with the store, on a queue of its own (every
 /// commit before the sync is then on disk, or a checkpoint that copied it had synced the database
 /// file) and from then on may give tokens through the lease ahead. Its next write transaction
 /// makes it the lease for every process. A power loss before the sync finished leaves a store
@@ -134,7 +134,7 @@ extension Container {
         // A lease at the largest token cannot move on: the save fails by itself (token space).
         guard !durable, through < Int64.max else { return .go }
         if current >= through { return .extend }
-        guard current >= through - Self.leaseSpan / 2, !leaseAhead.running.load(ordering: .relaxed),
+        guard current >= through - Self.leaseSpan / 2, !leaseAhead.running.load(ordering: .acquiring),
             !leaseAhead.failed.load(ordering: .relaxed)
         else { return .go }
         return try recordLeaseAhead(s, through: through, stored: ahead)
@@ -145,15 +145,11 @@ extension Container {
     private func recordLeaseAhead(_ s: TransactionSQL, through: Int64, stored ahead: (through: Int64, boot: String)?)
         throws -> LeaseCheck
     {
-        // The WAL is opened before the commit that records the lease ahead: Linux reports an
-        // error writing that commit's pages back to every descriptor opened before it, and to a
-        // later one only if nobody saw it first (another process's checkpoint may). The lease
-        // ahead is written in this commit even when another process recorded it (its pages may
-        // have failed before this open): this commit's page then holds it.
-        let fd = Self.openForSync(storePath + "-wal")
-        guard fd >= 0 else { return .go }
         let target: Int64
-        if let ahead, ahead.boot == Self.bootID, ahead.through > through {
+        // A lease ahead another process recorded (one span at most past the lease: a larger one
+        // is damaged or planted, and replaced) is written again in this commit, whose pages the
+        // sync then covers (the other's pages may have failed to reach the disk).
+        if let ahead, ahead.boot == Self.bootID, ahead.through > through, ahead.through - through <= Self.leaseSpan {
             target = ahead.through
         } else {
             let (next, overflow) = through.addingReportingOverflow(Self.leaseSpan)
@@ -162,32 +158,25 @@ extension Container {
         // Until this commit is synced, nothing past the lease is known to be on disk (a larger
         // lease this process synced before is no longer the store's, if it was put back).
         leaseAhead.synced.store(through, ordering: .relaxed)
-        do {
-            try s.setMeta(.tokenLeaseAhead, "\(target) \(Self.bootID)")
-        } catch {
-            close(fd)
-            throw error
-        }
-        return .ahead(target, fd: fd)
+        try s.setMeta(.tokenLeaseAhead, "\(target) \(Self.bootID)")
+        return .ahead(target)
     }
 
-    /// Makes the lease ahead `through`, recorded by the commit that just ended, durable: syncs
-    /// `fd`, the WAL opened before that commit (a checkpoint that copied the commit to the
-    /// database file and restarted the WAL synced the database first). Runs on a queue of its
-    /// own, never under the write lock and never in the way of the async calls; one at a time
-    /// per container. A sync that fails ends leases ahead for the container: each lease then
-    /// runs out and is taken in a commit synced through SQLite's own descriptor.
-    func syncLeaseAhead(_ through: Int64, fd: Int32) {
+    /// Makes the lease ahead `through`, recorded by the commit that just ended, durable: syncs the
+    /// WAL through the descriptor the container opened with the store (Linux reports an error
+    /// writing pages back to every descriptor open when it happens, and to one opened later only
+    /// if nobody saw it first; a checkpoint that copied the commit to the database file and
+    /// restarted the WAL synced the database first). Runs on a queue of its own, never under the
+    /// write lock and never in the way of the async calls; one at a time per container. A sync
+    /// that fails ends leases ahead for the container: each lease then runs out and is taken in a
+    /// commit synced through SQLite's own descriptor.
+    func syncLeaseAhead(_ through: Int64) {
         let ahead = leaseAhead
         guard ahead.running.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
-        else {
-            close(fd)
-            return
-        }
+        else { return }
         leaseSyncQueue.async {
-            let synced = fdatasync(fd) == 0
-            close(fd)
-            if synced {
+            let fd = ahead.wal.load(ordering: .relaxed)
+            if fd >= 0, fdatasync(fd) == 0 {
                 _ = ahead.synced.max(through, ordering: .relaxed)
             } else {
                 ahead.failed.store(true, ordering: .relaxed)
@@ -222,7 +211,7 @@ extension Container {
         let normal = options.synchronous == .normal
         if normal { try SchemaSQL.setSynchronous(c, .full) }
         defer { if normal { try? SchemaSQL.setSynchronous(c, .normal) } }
-        let marked: Int64? = try c.writeTransaction {
+        let (marked, lease): (Int64?, Int64) = try c.writeTransaction {
             let s = TransactionSQL(c: c, container: self)
             let current = try s.currentToken()
             var next = current
@@ -239,12 +228,15 @@ extension Container {
                 marked = next
             }
             let (through, overflow) = max(next, token).addingReportingOverflow(Self.leaseSpan)
-            let lease = overflow ? Int64.max : through
+            // Never below a lease of this boot (another process may have taken a larger one since
+            // this one found the lease used up, or covered a number it is about to give).
+            let lease = max(overflow ? Int64.max : through, stored.map { $0.boot == Self.bootID ? $0.through : 0 } ?? 0)
             try s.setMeta(.tokenLease, "\(lease) \(Self.bootID)")
             if let ahead, ahead.through <= lease { try SchemaSQL.deleteMeta(c, .tokenLeaseAhead) }
-            leaseThrough.store(lease, ordering: .relaxed)
-            return marked
+            return (marked, lease)
         }
+        // Only once committed: a commit that failed leaves the lease as it was.
+        leaseThrough.store(lease, ordering: .relaxed)
         leaseAhead.syncedCommits.add(1, ordering: .relaxed)
         leaseChecked.store(true, ordering: .relaxed)
         if let marked {
@@ -256,7 +248,8 @@ extension Container {
     /// Makes sure the lease covers `token`, a number a write is about to give past the newest
     /// (``adoptHighWater(_:)``), with a synced commit when it does not.
     func leaseCovering(_ token: Int64) throws {
-        guard options.historyTracking, !options.inMemory, options.synchronous == .normal else { return }
+        // The lease is the store's: a container that records no history gives this number too.
+        guard !options.inMemory, options.synchronous == .normal else { return }
         let stored = try read { s in Self.parseLease(try s.meta(.tokenLease)) }
         if let stored, stored.boot == Self.bootID, stored.through >= token { return }
         let path = storePath
@@ -279,7 +272,7 @@ extension Container {
             current = try recordLost(c, (current + 1)...leased, after: meta[MetaKey.lostTokens.rawValue])
         }
         let (through, overflow) = current.addingReportingOverflow(1 + leaseSpan)
-        let next = overflow ? Int64.max : through
+        let next = max(overflow ? Int64.max : through, lease.map { $0.boot == bootID ? $0.through : 0 } ?? 0)
         try SchemaSQL.setMeta(c, .tokenLease, "\(next) \(bootID)")
         if let ahead, ahead.through <= next { try SchemaSQL.deleteMeta(c, .tokenLeaseAhead) }
     }
@@ -292,8 +285,8 @@ enum LeaseCheck: Equatable {
     /// Stops before it gives a token, takes a lease in a synced commit and starts again.
     case extend
     /// Gives its token, records the lease ahead through the number given, and after its commit
-    /// syncs `fd` (the WAL, opened before the commit; closed by whoever takes the case).
-    case ahead(Int64, fd: Int32)
+    /// syncs the WAL.
+    case ahead(Int64)
 }
 
 /// The queue that syncs leases taken ahead, apart from the async calls' queue (a slow disk
@@ -314,4 +307,22 @@ final class LeaseAhead: Sendable {
     /// under the write lock (tests and the benchmark read them).
     let syncs = Atomic<Int>(0)
     let syncedCommits = Atomic<Int>(0)
+    /// The store's WAL, opened with the container and kept (-1 when it could not be opened:
+    /// then no lease is taken ahead).
+    let wal = Atomic<Int32>(-1)
+
+    /// Opens the WAL at `path`, once: a container whose WAL cannot be opened as a regular file
+    /// takes every lease in a synced commit.
+    func open(_ path: String) {
+        let fd = Container.openForSync(path)
+        guard fd >= 0, wal.compareExchange(expected: -1, desired: fd, ordering: .relaxed).exchanged else {
+            if fd >= 0 { close(fd) } else { failed.store(true, ordering: .relaxed) }
+            return
+        }
+    }
+
+    deinit {
+        let fd = wal.load(ordering: .relaxed)
+        if fd >= 0 { close(fd) }
+    }
 }
