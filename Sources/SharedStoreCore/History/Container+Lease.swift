@@ -29,9 +29,9 @@ import Synchronization
 /// file) and from then on may give tokens through the lease ahead. Its next write transaction
 /// makes it the lease for every process. A power loss before the sync finished leaves a store
 /// whose larger lease covers every token given; each commit keeps the larger of the two from
-/// going down. Only when a lease runs out
-/// before the sync ends (a disk slower than ``leaseSpan`` / 2 saves, or a sync failed once) does a
-/// save take the lease in a commit synced under the write lock, as every lease was taken before.
+/// going down. Only when a lease runs out before the sync ends (a disk slower than
+/// ``leaseSpan`` / 2 saves, or a sync failed once) does a save take the lease in a commit synced
+/// under the write lock, as every lease was taken before.
 ///
 /// The price is one sync of the WAL off the write lock per ``leaseSpan`` saves, and one read of
 /// `ss_meta` in a write transaction that follows another process's commit or comes in the second
