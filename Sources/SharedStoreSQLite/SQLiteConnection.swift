@@ -160,17 +160,24 @@ package final class SQLiteConnection {
 
     /// ``hasTable(_:)``, remembered in ``knownTables`` until the owner clears them.
     package func hasTableRemembered(_ name: String) -> Bool {
-        if let known = knownTables[name] { return known }
-        let found = hasTable(name)
+        // The name asked last (a save asks the same one each time) is compared, not hashed.
+        if let last = lastKnownTable, last.name == name { return last.found }
+        let found = knownTables[name] ?? hasTable(name)
         knownTables[name] = found
+        lastKnownTable = (name, found)
         return found
     }
+
+    /// The last answer of ``hasTableRemembered(_:)``, forgotten with ``knownTables``.
+    private var lastKnownTable: (name: String, found: Bool)?
 
     /// Whether tables exist, as ``hasTableRemembered(_:)`` found: true of the schema as long as
     /// no other connection committed and this one changed no table. The owner clears it when
     /// either may have happened (the store: at a write that finds another's commit, after its
     /// own schema changes, after a rollback).
-    package var knownTables: [String: Bool] = [:]
+    package var knownTables: [String: Bool] = [:] {
+        didSet { lastKnownTable = nil }
+    }
 
     package var changes: Int { Int(sqlite3_changes(handle)) }
     package var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }

@@ -82,7 +82,7 @@ extension ObjectContext {
             throw StoreError(.objectNotFound, "\(R.entityName) record has no id: insert it first")
         }
         let (values, rels) = try RecordEncoder.encode(record, entity: try model.entity(R.entityName))
-        if insertIndex[id] != nil {
+        if insertPosition(id) != nil {
             try update(id, values, relationships: rels)
             return
         }

@@ -170,7 +170,7 @@ struct SavePlan {
     private func insertAll(_ w: inout ChangeWriter, _ permanent: inout [ObjectID: ObjectID]) throws {
         var deferred: [(Entity, Int64, String, ObjectID, stored: Bool)] = []
         for pending in inserts {
-            let e = try model.entity(pending.id.entity)
+            let e = pending.entity
             var changes = PropertyChanges(values: pending.values, relationships: [:])
             for (name, target) in pending.relationships {
                 // A reference to an object inserted later in this save is set afterwards (nil now).

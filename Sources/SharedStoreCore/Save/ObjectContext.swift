@@ -31,6 +31,8 @@ public final class ObjectContext {
 
     struct PendingInsert {
         var id: ObjectID
+        /// The entity of `id`, found when the object was inserted (a save does not look it up again).
+        let entity: Entity
         var values: [String: Value]
         var relationships: [String: ObjectID?]
     }
@@ -90,8 +92,9 @@ public final class ObjectContext {
     @exclusivity(unchecked) var recordSaves: [ObjectID: [ObjectIdentifier: RecordSave]] = [:]
 
     private var nextTemporaryKey: Int64 = 1
+    /// The entity of the last ``insert(_:_:relationships:)`` (of this context's model).
+    @exclusivity(unchecked) private var lastInsertedEntity: Entity?
     @exclusivity(unchecked) var inserts: [PendingInsert] = []
-    @exclusivity(unchecked) var insertIndex: [ObjectID: Int] = [:]
     @exclusivity(unchecked) var updates: [ObjectID: PendingUpdate] = [:]
     @exclusivity(unchecked) var updateOrder: [ObjectID] = []
     @exclusivity(unchecked) var deletes: [ObjectID] = []
@@ -137,7 +140,6 @@ public final class ObjectContext {
         // What is empty already is left alone (a save of one update empties two of seven).
         if !inserts.isEmpty {
             inserts.removeAll(keepingCapacity: true)
-            insertIndex.removeAll(keepingCapacity: true)
         }
         if !updates.isEmpty {
             updates.removeAll(keepingCapacity: true)
@@ -162,12 +164,19 @@ public final class ObjectContext {
         -> ObjectID
     {
         checkOwner()
-        let entity = try model.entity(entityName)
+        let entity: Entity
+        // The entity the last insert named (a context inserts objects of one entity again and
+        // again): its name compared, not hashed.
+        if let last = lastInsertedEntity, last.name == entityName {
+            entity = last
+        } else {
+            entity = try model.entity(entityName)
+            lastInsertedEntity = entity
+        }
         try checkNames(entity, values: values, relationships: relationships)
         let id = ObjectID(storeID: container.storeID, entity: entityName, primaryKey: -nextTemporaryKey)
         nextTemporaryKey += 1
-        insertIndex[id] = inserts.count
-        inserts.append(PendingInsert(id: id, values: values, relationships: relationships))
+        inserts.append(PendingInsert(id: id, entity: entity, values: values, relationships: relationships))
         return id
     }
 
@@ -194,7 +203,7 @@ public final class ObjectContext {
         guard deleteSet.isEmpty || !deleteSet.contains(id) else {
             throw StoreError(.objectNotFound, "\(id) is deleted in this context")
         }
-        if !insertIndex.isEmpty, let i = insertIndex[id] {
+        if let i = insertPosition(id) {
             inserts[i].values.merge(values) { $1 }
             inserts[i].relationships.merge(relationships) { $1 }
             return
@@ -274,9 +283,8 @@ public final class ObjectContext {
     public func delete(_ id: ObjectID) throws {
         checkOwner()
         _ = try checkID(id)
-        if let i = insertIndex[id] {
+        if let i = insertPosition(id) {
             inserts.remove(at: i)
-            insertIndex = Dictionary(uniqueKeysWithValues: inserts.enumerated().map { ($1.id, $0) })
             links.removeAll { $0.id == id || $0.target == id }
             return
         }
@@ -297,10 +305,26 @@ public final class ObjectContext {
     private func checkID(_ id: ObjectID) throws -> Entity {
         guard id.storeID == container.storeID else { throw StoreError(.foreignID, "\(id) belongs to another store") }
         let entity = try model.entity(id.entity)
-        if id.isTemporary, insertIndex[id] == nil {
+        if id.isTemporary, insertPosition(id) == nil {
             throw StoreError(.objectNotFound, "\(id) is a temporary id this context did not insert (or already saved)")
         }
         return entity
+    }
+
+    /// The place in ``inserts`` of the object `id` names (nil: not one this context inserted and
+    /// has not saved). A context gives temporary keys in order and never again, so ``inserts``
+    /// runs from the highest key (the least negative) down: the key is found by bisection, with no
+    /// table kept for it per insert, and then the whole id compared.
+    func insertPosition(_ id: ObjectID) -> Int? {
+        guard id.isTemporary else { return nil }
+        var low = 0
+        var high = inserts.count
+        while low < high {
+            let middle = low + (high - low) / 2
+            if inserts[middle].id.primaryKey > id.primaryKey { low = middle + 1 } else { high = middle }
+        }
+        guard low < inserts.count, inserts[low].id == id else { return nil }
+        return low
     }
 
     private func checkNames(_ entity: Entity, values: [String: Value], relationships: [String: ObjectID?]) throws {
