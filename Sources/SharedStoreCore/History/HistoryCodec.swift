@@ -27,8 +27,10 @@ package enum HistoryCodec {
 
     /// Encodes changes recorded with model indexes under the store's catalog numbers.
     static func encode(_ changes: [RecordedChange], _ numbering: HistoryNumbering) -> [UInt8] {
-        var out: [UInt8] = [version]
+        // Reserved before the first byte: a literal of one would be allocated, then moved.
+        var out: [UInt8] = []
         out.reserveCapacity(8 + changes.count * 24)
+        out.append(version)
         putVarint(UInt64(changes.count), &out)
         let identity = numbering.isIdentity
         var previous: UUID?
@@ -57,8 +59,10 @@ package enum HistoryCodec {
 
     /// Encodes inserts recorded as runs: the same bytes as ``encode(_:_:)`` of them.
     static func encode(_ inserts: InsertRuns, _ numbering: HistoryNumbering) -> [UInt8] {
-        var out: [UInt8] = [version]
+        // Reserved before the first byte: a literal of one would be allocated, then moved.
+        var out: [UInt8] = []
         out.reserveCapacity(12 + inserts.count * 6 + inserts.runs.count * 16)
+        out.append(version)
         putVarint(UInt64(inserts.count), &out)
         let identity = numbering.isIdentity
         let insert = code(.insert)

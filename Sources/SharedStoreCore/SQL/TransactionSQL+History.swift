@@ -49,7 +49,7 @@ extension TransactionSQL {
             INSERT INTO ss_history(timestamp, author, context, process, executable, entities, changes)
             VALUES (?, ?, ?, ?, ?, ?, ?)
             """
-        ).execute(Array(historyValues(row).dropLast()), borrowing: row.changes)
+        ).execute(historyValues(row), borrowing: row.changes)
         return c.lastInsertRowID
     }
 
@@ -60,13 +60,14 @@ extension TransactionSQL {
             INSERT INTO ss_history(timestamp, author, context, process, executable, entities, changes, token)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             """
-        ).execute(historyValues(row) + [.integer(row.token)])
+        ).execute(historyValues(row) + [.blob(row.changes), .integer(row.token)])
     }
 
+    /// The row's columns before its changes (``insertHistory(_:)`` binds the changes in place).
     private func historyValues(_ row: HistoryRow) -> [SQLValue] {
         [
             .double(row.timestamp), row.author.map(SQLValue.text) ?? .null, row.context.map(SQLValue.text) ?? .null,
-            .integer(row.process), .text(row.executable), .integer(row.entities), .blob(row.changes),
+            .integer(row.process), .text(row.executable), .integer(row.entities),
         ]
     }
 

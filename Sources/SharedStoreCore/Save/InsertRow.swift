@@ -37,11 +37,19 @@ struct InsertRow: Sendable {
     /// The properties of `changes` in place of what the row held (a name `e` does not store is
     /// left out).
     mutating func fill(_ e: Entity, _ changes: PropertyChanges) {
-        // Every value is set below: only the count needs to be right.
         let attributes = e.attributes
-        if values.count != attributes.count { Self.clear(&values, to: attributes.count) }
-        // By index: an attribute is read in place, not copied (its fields retained) per row.
-        for i in attributes.indices { values[i] = changes.values[attributes[i].name] }
+        if attributes.count <= 16 {
+            // An entity of a few attributes: each value given is put in its place, found by
+            // comparing names (a few short compares, where each lookup by name hashes it).
+            Self.clear(&values, to: attributes.count)
+            for (name, value) in changes.values {
+                if let i = attributes.firstIndex(where: { $0.name == name }) { values[i] = value }
+            }
+        } else {
+            if values.count != attributes.count { Self.clear(&values, to: attributes.count) }
+            // By index: an attribute is read in place, not copied (its fields retained) per row.
+            for i in attributes.indices { values[i] = changes.values[attributes[i].name] }
+        }
         let toOne = e.toOneRelationships
         Self.clear(&targets, to: toOne.count)
         guard !changes.relationships.isEmpty else { return }
