@@ -53,16 +53,6 @@ extension TransactionSQL {
         return c.lastInsertRowID
     }
 
-    /// Appends a transaction under its own `row.token` (moving the sequence on).
-    func insertHistory(token row: HistoryRow) throws {
-        try c.cached(
-            """
-            INSERT INTO ss_history(timestamp, author, context, process, executable, entities, changes, token)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """
-        ).execute(historyValues(row) + [.blob(row.changes), .integer(row.token)])
-    }
-
     /// The row's columns before its changes (``insertHistory(_:)`` binds the changes in place).
     private func historyValues(_ row: HistoryRow) -> [SQLValue] {
         [

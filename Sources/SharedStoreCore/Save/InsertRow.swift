@@ -38,9 +38,10 @@ struct InsertRow: Sendable {
     /// left out).
     mutating func fill(_ e: Entity, _ changes: PropertyChanges) {
         let attributes = e.attributes
-        if attributes.count <= 16 {
-            // An entity of a few attributes: each value given is put in its place, found by
-            // comparing names (a few short compares, where each lookup by name hashes it).
+        if attributes.count <= 16 && changes.values.count <= attributes.count {
+            // An entity of a few attributes, given no more values than it has: each value is put
+            // in its place, found by comparing names (a few short compares, where each lookup by
+            // name hashes it).
             Self.clear(&values, to: attributes.count)
             for (name, value) in changes.values {
                 if let i = attributes.firstIndex(where: { $0.name == name }) { values[i] = value }
