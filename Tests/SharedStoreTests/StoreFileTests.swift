@@ -14,6 +14,20 @@ import Testing
 
     func digest(_ path: String) throws -> Data { try Data(contentsOf: URL(fileURLWithPath: path)) }
 
+    /// SQLite's "unable to open" for a store whose group directory was removed while a process
+    /// used it (a follower still running as its directory goes) names the directory as gone,
+    /// not as read-only.
+    @Test func aGroupDirectoryRemovedInUseIsNamedAsGoneNotReadOnly() throws {
+        let group = TemporaryGroup()
+        _ = try group.open()
+        try FileManager.default.removeItem(atPath: group.path)
+        // SQLITE_CANTOPEN (14), as a new connection to the removed store gets it.
+        let error = StoreError(SQLiteError(code: 14, message: "unable to open database file"), path: group.storePath)
+        #expect(error.code == .fileAccess)
+        #expect(error.message.contains("\(group.path) no longer exists"), "\(error.message)")
+        #expect(!error.message.contains("read-only"), "\(error.message)")
+    }
+
     @Test func groupDirectoryAndFilesArePrivate() throws {
         let group = TemporaryGroup()
         let container = try group.open()

@@ -123,6 +123,14 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         } else if error.isReadOnly {
             let directory = PathName.parent(of: path)
             if !directory.isEmpty, access(directory, W_OK) != 0 {
+                // A directory removed under a running process is not a read-only one.
+                if errno == ENOENT {
+                    return (
+                        .fileAccess,
+                        "group directory \(directory) no longer exists (removed while in use): \(error.message)",
+                        error.sql
+                    )
+                }
                 return (.fileAccess, "group directory \(directory) is read-only: \(error.message)", error.sql)
             }
             return (.fileAccess, "cannot write \(path): \(error.message)", error.sql)
