@@ -56,7 +56,7 @@ func mirrorLatencyCase(_ s: Settings) throws -> Report {
     let a = try openStore(group: dir + "/a", model: ReadLater.model)
     let b = try openStore(group: dir + "/b", model: ReadLater.model)
     let mirrors = try [startMirror(group: dir + "/a", database: db), startMirror(group: dir + "/b", database: db)]
-    defer { mirrors.forEach { $0.terminate() } }
+    defer { mirrors.forEach(stopChild) }
     let observer = try ChangeObserver(container: b, pollInterval: 1)
     let writer = a.newContext(name: "bench", author: "Writer")
     let reader = b.newContext()
@@ -224,7 +224,7 @@ private func saveFollowedCase(_ s: Settings, name: String, follower: (String) th
     let followed = try openStore(group: dir + "/followed", model: ReadLater.model)
     let plain = try openStore(group: dir + "/plain", model: ReadLater.model)
     let process = try follower(dir + "/followed")
-    defer { process.terminate() }
+    defer { stopChild(process) }
     let (f, p) = (followed.newContext(name: "bench", author: "Bench"), plain.newContext(name: "bench", author: "Bench"))
     var i = 0
     func saves(_ context: ObjectContext) throws -> Double {

@@ -225,3 +225,16 @@ func writersRun(_ s: Settings, writers: Int) throws -> (saves: Double, failed: D
     }
     return (saves, failed)
 }
+
+/// Stops a process a case started: SIGTERM, up to 5 s for it to exit, then SIGKILL. A case removes
+/// its directories after this: a follower still running would find them gone and say so.
+func stopChild(_ p: Process) {
+    guard p.isRunning else { return }
+    p.terminate()
+    let deadline = Monotonic.seconds() + 5
+    while p.isRunning && Monotonic.seconds() < deadline { usleep(1000) }
+    if p.isRunning {
+        kill(p.processIdentifier, SIGKILL)
+        p.waitUntilExit()
+    }
+}
