@@ -19,12 +19,11 @@ import Testing
         try container.read { s in try s.meta(.tokenLeaseAhead) }
     }
 
-    /// Waits, 30 s at most, until no sync of a lease ahead runs in `container`.
+    /// Waits, 30 s at most, until the sync of a lease ahead that a save started has ended: on the
+    /// sync's own queue, not by polling.
     func waitForTheAheadSync(_ container: Container) throws {
-        let deadline = Date().addingTimeInterval(30)
-        while container.leaseAhead.running.load(ordering: .acquiring) {
-            guard Date() < deadline else { throw StoreError(.busy, "the sync of the lease ahead did not end in 30 s") }
-            usleep(1000)
+        guard container.leaseSyncsEnded(within: 30) else {
+            throw StoreError(.busy, "the sync of the lease ahead did not end in 30 s")
         }
     }
 

@@ -186,6 +186,14 @@ extension Container {
         }
     }
 
+    /// Waits, `seconds` at most, until every sync of a lease ahead queued so far has ended; whether
+    /// they did. The wait is on the queue itself (a mark queued behind them), not a poll (tests).
+    func leaseSyncsEnded(within seconds: Double) -> Bool {
+        let done = DispatchSemaphore(value: 0)
+        leaseSyncQueue.async { done.signal() }
+        return done.wait(timeout: .now() + seconds) == .success
+    }
+
     /// Opens the regular file at `path` to sync it (never a symlink, a FIFO or a directory in
     /// its place, never waiting): the descriptor, or minus the error number.
     static func openForSync(_ path: String) -> Int32 {
