@@ -100,7 +100,10 @@ package final class SQLiteConnection {
 
     private var lastCached: (sql: String, statement: SQLiteStatement)?
 
-    private var slots: [SQLiteStatement?] = []
+    /// A connection has one user at a time (the container's lock) and calls out to no one while
+    /// it reaches a slot: Swift's run-time exclusivity check is skipped, here and on the state a
+    /// write transaction reads (``knownTables``, ``checkedDataVersion``).
+    @exclusivity(unchecked) private var slots: [SQLiteStatement?] = []
 
     /// A prepared statement kept in a numbered slot: the hot paths (a save, a history fetch)
     /// reach their statements without hashing SQL text. The caller owns the numbering (a typed
@@ -169,13 +172,13 @@ package final class SQLiteConnection {
     }
 
     /// The last answer of ``hasTableRemembered(_:)``, forgotten with ``knownTables``.
-    private var lastKnownTable: (name: String, found: Bool)?
+    @exclusivity(unchecked) private var lastKnownTable: (name: String, found: Bool)?
 
     /// Whether tables exist, as ``hasTableRemembered(_:)`` found: true of the schema as long as
     /// no other connection committed and this one changed no table. The owner clears it when
     /// either may have happened (the store: at a write that finds another's commit, after its
     /// own schema changes, after a rollback).
-    package var knownTables: [String: Bool] = [:] {
+    @exclusivity(unchecked) package var knownTables: [String: Bool] = [:] {
         didSet { lastKnownTable = nil }
     }
 
@@ -194,7 +197,14 @@ package final class SQLiteConnection {
 
     /// The data version at which the owner last checked what it needs to know about the file
     /// (the store checks its model version): nil until it did.
-    package var checkedDataVersion: UInt32?
+    ///
+    /// Computed over a stored value of this module: `@exclusivity(unchecked)` holds only for
+    /// accesses compiled here, and every write transaction reads and sets this twice.
+    package var checkedDataVersion: UInt32? {
+        get { checkedDataVersionValue }
+        set { checkedDataVersionValue = newValue }
+    }
+    @exclusivity(unchecked) private var checkedDataVersionValue: UInt32?
 
     // MARK: - Transactions
 

@@ -8,7 +8,9 @@ import Foundation
 /// races on values it protects (false ones, but they would hide a true one).
 package final class Protected<Value>: @unchecked Sendable {
     private let lock = NSLock()
-    private var value: Value
+    /// Reached only under `lock`, which already makes each access exclusive: Swift's run-time
+    /// exclusivity check (about 75 instructions) is skipped.
+    @exclusivity(unchecked) private var value: Value
 
     /// A lock around `value`.
     package init(_ value: Value) { self.value = value }

@@ -56,6 +56,15 @@ import Testing
                     let result = try context.save()
                     for p in pending { saved[p.id.entity, default: 0] += 1 }
                     #expect(result.permanentIDs.count == pending.count, "seed \(seed) step \(step)")
+                    // One id at a time (by bisection) as in the table; an id it did not insert is
+                    // its own.
+                    let table = result.permanentIDs
+                    for p in pending {
+                        #expect(
+                            result.permanentID(for: p.id) == table[p.id] && !result.permanentID(for: p.id).isTemporary,
+                            "seed \(seed) step \(step)")
+                    }
+                    for id in gone + [other] { #expect(result.permanentID(for: id) == id, "seed \(seed) step \(step)") }
                     let titles = try pending.map { p in
                         (try context.object(with: result.permanentIDs[p.id] ?? p.id), p)
                     }

@@ -44,8 +44,8 @@ extension Container {
     /// array (of ids or optional ids), a set, or a dictionary's values, whatever its keys
     /// (anything else — a tuple, a nested array, a record — comes back as it was).
     static func permanent<T>(_ result: T, _ saved: SaveResult) -> T {
-        guard !saved.permanentIDs.isEmpty else { return result }
-        func map(_ id: ObjectID) -> ObjectID { saved.permanentIDs[id] ?? id }
+        guard saved.insertedAny else { return result }
+        func map(_ id: ObjectID) -> ObjectID { saved.permanentID(for: id) }
         let mapped: Any? =
             switch result {
             case let id as ObjectID: map(id)

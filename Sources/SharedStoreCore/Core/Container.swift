@@ -342,10 +342,11 @@ public final class Container: Sendable {
                     var ahead: Int64?
                     do {
                         let result = try c.writeTransaction {
-                            let othersCommitted = c.dataVersion != c.checkedDataVersion
+                            let data = c.dataVersion
+                            let othersCommitted = data != c.checkedDataVersion
                             // What this connection knew of the schema holds while only it wrote.
                             if othersCommitted && !c.knownTables.isEmpty { c.knownTables.removeAll() }
-                            try checkModel(c)
+                            try checkModel(c, data: data)
                             let s = TransactionSQL(c: c, container: self)
                             if lease {
                                 switch try leaseCheck(s, othersCommitted: othersCommitted) {
@@ -407,8 +408,8 @@ public final class Container: Sendable {
     /// since this container last looked: SQLite's schema cookie moved and the stored version is
     /// not the model's. Costs nothing while nothing was committed since the last check (the data
     /// version, read without a statement, is unchanged); one PRAGMA otherwise.
-    private func checkModel(_ c: SQLiteConnection) throws {
-        let data = c.dataVersion
+    private func checkModel(_ c: SQLiteConnection, data known: UInt32? = nil) throws {
+        let data = known ?? c.dataVersion
         if data == c.checkedDataVersion { return }
         let cookie = try SchemaSQL.schemaCookie(c)
         if cookie == schemaCookie.load(ordering: .relaxed) {

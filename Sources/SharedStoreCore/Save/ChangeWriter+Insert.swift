@@ -27,7 +27,9 @@ extension ChangeWriter {
     mutating func insert(
         _ e: Entity, _ changes: PropertyChanges, object: @autoclosure () -> String, globalID: UUID? = nil
     ) throws -> Int64 {
-        var row = takeRow(for: e)
+        // `fill` sets every place of the row: the storage is taken as the last insert left it.
+        var row = spare
+        spare = .empty
         defer { keep(row) }
         row.fill(e, changes)
         return try insert(e, &row, object: object(), globalID: globalID)

@@ -12,34 +12,16 @@ struct ChangeWriter {
     let s: TransactionSQL
     let resolver: MergeResolver
     var recorder = ChangeRecorder()
-    /// Objects deleted in this transaction.
-    var deleted: Set<ObjectKey> = []
-    /// The state of each object an update reached, as that update left it (an update that
-    /// changed nothing: the object as stored). A save reads back the ones it wrote, which later
-    /// writes of the same row (a count, a rule, a propagated value) may have moved on.
-    var updatedSnapshots: [ObjectID: Snapshot] = [:]
-    /// The objects of ``updatedSnapshots`` whose last write left them exactly as held there, with
-    /// nothing else in the transaction writing them but a delete rule: a save need not read
-    /// them back.
-    var writtenAsStored: Set<ObjectID> = []
-    /// Objects another save had deleted that this one brought back (an object-trump or
-    /// overwrite policy), which history records as inserts.
-    var restored: Set<ObjectID> = []
-    /// Conflicts found under the `.error` policy; the caller fails the save when there are any.
-    var conflicts: [MergeConflict] = []
-    /// Objects updated on top of exactly the version their update was checked against (no
-    /// other writer in between, nothing merged).
-    var cleanUpdates: Set<ObjectID> = []
+    /// What only updates, deletes and derived values fill (``deleted`` and the rest below), made
+    /// the first time one is written: a writer is made and dropped per save, and a save of inserts
+    /// alone paid for the teardown of each of them.
+    private var rare: Rare?
     /// The kept counts' changes in this transaction.
     var counter = KeptCounter()
     /// The time of this transaction: what every `now` derived attribute it writes holds.
     let saveTime = Date()
     /// Counts and sums this transaction changes (derived attributes), written before it commits.
     var aggregates = AggregateDeltas()
-    /// Objects read for `related` derived attributes, by key.
-    var relatedCache: [ObjectKey: Snapshot] = [:]
-    /// Objects with counts or sums that this transaction inserted (recorded as inserts already).
-    var insertedTargets: Set<ObjectKey> = []
     /// The storage of the rows inserted by name, kept from one insert to the next.
     var spare = InsertRow.empty
     /// The entities' validation rules and lifecycle events (nil: none registered).
@@ -334,8 +316,12 @@ struct ChangeWriter {
     /// Deletes objects with their delete rules (``DeleteRules``).
     mutating func delete(_ e: Entity, pks: [Int64]) throws {
         var rules = DeleteRules(s)
+        // Moved out and back (held once, so the rules add to it in place).
+        var gone = deleted
+        deleted = []
+        defer { deleted = gone }
         try rules.delete(
-            e, pks: pks, deleted: &deleted, recorder: &recorder, counter: &counter, aggregates: &aggregates)
+            e, pks: pks, deleted: &gone, recorder: &recorder, counter: &counter, aggregates: &aggregates)
     }
 
     // MARK: - Many-to-many links
@@ -382,5 +368,98 @@ struct ChangeWriter {
         if !aggregates.isEmpty { try writeAggregates() }
         try counter.write(s)
         return try recorder.write(s, author: author, contextName: contextName)
+    }
+}
+
+extension ChangeWriter {
+    /// The state of a writer that a transaction of inserts alone leaves empty.
+    struct Rare {
+        var deleted: Set<ObjectKey> = []
+        var updatedSnapshots: [ObjectID: Snapshot] = [:]
+        var writtenAsStored: Set<ObjectID> = []
+        var restored: Set<ObjectID> = []
+        var conflicts: [MergeConflict] = []
+        var cleanUpdates: Set<ObjectID> = []
+        var relatedCache: [ObjectKey: Snapshot] = [:]
+        var insertedTargets: Set<ObjectKey> = []
+    }
+
+    /// Objects deleted in this transaction.
+    var deleted: Set<ObjectKey> {
+        get { rare?.deleted ?? [] }
+        _modify {
+            var r = rare.take() ?? Rare()
+            defer { rare = r }
+            yield &r.deleted
+        }
+    }
+    /// The state of each object an update reached, as that update left it (an update that
+    /// changed nothing: the object as stored). A save reads back the ones it wrote, which later
+    /// writes of the same row (a count, a rule, a propagated value) may have moved on.
+    var updatedSnapshots: [ObjectID: Snapshot] {
+        get { rare?.updatedSnapshots ?? [:] }
+        _modify {
+            var r = rare.take() ?? Rare()
+            defer { rare = r }
+            yield &r.updatedSnapshots
+        }
+    }
+    /// The objects of ``updatedSnapshots`` whose last write left them exactly as held there, with
+    /// nothing else in the transaction writing them but a delete rule: a save need not read
+    /// them back.
+    var writtenAsStored: Set<ObjectID> {
+        get { rare?.writtenAsStored ?? [] }
+        _modify {
+            var r = rare.take() ?? Rare()
+            defer { rare = r }
+            yield &r.writtenAsStored
+        }
+    }
+    /// Objects another save had deleted that this one brought back (an object-trump or
+    /// overwrite policy), which history records as inserts.
+    var restored: Set<ObjectID> {
+        get { rare?.restored ?? [] }
+        _modify {
+            var r = rare.take() ?? Rare()
+            defer { rare = r }
+            yield &r.restored
+        }
+    }
+    /// Conflicts found under the `.error` policy; the caller fails the save when there are any.
+    var conflicts: [MergeConflict] {
+        get { rare?.conflicts ?? [] }
+        _modify {
+            var r = rare.take() ?? Rare()
+            defer { rare = r }
+            yield &r.conflicts
+        }
+    }
+    /// Objects updated on top of exactly the version their update was checked against (no
+    /// other writer in between, nothing merged).
+    var cleanUpdates: Set<ObjectID> {
+        get { rare?.cleanUpdates ?? [] }
+        _modify {
+            var r = rare.take() ?? Rare()
+            defer { rare = r }
+            yield &r.cleanUpdates
+        }
+    }
+    /// Objects read for `related` derived attributes, by key.
+    var relatedCache: [ObjectKey: Snapshot] {
+        get { rare?.relatedCache ?? [:] }
+        _modify {
+            var r = rare.take() ?? Rare()
+            defer { rare = r }
+            yield &r.relatedCache
+        }
+    }
+    /// Objects with counts or sums that this transaction inserted (recorded as inserts already).
+    var insertedTargets: Set<ObjectKey> {
+        get { rare?.insertedTargets ?? [] }
+        _modify {
+            var r = rare.take() ?? Rare()
+            defer { rare = r }
+            yield &r.insertedTargets
+        }
     }
 }

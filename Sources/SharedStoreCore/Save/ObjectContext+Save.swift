@@ -15,7 +15,7 @@ extension ObjectContext {
     public func save() throws -> SaveResult {
         checkOwner()
         guard hasChanges else {
-            return SaveResult(token: nil, permanentIDs: [:], insertedCount: 0, updatedCount: 0, deletedCount: 0)
+            return SaveResult(token: nil, ids: PermanentIDs(), insertedCount: 0, updatedCount: 0, deletedCount: 0)
         }
         let outcome: SaveOutcome
         do {
@@ -47,7 +47,7 @@ extension ObjectContext {
         }
         rollback()
         reads.saved(
-            touched: outcome.touched, inserted: outcome.permanentIDs.values, wrote: Array(outcome.snapshots.values))
+            touched: outcome.touched, inserted: outcome.permanentIDs.permanent, wrote: Array(outcome.snapshots.values))
         registered = reads
         recordSaves = saves
         // A pinned context sees its own save: its snapshot moves to the store after it (the
@@ -55,7 +55,7 @@ extension ObjectContext {
         if let p = pinned, (try? p.renew()) == nil { pinned = nil }
         container.didCommit(outcome.token)
         return SaveResult(
-            token: outcome.token, permanentIDs: outcome.permanentIDs, insertedCount: outcome.counts.inserted,
+            token: outcome.token, ids: outcome.permanentIDs, insertedCount: outcome.counts.inserted,
             updatedCount: outcome.counts.updated, deletedCount: outcome.counts.deleted)
     }
 }
@@ -64,7 +64,7 @@ extension ObjectContext {
 /// state of each object it updated.
 struct SaveOutcome {
     let token: HistoryToken?
-    let permanentIDs: [ObjectID: ObjectID]
+    let permanentIDs: PermanentIDs
     let counts: ChangeCounts
     let snapshots: [ObjectID: Snapshot]
     /// Every stored object the save updated or deleted, by a change of its own or by a rule or
@@ -106,7 +106,7 @@ struct SavePlan {
     /// Runs the plan; the caller's write transaction makes it all or nothing.
     func apply(_ s: TransactionSQL) throws -> SaveOutcome {
         var w = ChangeWriter(s, policy: policy)
-        var permanent: [ObjectID: ObjectID] = [:]
+        var permanent = PermanentIDs(capacity: inserts.count)
         try insertAll(&w, &permanent)
         try updateAll(&w, permanent)
         if !w.conflicts.isEmpty {
@@ -167,7 +167,7 @@ struct SavePlan {
     }
 
     /// The inserts; a duplicate of a stored unique key becomes that object, by the policy.
-    private func insertAll(_ w: inout ChangeWriter, _ permanent: inout [ObjectID: ObjectID]) throws {
+    private func insertAll(_ w: inout ChangeWriter, _ permanent: inout PermanentIDs) throws {
         var deferred: [(Entity, Int64, String, ObjectID, stored: Bool)] = []
         for pending in inserts {
             let e = pending.entity
@@ -192,7 +192,7 @@ struct SavePlan {
             } else {
                 pk = try w.insert(e, changes, object: id.description)
             }
-            permanent[pending.id] = ObjectID(storeID: storeID, entity: e.name, primaryKey: pk)
+            permanent.append(id, ObjectID(storeID: storeID, entity: e.name, primaryKey: pk))
             for (name, target) in pending.relationships where takesReferences {
                 if let target, target.isTemporary, changes.relationships[name] == .some(nil) {
                     deferred.append((e, pk, name, target, stored))
@@ -234,7 +234,7 @@ struct SavePlan {
     }
 
     /// The updates: only the properties that differ from the store are written and recorded.
-    private func updateAll(_ w: inout ChangeWriter, _ permanent: [ObjectID: ObjectID]) throws {
+    private func updateAll(_ w: inout ChangeWriter, _ permanent: PermanentIDs) throws {
         for (id, pending) in updates {
             let e = try model.entity(id.entity)
             var changes = PropertyChanges(values: pending.values, relationships: [:])
@@ -287,7 +287,7 @@ struct SavePlan {
         return Snapshot(id: oldest.id, version: oldest.version, values: values, relationships: relationships)
     }
 
-    private func key(_ id: ObjectID, _ permanent: [ObjectID: ObjectID]) throws -> Int64 {
+    private func key(_ id: ObjectID, _ permanent: PermanentIDs) throws -> Int64 {
         guard let p = id.isTemporary ? permanent[id] : id else {
             throw StoreError(.objectNotFound, "\(id) is a temporary id this context did not insert")
         }

@@ -20,14 +20,17 @@ import SharedStoreSupport
 public final class ObjectContext {
     /// The container whose store the context reads and writes.
     public let container: Container
+    // These three, like the pending changes below, skip Swift's run-time exclusivity check (see
+    // there): a save reads each of them.
+
     /// The context's name (Core Data's `name`): every history transaction it saves records it, for
     /// diagnostics.
-    public var name: String?
+    @exclusivity(unchecked) public var name: String?
     /// The author its saves record in history (Core Data's `transactionAuthor`): a consumer excludes
     /// its own author when it fetches history, so that it does not merge its own changes.
-    public var transactionAuthor: String?
+    @exclusivity(unchecked) public var transactionAuthor: String?
     /// How a save resolves conflicts with the store (default `.error`).
-    public var mergePolicy: MergePolicy = .error
+    @exclusivity(unchecked) public var mergePolicy: MergePolicy = .error
 
     struct PendingInsert {
         var id: ObjectID
@@ -107,7 +110,7 @@ public final class ObjectContext {
     /// With `SHAREDSTORE_CONCURRENCY_DEBUG=1`: the task or thread the context belongs to.
     private let owner: ConcurrencyDebug.Owner?
     /// The snapshot the context is pinned to (``pin()``).
-    var pinned: PinnedRead?
+    @exclusivity(unchecked) var pinned: PinnedRead?
 
     /// A context; `confined`: its user keeps it to one thread or task at a time by a lock of its
     /// own, and the concurrency debug switch does not check it.
@@ -317,14 +320,8 @@ public final class ObjectContext {
     /// table kept for it per insert, and then the whole id compared.
     func insertPosition(_ id: ObjectID) -> Int? {
         guard id.isTemporary else { return nil }
-        var low = 0
-        var high = inserts.count
-        while low < high {
-            let middle = low + (high - low) / 2
-            if inserts[middle].id.primaryKey > id.primaryKey { low = middle + 1 } else { high = middle }
-        }
-        guard low < inserts.count, inserts[low].id == id else { return nil }
-        return low
+        let i = ObjectID.position(of: id, among: inserts.count) { inserts[$0].id.primaryKey }
+        return i < inserts.count && inserts[i].id == id ? i : nil
     }
 
     private func checkNames(_ entity: Entity, values: [String: Value], relationships: [String: ObjectID?]) throws {
@@ -472,8 +469,8 @@ public final class ObjectContext {
 public struct SaveResult: Sendable, Hashable {
     /// The save's history token: nil when nothing was saved or the container records no history.
     public let token: HistoryToken?
-    /// The permanent id of each inserted object, by its temporary id.
-    public let permanentIDs: [ObjectID: ObjectID]
+    /// The permanent id of each inserted object, in the order of the inserts.
+    let ids: PermanentIDs
     /// How many objects the save's history records as inserted.
     public let insertedCount: Int
     /// How many objects the save's history records as updated: those the context changed, and
@@ -482,6 +479,15 @@ public struct SaveResult: Sendable, Hashable {
     /// How many objects the save's history records as deleted, cascades included.
     public let deletedCount: Int
 
+    /// The permanent id of each inserted object, by its temporary id.
+    ///
+    /// The table is made on each call: to map many ids, keep it once, or ask
+    /// ``permanentID(for:)``, which finds one id without a table.
+    public var permanentIDs: [ObjectID: ObjectID] { ids.dictionary }
+
     /// The permanent id of an object inserted with temporary id `id` (or `id` itself).
-    public func permanentID(for id: ObjectID) -> ObjectID { permanentIDs[id] ?? id }
+    public func permanentID(for id: ObjectID) -> ObjectID { ids[id] ?? id }
+
+    /// Whether the save inserted anything (a temporary id it was given became permanent).
+    var insertedAny: Bool { !ids.isEmpty }
 }

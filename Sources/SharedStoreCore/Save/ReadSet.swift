@@ -74,7 +74,7 @@ struct ReadSet {
     /// may once have had) are forgotten, what it `wrote` (each touched object still there, as the
     /// save ended it) is read as such, and every other read stays the base of a later save
     /// (another process may change those objects before this context does).
-    mutating func saved(touched: [ObjectID], inserted: Dictionary<ObjectID, ObjectID>.Values, wrote: [Snapshot]) {
+    mutating func saved(touched: [ObjectID], inserted: some Sequence<ObjectID>, wrote: [Snapshot]) {
         // Nothing read, nothing to forget (a context that only writes: no lookup per object).
         if !positions.isEmpty {
             for id in touched { positions[id.entity]?.remove(id.primaryKey) }
