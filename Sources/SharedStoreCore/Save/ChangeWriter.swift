@@ -12,9 +12,13 @@ struct ChangeWriter {
     let s: TransactionSQL
     let resolver: MergeResolver
     var recorder = ChangeRecorder()
-    /// What only updates, deletes and derived values fill (``deleted`` and the rest below), made
-    /// the first time one is written: a writer is made and dropped per save, and a save of inserts
-    /// alone paid for the teardown of each of them.
+    /// What updates fill (``updatedSnapshots`` and the two after it), made by the first one: a
+    /// save of inserts alone paid for the teardown of each of them.
+    private var updated: Updated?
+    /// What only deletes, restored objects, conflicts and derived values fill (``deleted`` and the
+    /// rest below), made the first time one is written: a writer is made and dropped per save, and
+    /// a save of inserts alone paid for the teardown of each of them. (What every update writes
+    /// stays above: reached through here, it cost an update more than it saved an insert.)
     private var rare: Rare?
     /// The kept counts' changes in this transaction.
     var counter = KeptCounter()
@@ -375,11 +379,8 @@ extension ChangeWriter {
     /// The state of a writer that a transaction of inserts alone leaves empty.
     struct Rare {
         var deleted: Set<ObjectKey> = []
-        var updatedSnapshots: [ObjectID: Snapshot] = [:]
-        var writtenAsStored: Set<ObjectID> = []
         var restored: Set<ObjectID> = []
         var conflicts: [MergeConflict] = []
-        var cleanUpdates: Set<ObjectID> = []
         var relatedCache: [ObjectKey: Snapshot] = [:]
         var insertedTargets: Set<ObjectKey> = []
     }
@@ -391,28 +392,6 @@ extension ChangeWriter {
             var r = rare.take() ?? Rare()
             defer { rare = r }
             yield &r.deleted
-        }
-    }
-    /// The state of each object an update reached, as that update left it (an update that
-    /// changed nothing: the object as stored). A save reads back the ones it wrote, which later
-    /// writes of the same row (a count, a rule, a propagated value) may have moved on.
-    var updatedSnapshots: [ObjectID: Snapshot] {
-        get { rare?.updatedSnapshots ?? [:] }
-        _modify {
-            var r = rare.take() ?? Rare()
-            defer { rare = r }
-            yield &r.updatedSnapshots
-        }
-    }
-    /// The objects of ``updatedSnapshots`` whose last write left them exactly as held there, with
-    /// nothing else in the transaction writing them but a delete rule: a save need not read
-    /// them back.
-    var writtenAsStored: Set<ObjectID> {
-        get { rare?.writtenAsStored ?? [] }
-        _modify {
-            var r = rare.take() ?? Rare()
-            defer { rare = r }
-            yield &r.writtenAsStored
         }
     }
     /// Objects another save had deleted that this one brought back (an object-trump or
@@ -434,16 +413,6 @@ extension ChangeWriter {
             yield &r.conflicts
         }
     }
-    /// Objects updated on top of exactly the version their update was checked against (no
-    /// other writer in between, nothing merged).
-    var cleanUpdates: Set<ObjectID> {
-        get { rare?.cleanUpdates ?? [] }
-        _modify {
-            var r = rare.take() ?? Rare()
-            defer { rare = r }
-            yield &r.cleanUpdates
-        }
-    }
     /// Objects read for `related` derived attributes, by key.
     var relatedCache: [ObjectKey: Snapshot] {
         get { rare?.relatedCache ?? [:] }
@@ -460,6 +429,48 @@ extension ChangeWriter {
             var r = rare.take() ?? Rare()
             defer { rare = r }
             yield &r.insertedTargets
+        }
+    }
+}
+
+extension ChangeWriter {
+    /// The state of a writer that only updates fill.
+    struct Updated {
+        var updatedSnapshots: [ObjectID: Snapshot] = [:]
+        var writtenAsStored: Set<ObjectID> = []
+        var cleanUpdates: Set<ObjectID> = []
+    }
+
+    /// The state of each object an update reached, as that update left it (an update that
+    /// changed nothing: the object as stored). A save reads back the ones it wrote, which later
+    /// writes of the same row (a count, a rule, a propagated value) may have moved on.
+    var updatedSnapshots: [ObjectID: Snapshot] {
+        get { updated?.updatedSnapshots ?? [:] }
+        _modify {
+            var u = updated.take() ?? Updated()
+            defer { updated = u }
+            yield &u.updatedSnapshots
+        }
+    }
+    /// The objects of ``updatedSnapshots`` whose last write left them exactly as held there, with
+    /// nothing else in the transaction writing them but a delete rule: a save need not read
+    /// them back.
+    var writtenAsStored: Set<ObjectID> {
+        get { updated?.writtenAsStored ?? [] }
+        _modify {
+            var u = updated.take() ?? Updated()
+            defer { updated = u }
+            yield &u.writtenAsStored
+        }
+    }
+    /// Objects updated on top of exactly the version their update was checked against (no
+    /// other writer in between, nothing merged).
+    var cleanUpdates: Set<ObjectID> {
+        get { updated?.cleanUpdates ?? [] }
+        _modify {
+            var u = updated.take() ?? Updated()
+            defer { updated = u }
+            yield &u.cleanUpdates
         }
     }
 }

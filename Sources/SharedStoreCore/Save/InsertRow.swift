@@ -34,6 +34,13 @@ struct InsertRow: Sendable {
         Self.clear(&targets, to: e.toOneRelationships.count)
     }
 
+    /// Drops what the row holds, keeping its storage (a row kept between saves holds no object's
+    /// values).
+    mutating func forget() {
+        Self.clear(&values, to: values.count)
+        Self.clear(&targets, to: targets.count)
+    }
+
     /// The properties of `changes` in place of what the row held (a name `e` does not store is
     /// left out).
     mutating func fill(_ e: Entity, _ changes: PropertyChanges) {

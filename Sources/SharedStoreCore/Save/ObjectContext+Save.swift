@@ -21,7 +21,11 @@ extension ObjectContext {
         do {
             // The plan holds a copy of the reads: gone before they change below (no copy of them).
             let plan = SavePlan(self)
-            outcome = try container.write { s in try plan.apply(s) }
+            // The storage of the row an insert fills, kept from one save to the next.
+            var row = spareRow
+            spareRow = .empty
+            outcome = try container.write { s in try plan.apply(s, row: &row) }
+            spareRow = row
         }
         // The reads outlive the save: an object read and not written is still the base of a
         // later save of it (forgetting it made that save blind to another process's change).
@@ -71,7 +75,7 @@ struct SaveOutcome {
     /// a derived value.
     let touched: [ObjectID]
     /// Objects updated on top of exactly what their update was checked against.
-    var clean: Set<ObjectID> = []
+    let clean: Set<ObjectID>
 }
 
 /// One save, planned from a context's pending changes and applied in one write transaction:
@@ -103,9 +107,18 @@ struct SavePlan {
         contextName = context.name
     }
 
-    /// Runs the plan; the caller's write transaction makes it all or nothing.
-    func apply(_ s: TransactionSQL) throws -> SaveOutcome {
+    /// Runs the plan; the caller's write transaction makes it all or nothing. `row` is storage
+    /// for the rows inserted (given back empty: a context keeps no object's values in it).
+    func apply(_ s: TransactionSQL, row: inout InsertRow) throws -> SaveOutcome {
         var w = ChangeWriter(s, policy: policy)
+        let inserting = !inserts.isEmpty
+        if inserting { swap(&w.spare, &row) }
+        defer {
+            if inserting {
+                swap(&w.spare, &row)
+                row.forget()
+            }
+        }
         var permanent = PermanentIDs(capacity: inserts.count)
         try insertAll(&w, &permanent)
         try updateAll(&w, permanent)
@@ -123,10 +136,9 @@ struct SavePlan {
         for id in deletes { try w.delete(try model.entity(id.entity), pks: [id.primaryKey]) }
         let token = try w.writeHistory(author: author, contextName: contextName)
         let (touched, written) = try readBack(s, w)
-        var outcome = SaveOutcome(
-            token: token, permanentIDs: permanent, counts: w.recorder.counts, snapshots: written, touched: touched)
-        outcome.clean = w.cleanUpdates
-        return outcome
+        return SaveOutcome(
+            token: token, permanentIDs: permanent, counts: w.recorder.counts, snapshots: written, touched: touched,
+            clean: w.cleanUpdates)
     }
 
     /// Every stored object this save changed (history's updates and deletes, and the objects it

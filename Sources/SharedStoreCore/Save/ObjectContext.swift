@@ -106,6 +106,9 @@ public final class ObjectContext {
     @exclusivity(unchecked) var links: [(id: ObjectID, relationship: String, target: ObjectID, linked: Bool)] = []
     /// What this context last read of each object: the base of conflict detection on save.
     @exclusivity(unchecked) var registered = ReadSet()
+    /// The storage of the row a save's inserts are filled in, kept from one save to the next
+    /// (empty between saves: ``InsertRow/forget()``).
+    @exclusivity(unchecked) var spareRow = InsertRow.empty
 
     /// With `SHAREDSTORE_CONCURRENCY_DEBUG=1`: the task or thread the context belongs to.
     private let owner: ConcurrencyDebug.Owner?
