@@ -51,8 +51,12 @@ struct MergeResolver {
         case .objectTrump:
             break
         case .overwrite:
-            // The context's whole object: what it read, with its own changes on top.
-            for a in e.attributes where changes.values[a.name] == nil { changes.values[a.name] = read[a.name] }
+            // The context's whole object: what it read, with its own changes on top. Not its
+            // derived values: the save computes those (a count or sum read before another
+            // process changed what it sums, written back, came out wrong by that change).
+            for a in e.attributes where !a.isDerived && changes.values[a.name] == nil {
+                changes.values[a.name] = read[a.name]
+            }
             for r in e.toOneRelationships where changes.relationships[r.name] == nil {
                 changes.relationships[r.name] = .some(read.relationships[r.name]?.primaryKey)
             }
@@ -93,7 +97,8 @@ struct MergeResolver {
             return .update(values)
         case .overwrite:
             var all = values
-            for a in e.attributes where all[a.name] == nil { all[a.name] = a.defaultValue }
+            // Defaults for the rest, but not for derived values: the save computes those.
+            for a in e.attributes where !a.isDerived && all[a.name] == nil { all[a.name] = a.defaultValue }
             return .update(all)
         }
     }
