@@ -68,4 +68,22 @@ import Testing
         #expect(other != make())
         #expect(PermanentIDs() == PermanentIDs() && PermanentIDs().isEmpty)
     }
+
+    /// A save result's table answers as its one-id lookup, whether made with the result (past
+    /// a few inserts, so that a loop over it is not quadratic) or on request.
+    @Test(arguments: [0, 1, 8, 9, 50])
+    func aResultsTableAnswersAsItsLookup(inserts: Int) {
+        let store = UUID()
+        var ids = PermanentIDs(capacity: inserts)
+        for k in 0..<inserts {
+            ids.append(
+                ObjectID(storeID: store, entity: "Article", primaryKey: Int64(-1 - k)),
+                ObjectID(storeID: store, entity: "Article", primaryKey: Int64(100 + k)))
+        }
+        let result = SaveResult(token: nil, ids: ids, insertedCount: inserts, updatedCount: 0, deletedCount: 0)
+        let table = result.permanentIDs
+        #expect(table.count == inserts)
+        for (temporary, permanent) in table { #expect(result.permanentID(for: temporary) == permanent) }
+        #expect(result == SaveResult(token: nil, ids: ids, insertedCount: inserts, updatedCount: 0, deletedCount: 0))
+    }
 }

@@ -114,6 +114,7 @@ extension ChangeWriter {
     /// Writes the tallied counts and sums, and records each target object that changed (one
     /// made in this transaction is recorded as inserted already). Called last, before history.
     mutating func writeAggregates() throws {
+        let deleted = self.deleted
         for (key, attributes) in aggregates.byObject where !deleted.contains(key) {
             let e = model.entities[key.entity]
             var changed: [Int] = []

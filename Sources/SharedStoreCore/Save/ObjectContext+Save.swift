@@ -21,11 +21,12 @@ extension ObjectContext {
         do {
             // The plan holds a copy of the reads: gone before they change below (no copy of them).
             let plan = SavePlan(self)
-            // The storage of the row an insert fills, kept from one save to the next.
+            // The storage of the row an insert fills, kept from one save to the next (given back
+            // empty, also by a save that fails).
             var row = spareRow
             spareRow = .empty
+            defer { spareRow = row }
             outcome = try container.write { s in try plan.apply(s, row: &row) }
-            spareRow = row
         }
         // The reads outlive the save: an object read and not written is still the base of a
         // later save of it (forgetting it made that save blind to another process's change).

@@ -35,7 +35,8 @@ struct PermanentIDs: Sendable, Hashable {
     var dictionary: [ObjectID: ObjectID] {
         var table: [ObjectID: ObjectID] = [:]
         table.reserveCapacity(pairs.count)
-        for (t, p) in pairs { table[t] = p }
+        // An id given twice (never, from a context) answers as ``subscript(_:)`` does: the first.
+        for (t, p) in pairs where table[t] == nil { table[t] = p }
         return table
     }
 
