@@ -15,6 +15,10 @@ for a in "$@"; do
         *) echo "error: unknown argument '$a' (use --quick)" >&2; exit 2 ;;
     esac
 done
+# The code measured, named in the report: the commit, and whether the sources differed from it.
+code="commit $(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+[ -z "$(git status --porcelain -- Sources Package.swift 2>/dev/null)" ] || code="$code, with uncommitted changes to Sources"
+export SHAREDSTORE_BENCH_CODE="$code"
 echo "== building storebench and the targets it runs as processes (release)"
 swift build -c release 2>&1 | tail -n 1
 bin="$(swift build -c release --show-bin-path)"

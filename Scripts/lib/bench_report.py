@@ -119,6 +119,8 @@ out.append("| machine | %s, %s cores, %s |" % (cpu(), meta.get("cores", "?"), me
 out.append("| system | %s %s |" % (platform.system(), platform.release()))
 out.append("| SQLite | %s, %s, single-row transactions with `BEGIN IMMEDIATE` |" % (meta.get("sqlite", "?"), meta.get("pragmas", "")))
 out.append("| Swift | %s, release build |" % swift)
+if meta.get("code"):
+    out.append("| code | %s |" % meta["code"])
 # A case measured apart from the full run carries its own time ("measured"): say so.
 apart = ["%s: %s" % (r["case"], r["measured"]) for r in by.values() if "measured" in r]
 out.append("| run | %s, size %s, %s rounds per case (median; spread = min…max ratio)%s |\n" % (

@@ -135,6 +135,9 @@ let benchProgress = BenchProgress()
             ("rounds", .number(Double(settings.rounds))),
             ("cores", .number(Double(ProcessInfo.processInfo.activeProcessorCount))),
             ("postgres", .string(postgresDescription())),
+            // The code measured, as Scripts/bench.sh names it (a commit, "+changes" when Sources
+            // differed from it): a report says what it reports on.
+            ("code", .string(ProcessInfo.processInfo.environment["SHAREDSTORE_BENCH_CODE"] ?? "not named")),
         ]))
     if want("save-history") { show(try saveCase(settings, history: true)) }
     if want("save-no-history") { show(try saveCase(settings, history: false)) }
