@@ -307,7 +307,14 @@ struct LineReader {
         }
     }
 
+    /// The longest line taken, in bytes. A line of a share batch is a few hundred bytes; a file
+    /// with no newline for a mebibyte is not one (a binary given by mistake), and its line would
+    /// otherwise grow in memory with the file.
+    static let maxLineBytes = 1 << 20
+
     /// Calls `body` with each line's bytes and its number (from 1).
+    ///
+    /// - Throws: `.validation` for a line longer than ``maxLineBytes``, naming it.
     func forEachLine(_ body: (ArraySlice<UInt8>, Int) throws -> Void) throws {
         var buffer: [UInt8] = []
         var number = 0
@@ -317,13 +324,23 @@ struct LineReader {
         }
         while true {
             guard let chunk = try read(), !chunk.isEmpty else { break }
+            // What the buffer holds has no newline: only the new bytes are searched (searching a
+            // long line again from its start after every chunk was quadratic in its length).
+            var searched = buffer.count
             buffer.append(contentsOf: chunk)
             var start = buffer.startIndex
-            while let newline = buffer[start...].firstIndex(of: 10) {
+            while let newline = buffer[searched...].firstIndex(of: 10) {
                 try emit(buffer[start..<newline])
                 start = newline + 1
+                searched = start
             }
             buffer.removeSubrange(..<start)
+            guard buffer.count <= Self.maxLineBytes else {
+                let limit = Self.maxLineBytes
+                throw StoreError(
+                    .validation,
+                    "line \(number + 1) of \(name) is longer than \(limit) bytes: not a line of a share batch")
+            }
         }
         if !buffer.isEmpty { try emit(buffer[...]) }
     }
