@@ -295,6 +295,7 @@ struct Relevance {
             throw StoreError(.unknownEntity, "unknown entity '\(request.entity)' for a live query")
         }
         entity = e.name
+        try request.condition.checkDepth()
         var properties = Set<String>()
         var related: [String: Set<String>] = [:]
         for path in request.condition.keyPaths + request.sort.map(\.path) {

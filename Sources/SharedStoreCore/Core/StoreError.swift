@@ -102,9 +102,13 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         self.details = details
     }
 
-    /// The message, followed by the context in brackets when there is one.
+    /// The message, followed by the context in brackets when there is one (its first 500
+    /// characters: the SQL of a request of thousands of conditions made a message of 800 KB;
+    /// ``context`` holds it whole).
     public var description: String {
-        context.map { "\(message) [\($0)]" } ?? message
+        guard let context else { return message }
+        guard context.count > 600 else { return "\(message) [\(context)]" }
+        return "\(message) [\(context.prefix(500))… (\(context.count) characters)]"
     }
 
     /// Maps an SQLite failure to a store error, keeping SQLite's words and result code.

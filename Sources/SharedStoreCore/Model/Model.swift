@@ -179,6 +179,11 @@ public struct Model: Sendable, Hashable {
                     .invalidModel,
                     "\(e.name): kept count name '\(k.name)' is not a plain identifier or is declared twice")
             }
+            do {
+                try k.condition.checkDepth()
+            } catch let error as StoreError {
+                throw StoreError(.invalidModel, "\(e.name).\(k.name): \(error.message)")
+            }
             for path in k.condition.keyPaths where e.attribute(named: path) == nil {
                 throw StoreError(
                     .invalidModel,

@@ -38,8 +38,35 @@ public struct Condition: Sendable, Hashable {
     public enum Quantifier: String, Sendable, Hashable { case any = "ANY", all = "ALL", none = "NONE" }
 
     let node: Node
+    /// How many conditions are nested here, this one included (a comparison is 1, `!c` one more
+    /// than `c`, a list one more than its deepest member).
+    let depth: Int
 
-    init(_ node: Node) { self.node = node }
+    init(_ node: Node) {
+        self.node = node
+        switch node {
+        case .and(let cs), .or(let cs): depth = (cs.lazy.map(\.depth).max() ?? 0) + 1
+        case .not(let c), .quantified(_, _, let c): depth = c.depth + 1
+        default: depth = 1
+        }
+    }
+
+    /// The deepest nesting a query takes. Every use of a condition walks it recursively, and
+    /// SQLite refuses an expression past 1,000 levels: a condition built by `&&` or `!` one step
+    /// at a time, thousands deep, ran the stack out (a crash, where an error was due).
+    public static let maxDepth = 256
+
+    /// Throws `.invalidArgument` when the condition nests deeper than ``maxDepth``: before any
+    /// code walks it.
+    package func checkDepth() throws {
+        guard depth <= Self.maxDepth else {
+            throw StoreError(
+                .invalidArgument,
+                "a condition nests \(depth) levels deep (NOT, AND, OR or ANY within one another), more than the "
+                    + "\(Self.maxDepth) a query takes: join many conditions with Condition.all([…]) or "
+                    + "Condition.any([…]) rather than one && or || at a time")
+        }
+    }
 
     /// Every object.
     public static let always = Condition(.always)

@@ -14,7 +14,7 @@ final class FetchCache: Sendable {
         var entries: [FetchShape: CompiledQuery] = [:]
         /// The request compiled or found last, with its bindings: compared, not hashed (the
         /// common case is the same request run again).
-        var last: (request: FetchRequest, query: CompiledQuery)?
+        var last: (request: FetchRequest, unordered: Bool, query: CompiledQuery)?
     }
 
     private enum Found {
@@ -33,13 +33,17 @@ final class FetchCache: Sendable {
     /// its shape with the bindings `bind` makes for its values; else what `compile` makes (kept
     /// for next time; compiled outside the lock, so that other fetches do not wait for it).
     ///
+    /// `unordered`: the SQL has no ORDER BY (a fetch that sorts its rows by key itself).
+    ///
     /// - Throws: what `compile` or `bind` throws (nothing is kept then).
     func query(
-        _ request: FetchRequest, compile: () throws -> CompiledQuery, bind: () throws -> [SQLValue]
+        _ request: FetchRequest, unordered: Bool, compile: () throws -> CompiledQuery,
+        bind: () throws -> [SQLValue]
     ) rethrows -> CompiledQuery {
+        let shape = FetchShape(request: request, unordered: unordered)
         let found = state.withLock { s -> Found? in
-            if let last = s.last, last.request == request { return .request(last.query) }
-            return s.entries[FetchShape(request: request)].map(Found.shape)
+            if let last = s.last, last.unordered == unordered, last.request == request { return .request(last.query) }
+            return s.entries[shape].map(Found.shape)
         }
         let compiled: CompiledQuery
         switch found {
@@ -47,13 +51,13 @@ final class FetchCache: Sendable {
             return known
         case .shape(let known):
             compiled = CompiledQuery(entity: known.entity, sql: known.sql, bindings: try bind())
-            state.withLock { $0.last = (request, compiled) }
+            state.withLock { $0.last = (request, unordered, compiled) }
         case nil:
             compiled = try compile()
             state.withLock { s in
                 if s.entries.count >= capacity { s.entries.removeAll(keepingCapacity: true) }
-                s.entries[FetchShape(request: request)] = compiled
-                s.last = (request, compiled)
+                s.entries[shape] = compiled
+                s.last = (request, unordered, compiled)
             }
         }
         return compiled

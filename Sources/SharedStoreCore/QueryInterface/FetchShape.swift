@@ -6,16 +6,19 @@ import Foundation
 /// bind their own values: a date range asked at another date compiles nothing.
 struct FetchShape: Hashable {
     let request: FetchRequest
+    /// Whether the SQL leaves the order to SQLite (``TransactionSQL/sortsByKeyItself(_:)``).
+    var unordered = false
 
     static func == (a: FetchShape, b: FetchShape) -> Bool {
         a.request.entity == b.request.entity && a.request.sort == b.request.sort && a.windowed == b.windowed
-            && a.request.condition.hasShape(of: b.request.condition)
+            && a.unordered == b.unordered && a.request.condition.hasShape(of: b.request.condition)
     }
 
     func hash(into h: inout Hasher) {
         h.combine(request.entity)
         h.combine(request.sort)
         h.combine(windowed)
+        h.combine(unordered)
         request.condition.hashShape(into: &h)
     }
 

@@ -94,12 +94,14 @@ struct StringMatch: Hashable {
         var starAt = -1
         var mark = 0
         while si < s.count {
-            if pi < p.count, p[pi] == one || p[pi] == s[si] {
-                si += 1
-                pi += 1
-            } else if pi < p.count, p[pi] == star {
+            // A star first: one matched as a literal against a `*` in the text left no place
+            // to come back to ("a*b" LIKE "a*" was false).
+            if pi < p.count, p[pi] == star {
                 starAt = pi
                 mark = si
+                pi += 1
+            } else if pi < p.count, p[pi] == one || p[pi] == s[si] {
+                si += 1
                 pi += 1
             } else if starAt >= 0 {
                 pi = starAt + 1

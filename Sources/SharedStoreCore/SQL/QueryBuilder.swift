@@ -81,7 +81,10 @@ struct QueryBuilder {
     }
 
     /// A WHERE expression that is never NULL, so that NOT and OR follow two-valued logic.
+    ///
+    /// - Throws: `.invalidArgument` for a condition nested past ``Condition/maxDepth``.
     mutating func sql(_ c: Condition) throws -> String {
+        try c.checkDepth()
         switch c.node {
         case .always:
             return "1"
@@ -105,10 +108,10 @@ struct QueryBuilder {
             return try related(path, id)
         case .and(let cs):
             guard !cs.isEmpty else { return "1" }
-            return try joined(cs, " AND ")
+            return try joined(Self.flattened(cs, and: true), " AND ")
         case .or(let cs):
             guard !cs.isEmpty else { return "0" }
-            return try joined(cs, " OR ")
+            return try joined(Self.flattened(cs, and: false), " OR ")
         case .not(let inner):
             // NOT NOT x is x (two-valued): as x, an index can serve it.
             if case .not(let x) = inner.node { return try sql(x) }
@@ -141,7 +144,31 @@ struct QueryBuilder {
             for c in cs { _ = try sql(c) }
             return ""
         }
-        return "(" + (try cs.map { try sql($0) }).joined(separator: separator) + ")"
+        return Self.balanced(try cs.map { try sql($0) }[...], separator)
+    }
+
+    /// The members of `cs`, with those of a non-empty list of the same kind (AND in AND, OR in
+    /// OR) in its place, in order: `a && b && c` is `(a AND b) AND c`, and a chain of a hundred
+    /// such steps nested its SQL a hundred parentheses deep, past what SQLite's parser takes.
+    static func flattened(_ cs: [Condition], and: Bool) -> [Condition] {
+        var out: [Condition] = []
+        for c in cs {
+            switch c.node {
+            case .and(let inner) where and && !inner.isEmpty: out += flattened(inner, and: true)
+            case .or(let inner) where !and && !inner.isEmpty: out += flattened(inner, and: false)
+            default: out.append(c)
+            }
+        }
+        return out
+    }
+
+    /// `parts` joined by `separator`, in order, as a balanced tree of parentheses past a few:
+    /// SQLite parses `a OR b OR c …` as a chain as deep as the list is long, and refuses one past
+    /// 1,000 ("Expression tree is too large"); balanced, a list of a million is 20 levels deep.
+    static func balanced(_ parts: ArraySlice<String>, _ separator: String) -> String {
+        guard parts.count > 8 else { return "(" + parts.joined(separator: separator) + ")" }
+        let middle = parts.startIndex + parts.count / 2
+        return "(" + balanced(parts[..<middle], separator) + separator + balanced(parts[middle...], separator) + ")"
     }
 
     /// A string operator on `path`, a string or URL attribute.
