@@ -481,3 +481,27 @@ extension ReadTests {
         #expect(keys == [0, 1, 2])
     }
 }
+
+extension ReadTests {
+    /// An unsaved object matches a condition on a canonical derived attribute as it will once
+    /// saved: the value is derived from its source for the pending fetch (it was nil until the
+    /// save: found by the review of issue 22), for an insert and for an update of the source.
+    @Test func unsavedObjectsMatchTheirCanonicalValues() throws {
+        let container = try TemporaryGroup().open(Self.indexedModel, signal: false)
+        let context = container.newContext(author: "A")
+        let id = try context.insert("Row", ["name": "Café"])
+        let key = { (text: String) in FetchRequest("Row", where: Key("key") == .string(text)) }
+        let beginning = FetchRequest("Row", where: Key("key").beginsWith("caf"))
+        #expect(try context.count(key("cafe")) == 1)
+        #expect(try context.count(FetchRequest("Row", where: Key("key") == Value.null)) == 0)
+        #expect(try context.fetch(beginning).map { $0["key"] } == [.string("cafe")])
+        let stored = try context.save().permanentID(for: id)
+        #expect(try context.count(key("cafe")) == 1)
+        try context.update(stored, ["name": "Naïve"])
+        #expect(try context.count(key("naive")) == 1)
+        #expect(try context.count(key("cafe")) == 0)
+        try context.save()
+        #expect(try context.count(key("naive")) == 1)
+        #expect(try context.count(key("cafe")) == 0)
+    }
+}

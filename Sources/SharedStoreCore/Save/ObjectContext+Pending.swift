@@ -5,8 +5,10 @@ import SharedStoreSupport
 /// A fetch that sees the context's unsaved changes (``FetchRequest/includesPendingChanges``, as
 /// in Core Data): an object this context deleted is left out, one it changed is tested with its
 /// changes, one it inserted is tested too — each by SQL, as a one-row table, so that it matches
-/// and sorts exactly as it will once saved. Derived attributes of unsaved objects are computed
-/// by the save, as in Core Data; a condition that reads other entities sees them as stored.
+/// and sorts exactly as it will once saved. A `canonical` derived attribute of an unsaved object
+/// is computed from its source here, as the save will (a search by a canonical title found no
+/// unsaved article); counts, sums, copies and times are the save's, as in Core Data. A condition
+/// that reads other entities sees them as stored.
 extension ObjectContext {
     /// Whether this context holds unsaved inserts, updates or deletes of `entity`'s objects.
     func hasPendingChanges(of entity: String) -> Bool {
@@ -33,6 +35,7 @@ extension ObjectContext {
         for (id, pending) in updated {
             guard var object = try s.snapshot(e, id.primaryKey) else { continue }
             for (name, value) in pending.values { object[name] = value }
+            for (name, source) in Self.canonicalAttributes(e) { object[name] = Self.canonical(object[source]) }
             for (name, target) in pending.relationships { object.relationships[name] = target }
             let (matches, keys) = try s.evaluate(
                 e, pk: id.primaryKey, values: object.values, keys: object.relationships.mapValues { $0.primaryKey },
@@ -42,6 +45,7 @@ extension ObjectContext {
         for insert in added {
             var values: [String: Value] = [:]
             for a in e.attributes where !a.isDerived { values[a.name] = insert.values[a.name] ?? a.defaultValue }
+            for (name, source) in Self.canonicalAttributes(e) { values[name] = Self.canonical(values[source] ?? .null) }
             let targets = insert.relationships.compactMapValues { $0 }
             let (matches, keys) = try s.evaluate(
                 e, pk: insert.id.primaryKey, values: values, keys: targets.mapValues { $0.primaryKey }, request)
@@ -50,6 +54,19 @@ extension ObjectContext {
             }
         }
         return out
+    }
+
+    /// The `canonical` derived attributes of `e`, each with its source.
+    private static func canonicalAttributes(_ e: Entity) -> [(name: String, source: String)] {
+        e.attributes.compactMap { a in
+            guard case .canonical(let source)? = a.derivation else { return nil }
+            return (a.name, source)
+        }
+    }
+
+    /// A canonical value of `source`'s, as the save derives it (nil text: nil).
+    private static func canonical(_ source: Value) -> Value {
+        source.stringValue.map { .string(Attribute.canonical($0)) } ?? .null
     }
 
     func fetchIncludingPending(_ request: FetchRequest, _ e: Entity) throws -> [Snapshot] {
