@@ -117,6 +117,7 @@ public enum StoreVerifier {
         }
         run("global-ids") { try globalIDs(container) }
         run("mirror-quarantine") { try quarantine(container) }
+        run("value-types") { try valueTypes(container) }
         run("values") {
             let (n, bad) = try container.invalidValues()
             return (bad.isEmpty, bad.isEmpty ? "\(n) objects obey the model's rules" : bad.joined(separator: "; "))
@@ -166,6 +167,19 @@ public enum StoreVerifier {
             false,
             "\(rows.count) quarantined: " + shown.joined(separator: "; ") + (rows.count > shown.count ? "; …" : "")
                 + " ('storectl mirror --retry-quarantined' applies them again)"
+        )
+    }
+
+    /// Every column holds values of its attribute's SQLite type (a read takes another for a
+    /// value of the attribute's: another tool's 'abc' in an integer column reads as 0).
+    private static func valueTypes(_ container: Container) throws -> (Bool, String) {
+        let wrong = try container.mistypedValues()
+        return (
+            wrong.isEmpty,
+            wrong.isEmpty
+                ? "every column holds its attribute's type"
+                : wrong.joined(separator: "; ")
+                    + " (written by another tool: a read takes such a value for another one)"
         )
     }
 

@@ -37,6 +37,34 @@ extension Container {
         }
     }
 
+    /// Each attribute and to-one relationship whose column holds values of another SQLite type
+    /// than the model stores there (another tool's `UPDATE … SET n = 'abc'`), with how many and
+    /// the first: a read takes such a value for another one (`'abc'` as 0, `'yes'` as false, a
+    /// date's text as 1970), so the copy a program reads differs from the one on disk.
+    package func mistypedValues() throws -> [String] {
+        try read { s in
+            var found: [String] = []
+            for e in model.entities {
+                var columns = e.attributes.map { a -> (String, [String], String) in
+                    switch SQLMapping.columnType(a.type) {
+                    case "INTEGER": return (a.name, ["integer", "null"], "an integer")
+                    case "REAL": return (a.name, ["real", "integer", "null"], "a number")
+                    case "BLOB": return (a.name, ["blob", "null"], "bytes")
+                    default: return (a.name, ["text", "null"], "text")
+                    }
+                }
+                columns += e.toOneRelationships.map { ($0.name, ["integer", "null"], "an object's key") }
+                for (column, types, what) in columns {
+                    let (n, first) = try s.mistyped(e, column: column, types: types)
+                    guard n > 0, let (key, shown) = first else { continue }
+                    found.append(
+                        "\(n) \(e.name).\(column) not \(what) (\(e.name)/\(key) holds \(TextSafety.visible(shown)))")
+                }
+            }
+            return found
+        }
+    }
+
     /// Each uniqueness constraint that does not hold, and how many values are duplicated.
     package func brokenUniqueness() throws -> [String] {
         try read { s in

@@ -18,6 +18,21 @@ extension TransactionSQL {
         .firstRow([.integer(floor)]) { ($0.int64(0), $0.int64(1), $0.int64(2), $0.int64(3)) } ?? (0, 0, 0, 0)
     }
 
+    /// How many objects of `e` hold in `column` a value whose SQLite type (`typeof`) is none of
+    /// `types`, and the first of them: its key, and the value's type and text as SQL quotes it
+    /// (cut to 60 characters).
+    func mistyped(_ e: Entity, column: String, types: [String]) throws -> (count: Int64, first: (Int64, String)?) {
+        let q = SQLMapping.quote
+        let test = "typeof(\(q(column))) NOT IN (\(types.map { "'\($0)'" }.joined(separator: ", ")))"
+        let n = try c.cached("SELECT count(*) FROM \(q(e.name)) WHERE \(test)").firstRow { $0.int64(0) } ?? 0
+        guard n > 0 else { return (0, nil) }
+        let first = try c.cached(
+            "SELECT \(StoreColumn.primaryKey), typeof(\(q(column))), substr(quote(\(q(column))), 1, 60) "
+                + "FROM \(q(e.name)) WHERE \(test) ORDER BY \(StoreColumn.primaryKey) LIMIT 1"
+        ).firstRow { ($0.int64(0), $0.text(1) + " " + $0.text(2)) }
+        return (n, first)
+    }
+
     /// How many objects of `e` point through to-one `r` to an object that does not exist.
     func danglingReferences(_ e: Entity, _ r: Relationship) throws -> Int64 {
         let q = SQLMapping.quote
