@@ -151,6 +151,15 @@ struct QueryBuilder {
     /// OR) in its place, in order: `a && b && c` is `(a AND b) AND c`, and a chain of a hundred
     /// such steps nested its SQL a hundred parentheses deep, past what SQLite's parser takes.
     static func flattened(_ cs: [Condition], and: Bool) -> [Condition] {
+        func nests(_ c: Condition) -> Bool {
+            switch c.node {
+            case .and(let inner): return and && !inner.isEmpty
+            case .or(let inner): return !and && !inner.isEmpty
+            default: return false
+            }
+        }
+        // Most lists hold none (every fetch binds its values through here): no copy then.
+        guard cs.contains(where: nests) else { return cs }
         var out: [Condition] = []
         for c in cs {
             switch c.node {

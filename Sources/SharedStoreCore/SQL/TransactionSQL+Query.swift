@@ -26,18 +26,18 @@ extension TransactionSQL {
         }
         statement.rowsLastRead = heads.count
         let shared = SharedRows(values)
-        // By key, as a fetch with no sort returns its objects: rows read in the table's order
-        // are in it already (one pass says so); rows an index found are put in it here.
-        var order = Array(heads.indices)
-        if unordered, !heads.indices.dropFirst().allSatisfy({ heads[$0 - 1].0 < heads[$0].0 }) {
-            order.sort { heads[$0].0 < heads[$1].0 }
-        }
-        return order.map { i in
+        func snapshot(_ i: Int) -> Snapshot {
             let head = heads[i]
             return Snapshot(
                 id: ObjectID(storeID: storeID, entity: layout.entity, primaryKey: head.0), version: head.1,
                 names: layout.names, shared: shared, offset: i * width, relationships: head.2)
         }
+        // By key, as a fetch with no sort returns its objects: rows read in the table's order
+        // are in it already (one pass says so); rows an index found are put in it here.
+        if unordered, !heads.indices.dropFirst().allSatisfy({ heads[$0 - 1].0 < heads[$0].0 }) {
+            return heads.indices.sorted { heads[$0].0 < heads[$1].0 }.map(snapshot)
+        }
+        return heads.indices.map(snapshot)
     }
 
     /// Whether a fetch of `request` leaves the order to SQLite and sorts the rows by key itself:

@@ -20,14 +20,18 @@ extension TransactionSQL {
 
     /// How many objects of `e` hold in `column` a value whose SQLite type (`typeof`) is none of
     /// `types`, and the first of them: its key, and the value's type and text as SQL quotes it
-    /// (cut to 60 characters).
+    /// (a text's first 40 characters, a blob's first 30 bytes: never the whole of a large one).
     func mistyped(_ e: Entity, column: String, types: [String]) throws -> (count: Int64, first: (Int64, String)?) {
         let q = SQLMapping.quote
         let test = "typeof(\(q(column))) NOT IN (\(types.map { "'\($0)'" }.joined(separator: ", ")))"
         let n = try c.cached("SELECT count(*) FROM \(q(e.name)) WHERE \(test)").firstRow { $0.int64(0) } ?? 0
         guard n > 0 else { return (0, nil) }
+        let col = q(column)
+        let shown =
+            "CASE typeof(\(col)) WHEN 'text' THEN quote(substr(\(col), 1, 40)) "
+            + "WHEN 'blob' THEN quote(substr(\(col), 1, 30)) ELSE quote(\(col)) END"
         let first = try c.cached(
-            "SELECT \(StoreColumn.primaryKey), typeof(\(q(column))), substr(quote(\(q(column))), 1, 60) "
+            "SELECT \(StoreColumn.primaryKey), typeof(\(col)), \(shown) "
                 + "FROM \(q(e.name)) WHERE \(test) ORDER BY \(StoreColumn.primaryKey) LIMIT 1"
         ).firstRow { ($0.int64(0), $0.text(1) + " " + $0.text(2)) }
         return (n, first)
