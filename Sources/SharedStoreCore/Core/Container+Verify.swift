@@ -54,8 +54,8 @@ extension Container {
                     }
                 }
                 columns += e.toOneRelationships.map { ($0.name, ["integer", "null"], "an object's key") }
-                for (column, types, what) in columns {
-                    let (n, first) = try s.mistyped(e, column: column, types: types)
+                let counted = try s.mistyped(e, columns.map { ($0.0, $0.1) })
+                for ((column, _, what), (n, first)) in zip(columns, counted) {
                     guard n > 0, let (key, shown) = first else { continue }
                     found.append(
                         "\(n) \(e.name).\(column) not \(what) (\(e.name)/\(key) holds \(TextSafety.visible(shown)))")

@@ -18,23 +18,36 @@ extension TransactionSQL {
         .firstRow([.integer(floor)]) { ($0.int64(0), $0.int64(1), $0.int64(2), $0.int64(3)) } ?? (0, 0, 0, 0)
     }
 
-    /// How many objects of `e` hold in `column` a value whose SQLite type (`typeof`) is none of
-    /// `types`, and the first of them: its key, and the value's type and text as SQL quotes it
-    /// (a text's first 40 characters, a blob's first 30 bytes: never the whole of a large one).
-    func mistyped(_ e: Entity, column: String, types: [String]) throws -> (count: Int64, first: (Int64, String)?) {
+    /// For each of `columns`, how many objects of `e` hold there a value whose SQLite type
+    /// (`typeof`) is none of its `types`, counted in one pass over the table; and for a column
+    /// with any, the first of them: its key, and the value's type and text as SQL quotes it (a
+    /// text's first 40 characters, a blob's first 30 bytes: never the whole of a large one).
+    func mistyped(_ e: Entity, _ columns: [(name: String, types: [String])]) throws -> [(
+        count: Int64, first: (Int64, String)?
+    )] {
+        guard !columns.isEmpty else { return [] }
         let q = SQLMapping.quote
-        let test = "typeof(\(q(column))) NOT IN (\(types.map { "'\($0)'" }.joined(separator: ", ")))"
-        let n = try c.cached("SELECT count(*) FROM \(q(e.name)) WHERE \(test)").firstRow { $0.int64(0) } ?? 0
-        guard n > 0 else { return (0, nil) }
-        let col = q(column)
-        let shown =
-            "CASE typeof(\(col)) WHEN 'text' THEN quote(substr(\(col), 1, 40)) "
-            + "WHEN 'blob' THEN quote(substr(\(col), 1, 30)) ELSE quote(\(col)) END"
-        let first = try c.cached(
-            "SELECT \(StoreColumn.primaryKey), typeof(\(col)), \(shown) "
-                + "FROM \(q(e.name)) WHERE \(test) ORDER BY \(StoreColumn.primaryKey) LIMIT 1"
-        ).firstRow { ($0.int64(0), $0.text(1) + " " + $0.text(2)) }
-        return (n, first)
+        let tests = columns.map {
+            "typeof(\(q($0.name))) NOT IN (\($0.types.map { "'\($0)'" }.joined(separator: ", ")))"
+        }
+        let counts =
+            try c.cached(
+                "SELECT " + tests.map { "coalesce(sum(\($0)), 0)" }.joined(separator: ", ") + " FROM \(q(e.name))"
+            ).firstRow { row in tests.indices.map { row.int64(Int32(truncatingIfNeeded: $0)) } }
+            ?? tests.map { _ in 0 }
+        return try zip(columns, zip(tests, counts)).map { column, tested in
+            let (test, n) = tested
+            guard n > 0 else { return (0, nil) }
+            let col = q(column.name)
+            let shown =
+                "CASE typeof(\(col)) WHEN 'text' THEN quote(substr(\(col), 1, 40)) "
+                + "WHEN 'blob' THEN quote(substr(\(col), 1, 30)) ELSE quote(\(col)) END"
+            let first = try c.cached(
+                "SELECT \(StoreColumn.primaryKey), typeof(\(col)), \(shown) "
+                    + "FROM \(q(e.name)) WHERE \(test) ORDER BY \(StoreColumn.primaryKey) LIMIT 1"
+            ).firstRow { ($0.int64(0), $0.text(1) + " " + $0.text(2)) }
+            return (n, first)
+        }
     }
 
     /// How many objects of `e` point through to-one `r` to an object that does not exist.
