@@ -170,8 +170,9 @@ public enum StoreVerifier {
         )
     }
 
-    /// Every column holds values of its attribute's SQLite type (a read takes another for a
-    /// value of the attribute's: another tool's 'abc' in an integer column reads as 0).
+    /// Every column holds values of its attribute's SQLite type, and a text column of a UUID,
+    /// decimal, URL or JSON attribute the form a save writes (a read takes another for a value of
+    /// the attribute's: another tool's 'abc' in an integer column reads as 0, '1,5' as a decimal 1).
     private static func valueTypes(_ container: Container) throws -> (Bool, String) {
         let wrong = try container.mistypedValues()
         return (

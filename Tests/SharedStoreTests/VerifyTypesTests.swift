@@ -1,5 +1,6 @@
 import Foundation
 import SharedStore
+import SharedStoreSupport
 import Testing
 
 @testable import SharedStoreCore
@@ -41,6 +42,90 @@ import Testing
             #expect(check.detail.contains("Thing/\(id.primaryKey) holds \(shown)"), "\(check.detail)")
             try raw.execute("UPDATE \"Thing\" SET \"\(column)\" = \(before)")
             #expect(typesCheck()?.ok == true, "\(column) restored: \(String(describing: typesCheck()))")
+        }
+    }
+}
+
+/// A text column of a UUID, decimal, URL or JSON attribute holds the form a save writes; verify
+/// names another (a UUID in capitals, which a fetch by its value misses; `'1,5'`, which a decimal
+/// read takes for 1), and a save refuses a decimal that would read back as another number.
+@Suite struct VerifyTextFormsTests {
+    static let model: Model = {
+        do {
+            return try Model([
+                Entity(
+                    "Thing",
+                    attributes: [
+                        Attribute("u", .uuid, optional: true), Attribute("price", .decimal, optional: true),
+                        Attribute("link", .url, optional: true), Attribute("extra", .json, optional: true),
+                    ])
+            ])
+        } catch {
+            preconditionFailure("the text forms model: \(error)")
+        }
+    }()
+
+    @Test func textOfAnotherFormIsNamedByVerify() throws {
+        let group = TemporaryGroup()
+        let container = try group.open(Self.model, signal: false)
+        let context = container.newContext(author: "A")
+        let uuid = UUID()
+        let temporary = try context.insert(
+            "Thing", ["u": .uuid(uuid), "price": "12.50", "link": "https://example.com/a", "extra": "{\"a\":[1,2]}"])
+        let id = try context.save().permanentID(for: temporary)
+        func formsCheck() -> VerifyCheck? {
+            StoreVerifier.verify(container: container, registry: nil).first { $0.name == "value-types" }
+        }
+        #expect(formsCheck()?.ok == true, "\(String(describing: formsCheck()))")
+        let planted = [
+            ("u", "'\(uuid.uuidString)'", "Thing.u not a UUID in lowercase"), ("u", "'xyz'", "Thing.u not a UUID"),
+            ("price", "'1,5'", "Thing.price not a decimal number"), ("price", "'1.5x'", "Thing.price not a decimal"),
+            ("price", "'-'", "Thing.price not a decimal"), ("link", "'not a url'", "Thing.link not an absolute URL"),
+            ("extra", "'{\"a\":'", "Thing.extra not JSON"),
+        ]
+        for (column, value, what) in planted {
+            let raw = try SQLiteConnection(path: group.storePath, busyTimeoutMilliseconds: 1000)
+            let before = try raw.cached("SELECT quote(\"\(column)\") FROM \"Thing\"").firstRow { $0.text(0) } ?? "NULL"
+            try raw.execute("UPDATE \"Thing\" SET \"\(column)\" = \(value)")
+            let check = try #require(formsCheck())
+            #expect(!check.ok, "\(column) = \(value): \(check)")
+            #expect(check.detail.contains("1 \(what)"), "\(check.detail)")
+            #expect(check.detail.contains("Thing/\(id.primaryKey) holds text \(value)"), "\(check.detail)")
+            try raw.execute("UPDATE \"Thing\" SET \"\(column)\" = \(before)")
+            #expect(formsCheck()?.ok == true, "\(column) restored: \(String(describing: formsCheck()))")
+        }
+    }
+
+    @Test func aSaveRefusesADecimalThatWouldReadBackAsAnotherNumber() throws {
+        let group = TemporaryGroup()
+        let container = try group.open(Self.model, signal: false)
+        let context = container.newContext(author: "A")
+        let refused = [
+            "1.5x", "1,5", "-", ".", "0x10", "1e", "1e+", " 1.5", "1.5 ", "nan", "1e400", "1..5", "1.5.2", "--1", "",
+            "1" + String(repeating: "2", count: 38),
+        ]
+        for text in refused {
+            _ = try context.insert("Thing", ["price": .string(text)])
+            #expect(throws: StoreError.self, "'\(text)'") { try context.save() }
+            context.rollback()
+        }
+        let kept = [
+            "12.50", "-.5", "5.", "+1", "1E-5", "1e+20", "0.00000000000000000000000000000000000000001",
+            "1" + String(repeating: "2", count: 37), "1" + String(repeating: "0", count: 100), "-0",
+        ]
+        for text in kept {
+            let temporary = try context.insert("Thing", ["price": .string(text)])
+            let id = try context.save().permanentID(for: temporary)
+            #expect(try context.object(with: id)["price"] == .string(text), "'\(text)' is kept as written")
+            #expect(DecimalText.parse(text) == Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")))
+        }
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<200 {
+            let d = Decimal(
+                sign: Bool.random(using: &generator) ? .minus : .plus,
+                exponent: Int.random(in: -30...30, using: &generator),
+                significand: Decimal(UInt64.random(in: 0...UInt64.max, using: &generator)))
+            #expect(DecimalText.parse(d.description) == d, "\(d) reads back from its description")
         }
     }
 }

@@ -38,9 +38,10 @@ extension Container {
     }
 
     /// Each attribute and to-one relationship whose column holds values of another SQLite type
-    /// than the model stores there (another tool's `UPDATE … SET n = 'abc'`), with how many and
-    /// the first: a read takes such a value for another one (`'abc'` as 0, `'yes'` as false, a
-    /// date's text as 1970), so the copy a program reads differs from the one on disk.
+    /// than the model stores there (another tool's `UPDATE … SET n = 'abc'`), or text of another
+    /// form than a save writes for its type (``textForm(_:)``), with how many and the first: a
+    /// read takes such a value for another one (`'abc'` as 0, `'yes'` as false, a date's text as
+    /// 1970, `'1,5'` as 1), so the copy a program reads differs from the one on disk.
     package func mistypedValues() throws -> [String] {
         try read { s in
             var found: [String] = []
@@ -55,13 +56,36 @@ extension Container {
                 }
                 columns += e.toOneRelationships.map { ($0.name, ["integer", "null"], "an object's key") }
                 let counted = try s.mistyped(e, columns.map { ($0.0, $0.1) })
-                for ((column, _, what), (n, first)) in zip(columns, counted) {
+                let forms = e.attributes.compactMap(Self.textForm)
+                let malformed = try s.malformedTexts(e, forms.map { ($0.name, $0.isWellFormed) })
+                let named =
+                    Array(zip(columns.map { ($0.0, $0.2) }, counted)) + zip(forms.map { ($0.name, $0.what) }, malformed)
+                for ((column, what), (n, first)) in named {
                     guard n > 0, let (key, shown) = first else { continue }
                     found.append(
                         "\(n) \(e.name).\(column) not \(what) (\(e.name)/\(key) holds \(TextSafety.visible(shown)))")
                 }
             }
             return found
+        }
+    }
+
+    /// The text an attribute stored as text must hold, as a save writes it, for its read to
+    /// give that value: a UUID in lowercase (a read takes another text for nil, and a fetch by
+    /// the UUID misses one in capitals), a decimal number a `Decimal` reads exactly (`'1,5'`
+    /// reads as 1), an absolute URL, JSON; nil for an attribute of another type.
+    private static func textForm(_ a: Attribute) -> (name: String, isWellFormed: (String) -> Bool, what: String)? {
+        switch a.type {
+        case .uuid: return (a.name, { UUID(uuidString: $0)?.uuidString.lowercased() == $0 }, "a UUID in lowercase")
+        case .decimal: return (a.name, { DecimalText.parse($0) != nil }, "a decimal number")
+        case .url: return (a.name, { URL(string: $0)?.scheme != nil }, "an absolute URL")
+        case .json:
+            return (
+                a.name,
+                { (try? JSONSerialization.jsonObject(with: Data($0.utf8), options: [.fragmentsAllowed])) != nil },
+                "JSON"
+            )
+        default: return nil
         }
     }
 

@@ -16,7 +16,7 @@ func foundationValue<T>(_ v: Value, as type: T.Type) -> T? {
     case .data(let d) where type == Data.self: out = d
     case .uuid(let u) where type == UUID.self: out = u
     case .string(let s) where type == URL.self: out = URL(string: s)
-    case .string(let s) where type == Decimal.self: out = Decimal(string: s, locale: Locale(identifier: "en_US_POSIX"))
+    case .string(let s) where type == Decimal.self: out = DecimalText.parse(s)
     default: out = type == Value.self ? v : nil
     }
     guard let out else { return nil }

@@ -52,8 +52,10 @@ enum SQLMapping {
             }
             return .text(url.absoluteString)
         case (.string(let s), .decimal):
-            guard Decimal(string: s, locale: Locale(identifier: "en_US_POSIX")) != nil else {
-                throw fail("a decimal number, not '\(TextSafety.visible(s))'")
+            guard DecimalText.parse(s) != nil else {
+                throw fail(
+                    "a decimal number (digits, a point, an exponent; at most \(DecimalText.maxSignificantDigits) "
+                        + "significant digits), not '\(TextSafety.visible(String(s.prefix(60))))'")
             }
             return .text(s)
         case (.string(let s), .json):

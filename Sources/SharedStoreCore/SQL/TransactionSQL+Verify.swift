@@ -50,6 +50,35 @@ extension TransactionSQL {
         }
     }
 
+    /// For each of `columns`, how many objects of `e` hold there text its `isWellFormed` refuses
+    /// (a value of another SQLite type is ``mistyped(_:_:)``'s to name), read in one pass over the
+    /// table in key order; and for a column with any, the first of them: its key and its text as
+    /// SQL quotes it (the first 40 characters).
+    func malformedTexts(_ e: Entity, _ columns: [(name: String, isWellFormed: (String) -> Bool)]) throws -> [(
+        count: Int64, first: (Int64, String)?
+    )] {
+        guard !columns.isEmpty else { return [] }
+        let q = SQLMapping.quote
+        var found = columns.map { _ in (count: Int64(0), first: (Int64, String)?.none) }
+        try c.cached(
+            "SELECT \(StoreColumn.primaryKey), " + columns.map { q($0.name) }.joined(separator: ", ")
+                + " FROM \(q(e.name)) ORDER BY \(StoreColumn.primaryKey)"
+        ).forEachRow { row in
+            for (i, column) in columns.enumerated() {
+                let at = Int32(truncatingIfNeeded: i + 1)
+                guard row.type(at) == .text else { continue }
+                let text = row.text(at)
+                guard !column.isWellFormed(text) else { continue }
+                found[i].count += 1
+                if found[i].first == nil {
+                    let shown = String(text.prefix(40)).replacingOccurrences(of: "'", with: "''")
+                    found[i].first = (row.int64(0), "text '\(shown)'")
+                }
+            }
+        }
+        return found
+    }
+
     /// How many objects of `e` point through to-one `r` to an object that does not exist.
     func danglingReferences(_ e: Entity, _ r: Relationship) throws -> Int64 {
         let q = SQLMapping.quote
