@@ -70,6 +70,74 @@ extension ReadSetTests {
 }
 
 extension ReadSetTests {
+    /// The set keeps at least `capacity` of the latest reads and at most twice as many, whatever
+    /// was read before: a read older than that is forgotten; an object the older generation holds
+    /// at its version and read again is still found; a newer version read wins over the older
+    /// generation's.
+    @Test func theSetKeepsItsLatestReadsAndForgetsOlderOnes() {
+        let store = UUID()
+        func id(_ key: Int64) -> ObjectID { ObjectID(storeID: store, entity: "Item", primaryKey: key) }
+        func snapshot(_ key: Int64, _ version: Int64) -> Snapshot {
+            Snapshot(id: id(key), version: version, values: ["n": .integer(key)], relationships: [:])
+        }
+        var reads = ReadSet()
+        reads.capacity = 100
+        for start in stride(from: Int64(1), through: 100_000, by: 10) {
+            reads.record((start..<start + 10).map { snapshot($0, 1) })
+            #expect(reads.count <= 200 + 10, "after key \(start + 9): \(reads.count) kept")
+        }
+        for key in Int64(99_901)...100_000 { #expect(reads[id(key)]?.version == 1, "key \(key): among the latest") }
+        #expect(reads[id(1)] == nil, "the first read is forgotten")
+        #expect(reads[id(99_000)] == nil)
+        // Held by the older generation at its version: read again, still found; a new version wins.
+        reads.record((100_001...100_100).map { snapshot($0, 1) })
+        let older = Int64(99_950)
+        reads.record([snapshot(older, 1)])
+        #expect(reads[id(older)]?.version == 1)
+        reads.record([snapshot(older, 2)])
+        #expect(reads[id(older)]?.version == 2)
+        reads.saved(touched: [id(older)], inserted: [], wrote: [])
+        #expect(reads[id(older)] == nil, "a save that touched it forgets it in both generations")
+    }
+
+    /// A context keeps its latest `maximumReadsKept` reads as the base of conflict detection: an
+    /// object changed by another context since this one read it is a conflict while its read is
+    /// kept; read before those, its update is checked against the store as it is then (as after
+    /// `rollback()`), and writes only what it sets.
+    @Test func aContextChecksUpdatesAgainstItsLatestReads() throws {
+        let container = try TemporaryGroup().open()
+        let setup = container.newContext(author: "Setup")
+        let temporary = try (0..<40).map { try setup.insert(Fixtures.article("a\($0)", $0)) }
+        let saved = try setup.save()
+        let ids = temporary.map { saved.permanentID(for: $0) }
+        let mine = container.newContext(author: "Mine")
+        mine.mergePolicy = .error
+        #expect(mine.maximumReadsKept == Int.max, "every read kept by default")
+        mine.maximumReadsKept = 8
+        #expect(mine.maximumReadsKept == 8)
+        _ = try mine.object(with: ids[0])
+        for id in ids[1..<8] { _ = try mine.object(with: id) }
+        let other = container.newContext(author: "Other")
+        try other.update(ids[0], ["title": "theirs"])
+        try other.save()
+        try mine.update(ids[0], ["title": "mine"])
+        expectStoreError(.conflict) { try mine.save() }
+        mine.rollback()
+        _ = try mine.object(with: ids[1])
+        for id in ids[2..<30] { _ = try mine.object(with: id) }
+        try other.update(ids[1], ["title": "theirs"])
+        try other.save()
+        try mine.update(ids[1], ["url": "https://example.com/mine"])
+        try mine.save()
+        let stored = try container.newContext().object(with: ids[1])
+        #expect(stored["title"] == "theirs", "the other context's change is kept")
+        #expect(stored["url"] == "https://example.com/mine")
+        mine.maximumReadsKept = 0
+        #expect(mine.maximumReadsKept == 1)
+    }
+}
+
+extension ReadSetTests {
     /// A save forgets none of what the context read and did not write: an object read before a
     /// save, changed by another context since and updated after the save is a conflict (the save
     /// forgot it, and the update went through blind: a lost update). Found by a hostile review.

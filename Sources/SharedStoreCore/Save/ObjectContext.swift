@@ -31,6 +31,17 @@ public final class ObjectContext {
     @exclusivity(unchecked) public var transactionAuthor: String?
     /// How a save resolves conflicts with the store (default `.error`).
     @exclusivity(unchecked) public var mergePolicy: MergePolicy = .error
+    /// How many of its latest reads the context keeps as the base of conflict detection: at
+    /// least this many objects, at most twice as many (at least 1; by default every read, until
+    /// ``rollback()``). An update of an object read before those is checked against the store as
+    /// it is when the update is made, as after a rollback. Set it for a context that reads more
+    /// objects than it will change (a daemon over a large store): then it holds neither the
+    /// whole store in memory nor a table of every object it read. A fetch of objects read before
+    /// and since forgotten keeps each anew, which costs more than finding it kept.
+    public var maximumReadsKept: Int {
+        get { registered.capacity }
+        set { registered.capacity = max(1, newValue) }
+    }
 
     struct PendingInsert {
         var id: ObjectID

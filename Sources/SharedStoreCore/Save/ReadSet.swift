@@ -10,23 +10,52 @@ import Foundation
 /// its version leaves the older read here: the save then sees more changed in the store, never
 /// less.
 struct ReadSet {
-    /// The snapshots kept, in the order their objects were first read, in chunks of a fixed size
-    /// (a growing set never copies what it holds); `positions` finds them. Kept apart from the
-    /// tables so that a table grows by small entries (a key and a position), not by whole
-    /// snapshots moved on every resize.
-    private var kept = Chunks()
-    /// Entity, then primary key → position in `kept`.
-    private var positions: [String: KeyTable] = [:]
+    /// How many objects' reads a generation keeps before it becomes the older one (and the older
+    /// one is forgotten): a context keeps at least this many of its latest reads, at most twice
+    /// as many. Unbounded unless a context sets it (``ObjectContext/maximumReadsKept``): a bound
+    /// spares a fetch of new objects a table and a memory that only grow, and costs a fetch of
+    /// objects read before but no longer kept (each kept anew, and freed when its generation
+    /// goes); README has the figures.
+    var capacity = ReadSet.defaultCapacity
+    /// ``capacity`` unless a context sets another: every read kept until a rollback.
+    static let defaultCapacity = Int.max
+
+    /// The reads kept since the last turn, and those kept before it: an object is looked up in
+    /// the younger first.
+    private var young = Generation()
+    private var old = Generation()
+
+    /// A generation of reads.
+    private struct Generation {
+        /// The snapshots kept, in the order their objects were first read, in chunks of a fixed
+        /// size (a growing set never copies what it holds); `positions` finds them. Kept apart
+        /// from the tables so that a table grows by small entries (a key and a position), not by
+        /// whole snapshots moved on every resize.
+        var kept = Chunks()
+        /// Entity, then primary key → position in `kept`.
+        var positions: [String: KeyTable] = [:]
+
+        func read(_ id: ObjectID) -> Snapshot? {
+            guard let i = positions[id.entity]?[id.primaryKey] else { return nil }
+            let s = kept[i]
+            return s.id == id ? s : nil
+        }
+
+        /// Whether this generation holds `s`'s object at its version.
+        func holds(_ s: UnsafePointer<Snapshot>, in table: KeyTable?) -> Bool {
+            guard let table, let position = table[s.pointee.id.primaryKey] else { return false }
+            return kept.holds(position, version: s.pointee.version, id: s.pointee.id)
+        }
+    }
+
+    /// How many snapshots both generations hold.
+    var count: Int { young.kept.count + old.kept.count }
 
     /// The last snapshot read of `id` (of two reads at one version, the first).
     subscript(id: ObjectID) -> Snapshot? { read(id) }
 
     /// The last snapshot read of `id`.
-    func read(_ id: ObjectID) -> Snapshot? {
-        guard let i = positions[id.entity]?[id.primaryKey] else { return nil }
-        let s = kept[i]
-        return s.id == id ? s : nil
-    }
+    func read(_ id: ObjectID) -> Snapshot? { young.read(id) ?? old.read(id) }
 
     /// Records a fetch's result (or one object read).
     mutating func record(_ batch: [Snapshot]) {
@@ -35,17 +64,35 @@ struct ReadSet {
         // Each snapshot read where it lies: `for s in batch`, `batch[i]` and a borrowed parameter
         // all copied each one (its six references retained, then released): 300 instructions a
         // row read again, more than the rest of keeping it.
-        var table = positions.removeValue(forKey: entity) ?? KeyTable()
+        var table = young.positions.removeValue(forKey: entity) ?? KeyTable()
+        let (older, oldReads) = (old.positions[entity], old)
         var others = false
         Self.forEachInPlace(batch) { s in
-            if s.pointee.id.entity == entity { Self.keep(s, in: &table, &kept) } else { others = true }
+            guard s.pointee.id.entity == entity else {
+                others = true
+                return
+            }
+            // An object the older generation holds at this version stays there (a fetch of
+            // objects read before costs lookups, not copies), unless the younger has a read of its own.
+            if older != nil, table[s.pointee.id.primaryKey] == nil, oldReads.holds(s, in: older) { return }
+            Self.keep(s, in: &table, &young.kept)
         }
-        positions[entity] = table
-        guard others else { return }
-        Self.forEachInPlace(batch) { s in
-            guard s.pointee.id.entity != entity else { return }
-            Self.keep(s, in: &positions[s.pointee.id.entity, default: KeyTable()], &kept)
+        young.positions[entity] = table
+        if others {
+            Self.forEachInPlace(batch) { s in
+                guard s.pointee.id.entity != entity else { return }
+                Self.keep(s, in: &young.positions[s.pointee.id.entity, default: KeyTable()], &young.kept)
+            }
         }
+        turnIfFull()
+    }
+
+    /// Makes the younger generation the older one, forgetting the older, once it holds
+    /// ``capacity`` reads.
+    private mutating func turnIfFull() {
+        guard young.kept.count >= max(1, capacity) else { return }
+        old = young
+        young = Generation()
     }
 
     /// Calls `body` with each snapshot of `rows` where it lies, not a copy of it.
@@ -76,18 +123,26 @@ struct ReadSet {
     /// (another process may change those objects before this context does).
     mutating func saved(touched: [ObjectID], inserted: some Sequence<ObjectID>, wrote: [Snapshot]) {
         // Nothing read, nothing to forget (a context that only writes: no lookup per object).
-        if !positions.isEmpty {
-            for id in touched { positions[id.entity]?.remove(id.primaryKey) }
-            for id in inserted { positions[id.entity]?.remove(id.primaryKey) }
+        if !young.positions.isEmpty || !old.positions.isEmpty {
+            for id in touched { forget(id) }
+            for id in inserted { forget(id) }
         }
-        Self.forEachInPlace(wrote) { s in Self.keep(s, in: &positions[s.pointee.id.entity, default: KeyTable()], &kept)
+        Self.forEachInPlace(wrote) { s in
+            Self.keep(s, in: &young.positions[s.pointee.id.entity, default: KeyTable()], &young.kept)
         }
+        turnIfFull()
+    }
+
+    /// Forgets the read of `id` in both generations.
+    private mutating func forget(_ id: ObjectID) {
+        if !young.positions.isEmpty { young.positions[id.entity]?.remove(id.primaryKey) }
+        if !old.positions.isEmpty { old.positions[id.entity]?.remove(id.primaryKey) }
     }
 
     /// Forgets every read.
     mutating func reset() {
-        kept = Chunks()
-        positions = [:]
+        young = Generation()
+        old = Generation()
     }
 
     /// Snapshots by position, in arrays of `size`: appending never moves what is held.
