@@ -100,6 +100,43 @@ extension ReadSetTests {
         #expect(reads[id(older)] == nil, "a save that touched it forgets it in both generations")
     }
 
+    /// Random reads of random objects at versions that only grow, in batches of one or two
+    /// entities, against a model of the promise: each object among the latest `capacity` reads
+    /// is found at the newest version read of it (an object read again from the older generation
+    /// is kept as long as that read), and no more than twice `capacity` are kept. Seeds 1–3 and
+    /// one random seed printed.
+    @Test(arguments: [1, 2, 3, Int.random(in: 4...Int(Int32.max))])
+    func theLatestReadsAreAlwaysKept(seed: Int) {
+        print("ReadSetTests: latest reads, seed \(seed)")
+        var random = TestRandom(state: UInt64(seed))
+        let store = UUID()
+        var reads = ReadSet()
+        reads.capacity = 1 + random.next(40)
+        var version: [String: Int64] = [:]
+        var latest: [ObjectID] = []
+        for step in 0..<4000 {
+            var batch: [Snapshot] = []
+            for _ in 0..<(1 + random.next(6)) {
+                let entity = random.next(4) == 0 ? "Other" : "Item"
+                let id = ObjectID(storeID: store, entity: entity, primaryKey: Int64(random.next(120)))
+                let key = "\(entity)/\(id.primaryKey)"
+                if random.next(5) == 0 || version[key] == nil { version[key, default: 0] += 1 }
+                batch.append(
+                    Snapshot(
+                        id: id, version: version[key] ?? 0, values: ["note": .string("step \(step)")],
+                        relationships: [:]))
+                latest.append(id)
+            }
+            reads.record(batch)
+            for id in latest.suffix(reads.capacity) {
+                let key = "\(id.entity)/\(id.primaryKey)"
+                let kept = reads[id]
+                #expect(kept?.version == version[key], "seed \(seed) step \(step): \(key)")
+            }
+            #expect(reads.count <= 2 * reads.capacity + 6, "seed \(seed) step \(step): \(reads.count) kept")
+        }
+    }
+
     /// A context keeps its latest `maximumReadsKept` reads as the base of conflict detection: an
     /// object changed by another context since this one read it is a conflict while its read is
     /// kept; read before those, its update is checked against the store as it is then (as after

@@ -41,10 +41,13 @@ struct ReadSet {
             return s.id == id ? s : nil
         }
 
-        /// Whether this generation holds `s`'s object at its version.
-        func holds(_ s: UnsafePointer<Snapshot>, in table: KeyTable?) -> Bool {
-            guard let table, let position = table[s.pointee.id.primaryKey] else { return false }
-            return kept.holds(position, version: s.pointee.version, id: s.pointee.id)
+        /// The snapshot this generation holds of `s`'s object at its version, found in `table`
+        /// (this generation's table of its entity).
+        func first(of s: UnsafePointer<Snapshot>, in table: KeyTable) -> Snapshot? {
+            guard let position = table[s.pointee.id.primaryKey],
+                kept.holds(position, version: s.pointee.version, id: s.pointee.id)
+            else { return nil }
+            return kept[position]
         }
     }
 
@@ -72,10 +75,13 @@ struct ReadSet {
                 others = true
                 return
             }
-            // An object the older generation holds at this version stays there (a fetch of
-            // objects read before costs lookups, not copies), unless the younger has a read of its own.
-            if older != nil, table[s.pointee.id.primaryKey] == nil, oldReads.holds(s, in: older) { return }
-            Self.keep(s, in: &table, &young.kept)
+            // An object the older generation holds at this version is read again now: its first
+            // read at that version moves up to the younger (kept as long as this read is).
+            if let older, table[s.pointee.id.primaryKey] == nil, let first = oldReads.first(of: s, in: older) {
+                withUnsafePointer(to: first) { Self.keep($0, in: &table, &young.kept) }
+            } else {
+                Self.keep(s, in: &table, &young.kept)
+            }
         }
         young.positions[entity] = table
         if others {
