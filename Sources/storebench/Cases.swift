@@ -47,6 +47,8 @@ struct Settings {
     var writerRounds: Int { pick(5, 3, 1) }
     /// The store size of the read cases.
     var readRows: Int { pick(1_000_000, 100_000, 2000) }
+    /// `maximumReadsKept` of the read cases' contexts (`--reads-kept`): every read by default.
+    var readsKept = Int.max
 }
 
 /// Result of one case: one JSON line.

@@ -45,6 +45,7 @@ func articleQueryCases(_ s: Settings, only want: (String) -> Bool) throws -> [Re
 /// a different `t` each time, against the same SQL through the C API on the same store.
 func queryRangeCase(_ s: Settings, _ container: Container, _ path: String) throws -> Report {
     let context = container.newContext()
+    context.maximumReadsKept = s.readsKept
     let queries = s.pick(5000, 1000, 50)
     let span = Double(max(1, s.readRows - 100))
     func start(_ q: Int) -> Double { Double((q &* 7919) % Int(span)) }
@@ -89,6 +90,7 @@ func queryRangeCase(_ s: Settings, _ container: Container, _ path: String) throw
 /// run asks the full run's query.
 func queryPrefixCase(_ s: Settings, _ container: Container, _ path: String) throws -> Report {
     let context = container.newContext()
+    context.maximumReadsKept = s.readsKept
     let queries = s.pick(5000, 1000, 50)
     let digits = max(1, String(max(1, s.readRows - 1)).count - 2)
     let low = (1..<digits).reduce(1) { n, _ in n * 10 }
@@ -133,6 +135,7 @@ func queryPrefixCase(_ s: Settings, _ container: Container, _ path: String) thro
 /// `forEach` (every value touched): what decoding into a record costs, in rows per second.
 func recordFetchCase(_ s: Settings, _ container: Container) throws -> Report {
     let context = container.newContext()
+    context.maximumReadsKept = s.readsKept
     let rows = min(s.readRows, s.pick(100_000, 100_000, 2000))
     let request = FetchRequest("Article", sortedBy: [Key("createdAt").ascending], limit: rows)
     var report = try compare(

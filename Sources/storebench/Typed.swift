@@ -11,6 +11,7 @@ import SharedStore
 func queryRangeTypedCase(_ s: Settings, _ container: Container) throws -> Report {
     typealias Article = ReadLater.Records.Article
     let context = container.newContext()
+    context.maximumReadsKept = s.readsKept
     let queries = s.pick(5000, 1000, 50)
     let span = Double(max(1, s.readRows - 100))
     func start(_ q: Int) -> Date { Date(timeIntervalSince1970: Double((q &* 7919) % Int(span))) }

@@ -4,7 +4,7 @@ import Foundation
 import SharedStore
 
 // storebench: SharedStore against raw SQLite in the same run. See Scripts/bench.sh.
-//   storebench [--quick] [--json] [--rounds N] [--cases a,b,…]
+//   storebench [--quick] [--json] [--rounds N] [--cases a,b,…] [--reads-kept N]
 
 var settings = Settings()
 var json = false
@@ -12,7 +12,9 @@ var only: Set<String>?
 
 func usage(_ message: String) -> Never {
     FileHandle.standardError.write(
-        Data("error: \(message)\nusage: storebench [--quick|--smoke] [--json] [--rounds N] [--cases a,b]\n".utf8))
+        Data(
+            "error: \(message)\nusage: storebench [--quick|--smoke] [--json] [--rounds N] [--cases a,b] [--reads-kept N]\n"
+                .utf8))
     exit(2)
 }
 
@@ -36,6 +38,7 @@ let benchParser = CommandLineParser(
                 .flag("json", "JSON lines"),
                 .value("rounds", "N", "rounds per case (1 to 100)"),
                 .value("cases", "a,b", "only these cases (or prefixes)"),
+                .value("reads-kept", "N", "maximumReadsKept of the read cases' contexts (default: every read)"),
                 .flag("help", "show this help"),
             ])
     ])
@@ -79,6 +82,7 @@ let benchParser = CommandLineParser(
             }
             json = a.has("json")
             settings.rounds = try a.integer("rounds", in: 1...100) ?? settings.rounds
+            settings.readsKept = try a.integer("reads-kept", in: 1...Int.max) ?? settings.readsKept
             only = a.value("cases").map { Set($0.split(separator: ",").map(String.init)) }
         }
     } catch {
