@@ -11,10 +11,8 @@ var json = false
 var only: Set<String>?
 
 func usage(_ message: String) -> Never {
-    FileHandle.standardError.write(
-        Data(
-            "error: \(message)\nusage: storebench [--quick|--smoke] [--json] [--rounds N] [--cases a,b] [--reads-kept N]\n"
-                .utf8))
+    let usage = "usage: storebench [--quick|--smoke] [--json] [--rounds N] [--cases a,b] [--reads-kept N]"
+    FileHandle.standardError.write(Data("error: \(message)\n\(usage)\n".utf8))
     exit(2)
 }
 
