@@ -2,16 +2,19 @@ import Foundation
 
 /// A decimal number's text, read strictly: `Decimal(string:)` alone reads the longest number at
 /// the start and ignores the rest (`"1.5x"` is 1.5, `"1,5"` is 1, `"-"` and `"0x10"` are 0) and
-/// keeps 38 significant digits of a longer one, so a text it accepts may read back as another
-/// number than the one written.
+/// rounds a number of more significant digits than its 128-bit significand holds, so a text it
+/// accepts may read back as another number than the one written.
 package enum DecimalText {
-    /// The most significant digits a `Decimal` keeps exactly.
-    package static let maxSignificantDigits = 38
+    /// The most significant digits a `Decimal` keeps exactly: 39 when they spell at most its
+    /// largest significand, 2^128 - 1 (``largestSignificand``), 38 otherwise.
+    package static let maxSignificantDigits = 39
+    /// 2^128 - 1, the largest significand of a `Decimal`.
+    static let largestSignificand = Array("340282366920938463463374607431768211455".utf8)
 
     /// The number `text` spells exactly — `[+-]digits[.digits][e[+-]digits]`, with at least one
-    /// digit before or after the point, and at most ``maxSignificantDigits`` from its first
-    /// nonzero digit to its last — or nil (also for a number out of `Decimal`'s range, such as
-    /// `1e400`).
+    /// digit before or after the point, and no more digits from its first nonzero digit to its
+    /// last than a significand holds (``maxSignificantDigits``) — or nil (also for a number out
+    /// of `Decimal`'s range, such as `1e400`).
     package static func parse(_ text: String) -> Decimal? {
         guard isWellFormed(text) else { return nil }
         return Decimal(string: text, locale: Locale(identifier: "en_US_POSIX"))
@@ -46,7 +49,11 @@ package enum DecimalText {
         guard let firstNonzero = digits.firstIndex(where: { $0 != UInt8(ascii: "0") }),
             let lastNonzero = digits.lastIndex(where: { $0 != UInt8(ascii: "0") })
         else { return true }
-        return lastNonzero - firstNonzero < maxSignificantDigits
+        let significant = digits[firstNonzero...lastNonzero]
+        if significant.count < maxSignificantDigits { return true }
+        guard significant.count == maxSignificantDigits else { return false }
+        // Digits of one length compare as their numbers do.
+        return !largestSignificand.lexicographicallyPrecedes(significant)
     }
 
     private static func isDigit(_ b: UInt8) -> Bool { b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") }

@@ -411,6 +411,12 @@ extension Targets {
                 .object([("check", .string($0.name)), ("ok", .bool($0.ok)), ("detail", .string($0.detail))])
             },
             columns: [("check", "CHECK"), ("ok", "OK"), ("detail", "DETAIL")])
+        // The table cuts a long detail: each failed check's whole detail follows it.
+        if !inv.output.json {
+            for check in checks where !check.ok {
+                inv.output.line("\(check.name): \(TextSafety.visible(check.detail))")
+            }
+        }
         let failed = checks.filter { !$0.ok }.map(\.name)
         if !failed.isEmpty { throw StoreError(.verificationFailed, "verify failed: \(failed.joined(separator: ", "))") }
     }

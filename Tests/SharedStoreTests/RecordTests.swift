@@ -3,6 +3,8 @@ import ReadLater
 import SharedStore
 import Testing
 
+@testable import SharedStoreSQLite
+
 /// Issue 13's records: updates write what changed, and every property a record holds is stored
 /// or refused at first use, never dropped.
 @Suite struct RecordTests {
@@ -57,6 +59,29 @@ import Testing
         let row = try context.object(with: saved.permanentID(for: id))
         #expect(row["status"] == "done" && row["priority"] == 3 && row["tags"] == #"["swift","café"]"#)
         #expect(try context.fetch(Bookmark.self, where: Key("status") == "done").count == 1)
+    }
+
+    /// A decimal's text another tool wrote that no save would (`" 1.5"`, a 50-digit number) is
+    /// an error naming it when a record reads it, never another number (JSON's reading took
+    /// `" 1.5"` for 1.5 and rounded the 50 digits; found by a hostile review).
+    @Test func aForeignDecimalTextIsAnErrorNotAnotherNumber() throws {
+        let group = TemporaryGroup()
+        let container = try group.open(Self.model)
+        let context = container.newContext(author: "A")
+        let temporary = try context.insert(
+            Bookmark(
+                url: try #require(URL(string: "https://swift.org")), price: 1, status: .done, priority: .low,
+                tags: [], place: nil, note: nil))
+        let id = try context.save().permanentID(for: temporary)
+        let raw = try SQLiteConnection(path: group.storePath, busyTimeoutMilliseconds: 1000)
+        for text in [
+            " 1.5", "1.5\n", "1,5", "12345678901234567890123456789012345678901234567890",
+            "1.0000000000000000000000000000000000000001",
+        ] {
+            try raw.execute("UPDATE \"Bookmark\" SET \"price\" = '\(text)'")
+            context.rollback()
+            #expect(throws: StoreError.self, "'\(text)'") { _ = try context.record(Bookmark.self, with: id) }
+        }
     }
 
     struct Loose: Record {

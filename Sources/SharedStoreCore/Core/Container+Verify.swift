@@ -71,14 +71,21 @@ extension Container {
     }
 
     /// The text an attribute stored as text must hold, as a save writes it, for its read to
-    /// give that value: a UUID in lowercase (a read takes another text for nil, and a fetch by
-    /// the UUID misses one in capitals), a decimal number a `Decimal` reads exactly (`'1,5'`
-    /// reads as 1), an absolute URL, JSON; nil for an attribute of another type.
+    /// give that value and a fetch by it to find it: a UUID in lowercase (a read takes another
+    /// text for nil, and a fetch by the UUID misses one in capitals), a decimal number a
+    /// `Decimal` reads exactly (`'1,5'` reads as 1), an absolute URL as `URL` writes it (a fetch
+    /// by the URL misses `'https://e.com/a b'`, stored as `a%20b`), JSON; all of it UTF-8. Nil
+    /// for an attribute of another type.
     private static func textForm(_ a: Attribute) -> (name: String, isWellFormed: (String) -> Bool, what: String)? {
         switch a.type {
         case .uuid: return (a.name, { UUID(uuidString: $0)?.uuidString.lowercased() == $0 }, "a UUID in lowercase")
         case .decimal: return (a.name, { DecimalText.parse($0) != nil }, "a decimal number")
-        case .url: return (a.name, { URL(string: $0)?.scheme != nil }, "an absolute URL")
+        case .url:
+            // As a save writes it: `URL(string:)`'s own text (a space is `%20` there).
+            return (
+                a.name, { text in URL(string: text).map { $0.scheme != nil && $0.absoluteString == text } ?? false },
+                "an absolute URL as a save writes it"
+            )
         case .json:
             return (
                 a.name,

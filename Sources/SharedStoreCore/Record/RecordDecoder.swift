@@ -341,6 +341,9 @@ struct SnapshotDecoder: Decoder {
             // T is Date (checked): no dynamic cast.
             if type == Date.self, case .date(let d) = v { return unsafeBitCast(d, to: T.self) }
             if let result = foundationValue(v, as: T.self) { return result }
+            // A decimal's or a URL's text that does not read as one (another tool's): JSON's
+            // reading would take `" 1.5"` for 1.5 and round a 50-digit number.
+            if type == Decimal.self || type == URL.self { throw mismatch(key, type) }
             // An enum backed by a String or an Int reads its primitive; any other Codable value
             // was stored as JSON.
             if let result = try? T(from: SingleValueDecoder(value: v)) { return result }

@@ -54,8 +54,8 @@ enum SQLMapping {
         case (.string(let s), .decimal):
             guard DecimalText.parse(s) != nil else {
                 throw fail(
-                    "a decimal number (digits, a point, an exponent; at most \(DecimalText.maxSignificantDigits) "
-                        + "significant digits), not '\(TextSafety.visible(String(s.prefix(60))))'")
+                    "a decimal number (digits, a point, an exponent; no more significant digits than a Decimal "
+                        + "holds), not '\(TextSafety.visible(String(s.prefix(60))))'")
             }
             return .text(s)
         case (.string(let s), .json):

@@ -50,10 +50,11 @@ extension TransactionSQL {
         }
     }
 
-    /// For each of `columns`, how many objects of `e` hold there text its `isWellFormed` refuses
-    /// (a value of another SQLite type is ``mistyped(_:_:)``'s to name), read in one pass over the
-    /// table in key order; and for a column with any, the first of them: its key and its text as
-    /// SQL quotes it (the first 40 characters).
+    /// For each of `columns`, how many objects of `e` hold there text that is not UTF-8 (a read
+    /// repairs it, and gives another text than the one stored) or that its `isWellFormed`
+    /// refuses (a value of another SQLite type is ``mistyped(_:_:)``'s to name), read in one pass
+    /// over the table in key order; and for a column with any, the first of them: its key and
+    /// its text as SQL quotes it (the first 40 characters).
     func malformedTexts(_ e: Entity, _ columns: [(name: String, isWellFormed: (String) -> Bool)]) throws -> [(
         count: Int64, first: (Int64, String)?
     )] {
@@ -67,11 +68,12 @@ extension TransactionSQL {
             for (i, column) in columns.enumerated() {
                 let at = Int32(truncatingIfNeeded: i + 1)
                 guard row.type(at) == .text else { continue }
-                let text = row.text(at)
-                guard !column.isWellFormed(text) else { continue }
+                // Nil when the bytes are not UTF-8 (shown below as a read repairs them).
+                let text = row.withTextOrNil(at) { $0.flatMap { String(validating: $0, as: UTF8.self) } }
+                if let text, column.isWellFormed(text) { continue }
                 found[i].count += 1
                 if found[i].first == nil {
-                    let shown = String(text.prefix(40)).replacingOccurrences(of: "'", with: "''")
+                    let shown = String((text ?? row.text(at)).prefix(40)).replacingOccurrences(of: "'", with: "''")
                     found[i].first = (row.int64(0), "text '\(shown)'")
                 }
             }

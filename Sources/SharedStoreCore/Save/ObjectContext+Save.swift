@@ -266,7 +266,7 @@ struct SavePlan {
                     changes.relationships[name] = try resolve(target, w, referencedBy: "\(id).\(name)")
                 }
             }
-            let read = registered.read(id)
+            let read = registered.read(id) ?? pending.read
             try w.update(
                 e, pk: id.primaryKey, changes, object: id.description,
                 read: pending.bases.isEmpty ? read : Self.base(of: pending, read: read))

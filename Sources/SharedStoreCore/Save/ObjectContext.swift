@@ -32,9 +32,11 @@ public final class ObjectContext {
     /// How a save resolves conflicts with the store (default `.error`).
     @exclusivity(unchecked) public var mergePolicy: MergePolicy = .error
     /// How many of its latest reads the context keeps as the base of conflict detection: at
-    /// least this many objects, at most twice as many (at least 1; by default every read, until
-    /// ``rollback()``). An update of an object read before those is checked against the store as
-    /// it is when the update is made, as after a rollback. Set it for a context that reads more
+    /// least this many objects, at most twice as many, or all that one fetch larger than that
+    /// read (at least 1; by default every read, until ``rollback()``). An update of an object
+    /// read before those is checked against the store as it is when the update is made, as
+    /// after a rollback; an update keeps the read it was made on until the save, however many
+    /// reads follow. Set it for a context that reads more
     /// objects than it will change (a daemon over a large store): then it holds neither the
     /// whole store in memory nor a table of every object it read. A fetch of objects read before
     /// and since forgotten keeps each anew, which costs more than finding it kept.
@@ -58,6 +60,9 @@ public final class ObjectContext {
         /// of the object: a record's read (``update(_:)``). The save checks each property against
         /// its own.
         var bases: [String: Snapshot] = [:]
+        /// What the context had read of the object when it was first updated: the base of the
+        /// save when a bounded read set (``maximumReadsKept``) forgets it before the save.
+        var read: Snapshot?
         /// The properties an update of a record set, with the fetch of that record (a later
         /// update of a record of the same fetch that has one back as it read it takes that change
         /// back).
@@ -225,13 +230,18 @@ public final class ObjectContext {
             inserts[i].relationships.merge(relationships) { $1 }
             return
         }
-        if registered[id] == nil {
+        var read = registered[id]
+        if read == nil {
             // A blind update: what the store holds now is what this context "read".
-            _ = try object(with: id)
+            read = try object(with: id)
         }
         let pending = updates.count
         Self.add(values, relationships, to: &updates[id, default: PendingUpdate()])
-        if updates.count != pending { updateOrder.append(id) }
+        if updates.count != pending {
+            updateOrder.append(id)
+            // Kept only when the read set may forget it (every read is kept by default).
+            if registered.capacity != Int.max { updates[id]?.read = read }
+        }
     }
 
     /// `values` and `relationships` merged into `pending`, as plain changes (not a record's).
