@@ -202,6 +202,16 @@ extension ReadSetTests {
         try mine.update(ids[1], ["title": "mine again"])
         expectStoreError(.conflict) { try mine.save() }
         #expect(try container.newContext().object(with: ids[1])["title"] == "theirs again")
+        // An update made before the bound was set keeps its read as well.
+        mine.rollback()
+        mine.maximumReadsKept = Int.max
+        _ = try mine.object(with: ids[2])
+        try mine.update(ids[2], ["title": "mine, then bounded"])
+        mine.maximumReadsKept = 2
+        for id in ids[3..<20] { _ = try mine.object(with: id) }
+        try other.update(ids[2], ["title": "theirs, third"])
+        try other.save()
+        expectStoreError(.conflict) { try mine.save() }
     }
 
     /// Random reads, fetches and other contexts' changes, then an update saved at once, in a

@@ -36,13 +36,17 @@ public final class ObjectContext {
     /// read (at least 1; by default every read, until ``rollback()``). An update of an object
     /// read before those is checked against the store as it is when the update is made, as
     /// after a rollback; an update keeps the read it was made on until the save, however many
-    /// reads follow. Set it for a context that reads more
-    /// objects than it will change (a daemon over a large store): then it holds neither the
-    /// whole store in memory nor a table of every object it read. A fetch of objects read before
-    /// and since forgotten keeps each anew, which costs more than finding it kept.
+    /// reads follow. Set it for a context that reads more objects than it will change (a daemon
+    /// over a large store): then it holds neither the whole store in memory nor a table of
+    /// every object it read. A fetch of objects read before and since forgotten keeps each
+    /// anew, which costs more than finding it kept.
     public var maximumReadsKept: Int {
         get { registered.capacity }
-        set { registered.capacity = max(1, newValue) }
+        set {
+            registered.capacity = max(1, newValue)
+            // Updates made before the bound keep their reads from now on, as later ones do.
+            for id in updateOrder where updates[id]?.read == nil { updates[id]?.read = registered[id] }
+        }
     }
 
     struct PendingInsert {
