@@ -31,6 +31,8 @@ import Testing
             ("i", "1.5", "Thing.i not an integer", "real 1.5"), ("t", "'2024-01-01'", "Thing.t not a number", "text"),
             ("d", "x'00'", "Thing.d not a number", "blob"), ("bin", "'text'", "Thing.bin not bytes", "text"),
             ("s", "x'41'", "Thing.s not text", "blob X'41'"),
+            // Not UTF-8: a read repairs it, and gives (and a mirror sends) another text.
+            ("s", "CAST(x'41ff42' AS TEXT)", "Thing.s not UTF-8 text", "text 'A\u{FFFD}B'"),
         ]
         for (column, value, what, shown) in planted {
             let raw = try SQLiteConnection(path: group.storePath, busyTimeoutMilliseconds: 1000)

@@ -74,8 +74,9 @@ extension Container {
     /// give that value and a fetch by it to find it: a UUID in lowercase (a read takes another
     /// text for nil, and a fetch by the UUID misses one in capitals), a decimal number a
     /// `Decimal` reads exactly (`'1,5'` reads as 1), an absolute URL as `URL` writes it (a fetch
-    /// by the URL misses `'https://e.com/a b'`, stored as `a%20b`), JSON; all of it UTF-8. Nil
-    /// for an attribute of another type.
+    /// by the URL misses `'https://e.com/a b'`, stored as `a%20b`), JSON; all of it, a string's
+    /// too, UTF-8 (a read repairs other bytes, and a mirror sends what it read). Nil for an
+    /// attribute of another type.
     private static func textForm(_ a: Attribute) -> (name: String, isWellFormed: (String) -> Bool, what: String)? {
         switch a.type {
         case .uuid: return (a.name, { UUID(uuidString: $0)?.uuidString.lowercased() == $0 }, "a UUID in lowercase")
@@ -92,6 +93,8 @@ extension Container {
                 { (try? JSONSerialization.jsonObject(with: Data($0.utf8), options: [.fragmentsAllowed])) != nil },
                 "JSON"
             )
+        // Any text, as long as it is UTF-8 (which `malformedTexts` checks of every column).
+        case .string: return (a.name, { _ in true }, "UTF-8 text")
         default: return nil
         }
     }
