@@ -77,7 +77,7 @@ extension Container {
     /// by the URL misses `'https://e.com/a b'`, stored as `a%20b`), JSON; all of it, a string's
     /// too, UTF-8 (a read repairs other bytes, and a mirror sends what it read). Nil for an
     /// attribute of another type.
-    private static func textForm(_ a: Attribute) -> (name: String, isWellFormed: (String) -> Bool, what: String)? {
+    private static func textForm(_ a: Attribute) -> (name: String, isWellFormed: ((String) -> Bool)?, what: String)? {
         switch a.type {
         case .uuid: return (a.name, { UUID(uuidString: $0)?.uuidString.lowercased() == $0 }, "a UUID in lowercase")
         case .decimal: return (a.name, { DecimalText.parse($0) != nil }, "a decimal number")
@@ -94,7 +94,7 @@ extension Container {
                 "JSON"
             )
         // Any text, as long as it is UTF-8 (which `malformedTexts` checks of every column).
-        case .string: return (a.name, { _ in true }, "UTF-8 text")
+        case .string: return (a.name, nil, "UTF-8 text")
         default: return nil
         }
     }

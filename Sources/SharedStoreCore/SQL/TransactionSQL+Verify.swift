@@ -51,11 +51,11 @@ extension TransactionSQL {
     }
 
     /// For each of `columns`, how many objects of `e` hold there text that is not UTF-8 (a read
-    /// repairs it, and gives another text than the one stored) or that its `isWellFormed`
-    /// refuses (a value of another SQLite type is ``mistyped(_:_:)``'s to name), read in one pass
+    /// repairs it, and gives another text than the one stored) or that its `isWellFormed` (nil:
+    /// any text) refuses (a value of another SQLite type is ``mistyped(_:_:)``'s to name), read in one pass
     /// over the table in key order; and for a column with any, the first of them: its key and
     /// its text as SQL quotes it (the first 40 characters).
-    func malformedTexts(_ e: Entity, _ columns: [(name: String, isWellFormed: (String) -> Bool)]) throws -> [(
+    func malformedTexts(_ e: Entity, _ columns: [(name: String, isWellFormed: ((String) -> Bool)?)]) throws -> [(
         count: Int64, first: (Int64, String)?
     )] {
         guard !columns.isEmpty else { return [] }
@@ -68,12 +68,22 @@ extension TransactionSQL {
             for (i, column) in columns.enumerated() {
                 let at = Int32(truncatingIfNeeded: i + 1)
                 guard row.type(at) == .text else { continue }
-                // Nil when the bytes are not UTF-8 (shown below as a read repairs them).
-                let text = row.withTextOrNil(at) { $0.flatMap { String(validating: $0, as: UTF8.self) } }
-                if let text, column.isWellFormed(text) { continue }
+                let wellFormed = row.withTextOrNil(at) { bytes -> Bool in
+                    guard let bytes else { return true }
+                    // A column of any text is only checked to be UTF-8, with no string made.
+                    guard let check = column.isWellFormed else {
+                        return !transcode(bytes.makeIterator(), from: UTF8.self, to: UTF32.self, stoppingOnError: true)
+                        {
+                            _ in
+                        }
+                    }
+                    return String(validating: bytes, as: UTF8.self).map(check) ?? false
+                }
+                if wellFormed { continue }
                 found[i].count += 1
                 if found[i].first == nil {
-                    let shown = String((text ?? row.text(at)).prefix(40)).replacingOccurrences(of: "'", with: "''")
+                    // Not UTF-8: shown as a read repairs it.
+                    let shown = String(row.text(at).prefix(40)).replacingOccurrences(of: "'", with: "''")
                     found[i].first = (row.int64(0), "text '\(shown)'")
                 }
             }
